@@ -1,0 +1,52 @@
+# tilepipe: `make run` and `make test` on a fresh Debian 12 machine.
+SHELL := /bin/bash
+GO ?= go
+BIN := $(abspath bin)
+RUN_DIR ?= runs/$(shell date -u +%Y%m%dT%H%M%SZ)
+COHORT ?= cpu-default
+ROUTES ?= halide,openblas,torch-eager
+
+# System packages the routes need (Debian 12 names).
+DEB_PACKAGES := libhalide14-0-dev libopenblas-dev python3-torch python3-numpy g++ gcc
+
+.PHONY: all deps build routes run test test-oracle bench clean
+
+all: build
+
+# Installs what is missing; apt-get update runs once, only when needed.
+deps:
+	@missing=""; for p in $(DEB_PACKAGES); do \
+	  dpkg-query -W -f='$${Status}' $$p 2>/dev/null | grep -q "install ok installed" || missing="$$missing $$p"; \
+	done; \
+	if [ -n "$$missing" ]; then \
+	  echo "make deps: installing$$missing"; \
+	  SUDO=""; [ "$$(id -u)" = 0 ] || SUDO=sudo; \
+	  $$SUDO apt-get update -q && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -q $$missing; \
+	fi
+
+build: deps routes
+	$(GO) build -o $(BIN)/tilepipe ./cmd/tilepipe
+
+routes:
+	$(MAKE) -C routes/halide BIN=$(BIN)/routes/halide
+	@for r in openblas torch-eager; do \
+	  mkdir -p $(BIN)/routes/$$r && cp -p routes/$$r/* $(BIN)/routes/$$r/ ; \
+	done
+
+# The main job: the default cohort through all four stages, then the
+# results table and the audit verdict.
+run: build
+	@mkdir -p runs
+	$(BIN)/tilepipe run --cohort $(COHORT) --routes $(ROUTES) --output $(RUN_DIR)
+
+test: build
+	TILEPIPE_ROUTES=$(BIN)/routes TILEPIPE_REQUIRE_ROUTES=1 $(GO) test ./...
+
+test-oracle:
+	$(GO) test ./oracle/ -run TestTightness -v -count=1
+
+bench: build
+	TILEPIPE_ROUTES=$(BIN)/routes $(GO) test ./... -run '^$$' -bench . -benchmem
+
+clean:
+	rm -rf bin

@@ -1,0 +1,245 @@
+package artifacts
+
+import (
+	"time"
+
+	"github.com/tilepipe/tilepipe/oracle"
+)
+
+// Artifact types of the stage manifests, and the titles of their documents.
+const (
+	CaptureType  = "application/vnd.tilepipe.capture.v1+json"
+	PreparedType = "application/vnd.tilepipe.prepared.v1+json"
+	ReplayType   = "application/vnd.tilepipe.replay.v1+json"
+	DocTitle     = "tilepipe.json"
+	DocSchema    = 1
+)
+
+// Row statuses shared by every stage.
+const (
+	StatusBuilt       = "built"
+	StatusPrepared    = "prepared"
+	StatusPassed      = "passed"
+	StatusFailed      = "failed"
+	StatusUnsupported = "unsupported"
+	StatusUnavailable = "unavailable"
+)
+
+// TensorRef names a tensor blob (an Arrow file, or raw bytes for prepared
+// inputs) and what it holds.
+type TensorRef struct {
+	Name   string `json:"name"`
+	Role   string `json:"role"`
+	Dtype  string `json:"dtype"`
+	Shape  []int  `json:"shape"`
+	Digest Digest `json:"digest"`
+	Size   int64  `json:"size"`
+}
+
+// FileRef is a file a route or stage produced, stored by digest.
+type FileRef struct {
+	Path   string `json:"path"`
+	Role   string `json:"role"`
+	Digest Digest `json:"digest"`
+	Size   int64  `json:"size"`
+}
+
+// Packet is what capture stores per case: inputs, FP64 expected outputs and
+// per-element bounds.
+type Packet struct {
+	Inputs   []TensorRef `json:"inputs"`
+	Expected []TensorRef `json:"expected"`
+	Bound    []TensorRef `json:"bound"`
+}
+
+// Entry is the C entry point of an object route.
+type Entry struct {
+	Symbol string         `json:"symbol"`
+	Params []oracle.Param `json:"params"`
+}
+
+// Process is how to run a process route's wrapper.
+type Process struct {
+	Interpreter       string            `json:"interpreter"`
+	InterpreterDigest Digest            `json:"interpreterDigest"`
+	Script            string            `json:"script"`
+	Args              []string          `json:"args"`
+	Env               map[string]string `json:"env"`
+	OutputPolicy      string            `json:"outputPolicy"`
+}
+
+// Route is what capture learned about one route from describe.
+type Route struct {
+	Name      string   `json:"name"`
+	Kind      string   `json:"kind"`
+	Version   string   `json:"version"`
+	Available bool     `json:"available"`
+	Reason    string   `json:"reason"`
+	Ops       []string `json:"ops"`
+	Exec      string   `json:"exec"`
+	Digest    Digest   `json:"digest"`
+	Describe  Digest   `json:"describe"`
+	External  bool     `json:"external"`
+}
+
+// Build is one route's answer for one case.
+type Build struct {
+	Route     string         `json:"route"`
+	Kind      string         `json:"kind"`
+	Status    string         `json:"status"`
+	Reason    string         `json:"reason"`
+	Files     []FileRef      `json:"files"`
+	Entry     *Entry         `json:"entry,omitempty"`
+	Link      []string       `json:"link,omitempty"`
+	Process   *Process       `json:"process,omitempty"`
+	Schedule  map[string]any `json:"schedule,omitempty"`
+	Toolchain map[string]any `json:"toolchain,omitempty"`
+	Response  Digest         `json:"response,omitempty"`
+	Stderr    Digest         `json:"stderr,omitempty"`
+	Seconds   float64        `json:"seconds"`
+}
+
+// CapturedCase is a case with its packet and every route's build.
+type CapturedCase struct {
+	Case      oracle.Case    `json:"case"`
+	Signature []oracle.Param `json:"signature"`
+	Generator string         `json:"generator"`
+	Packet    Packet         `json:"packet"`
+	Builds    []Build        `json:"builds"`
+}
+
+// CaptureDoc is the capture stage's document.
+type CaptureDoc struct {
+	Schema  int            `json:"schema"`
+	Cohort  string         `json:"cohort"`
+	Threads int            `json:"threads"`
+	Routes  []Route        `json:"routes"`
+	Cases   []CapturedCase `json:"cases"`
+}
+
+// ClosureFile is one file a timed process maps, pinned by digest.
+type ClosureFile struct {
+	Path   string `json:"path"`
+	Digest Digest `json:"digest"`
+	Size   int64  `json:"size"`
+}
+
+// Prepared is one (case, route) made ready to time, or the reason it
+// cannot be timed.
+type Prepared struct {
+	Case    string            `json:"case"`
+	Route   string            `json:"route"`
+	Kind    string            `json:"kind"`
+	Status  string            `json:"status"`
+	Reason  string            `json:"reason"`
+	Program *FileRef          `json:"program,omitempty"` // linked harness or wrapper script
+	Objects []FileRef         `json:"objects,omitempty"` // captured objects linked unchanged
+	Process *Process          `json:"process,omitempty"`
+	Env     map[string]string `json:"env,omitempty"`
+	Inputs  []TensorRef       `json:"inputs,omitempty"` // raw bytes
+	Outputs []oracle.Param    `json:"outputs,omitempty"`
+	Closure []ClosureFile     `json:"closure,omitempty"`
+}
+
+// PreparedDoc is the prepare stage's document.
+type PreparedDoc struct {
+	Schema        int        `json:"schema"`
+	Capture       Digest     `json:"capture"` // capture manifest
+	Threads       int        `json:"threads"`
+	HarnessSource FileRef    `json:"harnessSource"`
+	HarnessObject FileRef    `json:"harnessObject"`
+	CC            []string   `json:"cc"`
+	CCVersion     string     `json:"ccVersion"`
+	Entries       []Prepared `json:"entries"`
+}
+
+// ReplayConfig are the replay parameters, recorded so resume and audit see
+// the same plan.
+type ReplayConfig struct {
+	Rounds    int     `json:"rounds"`
+	Samples   int     `json:"samples"`
+	Singles   int     `json:"singles"`
+	SampleMs  float64 `json:"sampleMs"`
+	WarmupMs  float64 `json:"warmupMs"`
+	TimeoutS  float64 `json:"timeoutS"`
+	Threads   int     `json:"threads"`
+	Baseline  string  `json:"baseline"`
+	Seed      uint64  `json:"seed"`
+	Bootstrap int     `json:"bootstrap"`
+}
+
+// Visit is one planned process run: a case with a route in a round.
+type Visit struct {
+	Index    int    `json:"index"`
+	Round    int    `json:"round"`
+	Position int    `json:"position"` // route position within the case's turn
+	Case     string `json:"case"`
+	Route    string `json:"route"`
+}
+
+// VisitResult is what one visit produced.
+type VisitResult struct {
+	Visit
+	Status         string            `json:"status"`
+	Reason         string            `json:"reason"`
+	Checks         map[string]string `json:"checks,omitempty"`
+	CallsPerSample int64             `json:"callsPerSample"`
+	Threads        int               `json:"threads"`
+	OutputPolicy   string            `json:"outputPolicy,omitempty"`
+	Outputs        []TensorRef       `json:"outputs,omitempty"`
+	MaxErrRatio    float64           `json:"maxErrRatio"`
+	Samples        Digest            `json:"samples,omitempty"` // per-visit Arrow table
+	Stdout         Digest            `json:"stdout,omitempty"`
+	Stderr         Digest            `json:"stderr,omitempty"`
+	Exit           int               `json:"exit"`
+	Start          time.Time         `json:"start"`
+	End            time.Time         `json:"end"`
+}
+
+// ClosureCheck is the re-hash of every binary closure around one round.
+type ClosureCheck struct {
+	Round  int       `json:"round"`
+	When   string    `json:"when"` // before or after
+	At     time.Time `json:"at"`
+	Files  int       `json:"files"`
+	Status string    `json:"status"`
+	Reason string    `json:"reason,omitempty"`
+}
+
+// Summary is the timing summary of one case and route over all rounds.
+type Summary struct {
+	Case     string  `json:"case"`
+	Route    string  `json:"route"`
+	Status   string  `json:"status"`
+	Reason   string  `json:"reason,omitempty"`
+	Visits   int     `json:"visits"`
+	Samples  int     `json:"samples"`
+	MedianNs float64 `json:"medianNs"`
+	MinNs    float64 `json:"minNs"`
+	MaxNs    float64 `json:"maxNs"`
+	Q1Ns     float64 `json:"q1Ns"`
+	Q3Ns     float64 `json:"q3Ns"`
+	// Paired ratio route/baseline over rounds (time ratio: < 1 is faster).
+	Ratio      float64 `json:"ratio,omitempty"`
+	RatioMin   float64 `json:"ratioMin,omitempty"`
+	RatioMax   float64 `json:"ratioMax,omitempty"`
+	RatioLo    float64 `json:"ratioLo,omitempty"`
+	RatioHi    float64 `json:"ratioHi,omitempty"`
+	RatioPairs int     `json:"ratioPairs,omitempty"`
+	Verdict    string  `json:"verdict,omitempty"`
+}
+
+// ReplayDoc is the replay stage's document.
+type ReplayDoc struct {
+	Schema   int            `json:"schema"`
+	Prepared Digest         `json:"prepared"` // prepared manifest
+	Capture  Digest         `json:"capture"`  // capture manifest
+	Config   ReplayConfig   `json:"config"`
+	Routes   []string       `json:"routes"`
+	Cases    []string       `json:"cases"`
+	Plan     []Visit        `json:"plan"`
+	Visits   []VisitResult  `json:"visits"`
+	Closure  []ClosureCheck `json:"closure"`
+	Samples  Digest         `json:"samples"` // all samples, one Arrow table
+	Summary  []Summary      `json:"summary"`
+}

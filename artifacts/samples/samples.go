@@ -1,0 +1,136 @@
+// Package samples reads and writes the timing sample table: an Arrow IPC
+// file with one row per sample, nothing dropped.
+package samples
+
+import (
+	"fmt"
+	"io"
+	"os"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/ipc"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+)
+
+// Row is one timing sample of one visit.
+type Row struct {
+	Visit    int32
+	Round    int32
+	Position int32
+	Case     string
+	Route    string
+	Kind     string // "batch" (Calls calls) or "single" (one call)
+	Index    int32
+	Calls    int64
+	TotalNs  int64
+}
+
+// PerOpNs is the sample's time per call.
+func (r Row) PerOpNs() float64 { return float64(r.TotalNs) / float64(r.Calls) }
+
+// Schema is the table's schema.
+var Schema = arrow.NewSchema([]arrow.Field{
+	{Name: "visit", Type: arrow.PrimitiveTypes.Int32},
+	{Name: "round", Type: arrow.PrimitiveTypes.Int32},
+	{Name: "position", Type: arrow.PrimitiveTypes.Int32},
+	{Name: "case", Type: arrow.BinaryTypes.String},
+	{Name: "route", Type: arrow.BinaryTypes.String},
+	{Name: "kind", Type: arrow.BinaryTypes.String},
+	{Name: "index", Type: arrow.PrimitiveTypes.Int32},
+	{Name: "calls", Type: arrow.PrimitiveTypes.Int64},
+	{Name: "total_ns", Type: arrow.PrimitiveTypes.Int64},
+	{Name: "per_op_ns", Type: arrow.PrimitiveTypes.Float64},
+}, nil)
+
+// Write writes rows as one record batch.
+func Write(w io.Writer, rows []Row) error {
+	mem := memory.DefaultAllocator
+	b := array.NewRecordBuilder(mem, Schema)
+	defer b.Release()
+	for _, r := range rows {
+		b.Field(0).(*array.Int32Builder).Append(r.Visit)
+		b.Field(1).(*array.Int32Builder).Append(r.Round)
+		b.Field(2).(*array.Int32Builder).Append(r.Position)
+		b.Field(3).(*array.StringBuilder).Append(r.Case)
+		b.Field(4).(*array.StringBuilder).Append(r.Route)
+		b.Field(5).(*array.StringBuilder).Append(r.Kind)
+		b.Field(6).(*array.Int32Builder).Append(r.Index)
+		b.Field(7).(*array.Int64Builder).Append(r.Calls)
+		b.Field(8).(*array.Int64Builder).Append(r.TotalNs)
+		b.Field(9).(*array.Float64Builder).Append(r.PerOpNs())
+	}
+	rec := b.NewRecordBatch()
+	defer rec.Release()
+	fw, err := ipc.NewFileWriter(w, ipc.WithSchema(Schema), ipc.WithAllocator(mem))
+	if err != nil {
+		return err
+	}
+	if err := fw.Write(rec); err != nil {
+		return err
+	}
+	return fw.Close()
+}
+
+// Limits for reading sample tables made elsewhere.
+const (
+	MaxMetadataBytes = 1 << 20
+	MaxBodyBytes     = 1 << 30
+)
+
+// ReadFile reads every row of the sample table at path, checking the schema
+// and that per_op_ns agrees with total_ns/calls.
+func ReadFile(path string, mem memory.Allocator) ([]Row, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	if mem == nil {
+		mem = memory.DefaultAllocator
+	}
+	fr, err := ipc.NewFileReader(f, ipc.WithAllocator(mem), ipc.WithMetadataSizeLimit(MaxMetadataBytes), ipc.WithBodySizeLimit(MaxBodyBytes))
+	if err != nil {
+		return nil, fmt.Errorf("samples %s: arrow ipc: %w", path, err)
+	}
+	defer fr.Close()
+	if !fr.Schema().Equal(Schema) {
+		return nil, fmt.Errorf("samples %s: schema: want %s, got %s", path, Schema, fr.Schema())
+	}
+	var rows []Row
+	for i := 0; i < fr.NumRecords(); i++ {
+		rec, err := fr.RecordBatch(i)
+		if err != nil {
+			return nil, fmt.Errorf("samples %s: record batch %d: %w", path, i, err)
+		}
+		for c := 0; c < int(rec.NumCols()); c++ {
+			if rec.Column(c).NullN() != 0 {
+				return nil, fmt.Errorf("samples %s: column %s has nulls", path, Schema.Field(c).Name)
+			}
+		}
+		visit := rec.Column(0).(*array.Int32)
+		round := rec.Column(1).(*array.Int32)
+		pos := rec.Column(2).(*array.Int32)
+		cs := rec.Column(3).(*array.String)
+		rt := rec.Column(4).(*array.String)
+		kind := rec.Column(5).(*array.String)
+		idx := rec.Column(6).(*array.Int32)
+		calls := rec.Column(7).(*array.Int64)
+		total := rec.Column(8).(*array.Int64)
+		perop := rec.Column(9).(*array.Float64)
+		for j := 0; j < int(rec.NumRows()); j++ {
+			r := Row{visit.Value(j), round.Value(j), pos.Value(j), cs.Value(j), rt.Value(j), kind.Value(j), idx.Value(j), calls.Value(j), total.Value(j)}
+			if r.Calls < 1 || r.TotalNs < 0 {
+				return nil, fmt.Errorf("samples %s: row %d: calls=%d total_ns=%d: want calls >= 1 and total_ns >= 0", path, len(rows), r.Calls, r.TotalNs)
+			}
+			if r.Kind != "batch" && r.Kind != "single" {
+				return nil, fmt.Errorf("samples %s: row %d: kind %q: want batch or single", path, len(rows), r.Kind)
+			}
+			if perop.Value(j) != r.PerOpNs() {
+				return nil, fmt.Errorf("samples %s: row %d: per_op_ns %g disagrees with total_ns/calls %g", path, len(rows), perop.Value(j), r.PerOpNs())
+			}
+			rows = append(rows, r)
+		}
+	}
+	return rows, nil
+}

@@ -1,0 +1,431 @@
+package artifacts
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+
+	"github.com/opencontainers/go-digest"
+	specs "github.com/opencontainers/image-spec/specs-go"
+	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
+)
+
+// Media types of tilepipe's blobs.
+const (
+	MediaJSON      = "application/json"
+	MediaArrow     = "application/vnd.apache.arrow.file"
+	MediaStatement = "application/vnd.in-toto+json"
+	MediaOctet     = "application/octet-stream"
+	MediaText      = "text/plain"
+	MediaExec      = "application/vnd.tilepipe.executable"
+)
+
+// AnnotationTitle names a layer inside a stage (its logical path).
+const AnnotationTitle = ocispec.AnnotationTitle
+
+// Size limits for the small JSON documents a stage reads from the store.
+const (
+	maxIndexBytes    = 1 << 20
+	maxManifestBytes = 64 << 20
+	// MaxDocBytes bounds any JSON document read with ReadJSON.
+	MaxDocBytes = 256 << 20
+)
+
+// Store is one stage directory: an OCI image layout whose blobs are the
+// stage's products, whose manifest lists them, and whose index.json is the
+// commit point. A directory without index.json is an incomplete stage.
+type Store struct {
+	dir    string
+	titles titles
+}
+
+// Create makes dir, which must not exist, as a new empty layout. The parent
+// must exist. Creation is exclusive: two stages cannot share a directory.
+func Create(dir string) (*Store, error) {
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		if errors.Is(err, fs.ErrExist) {
+			return nil, fmt.Errorf("output directory %s already exists; stages never overwrite, choose a new one", dir)
+		}
+		return nil, fmt.Errorf("create output directory: %w", err)
+	}
+	s := &Store{dir: dir}
+	if err := os.MkdirAll(filepath.Join(dir, "blobs", "sha256"), 0o755); err != nil {
+		return nil, err
+	}
+	layout, _ := json.Marshal(ocispec.ImageLayout{Version: ocispec.ImageLayoutVersion})
+	if err := writeFileAtomic(filepath.Join(dir, ocispec.ImageLayoutFile), layout); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// Open opens a complete stage directory (one with index.json).
+func Open(dir string) (*Store, error) {
+	s, err := OpenIncomplete(dir)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := os.Lstat(filepath.Join(dir, ocispec.ImageIndexFile)); err != nil {
+		return nil, fmt.Errorf("open stage %s: index.json missing: the stage did not finish (incomplete or interrupted)", dir)
+	}
+	return s, nil
+}
+
+// OpenIncomplete opens a layout that may not have been committed yet, for
+// resuming the stage that writes it.
+func OpenIncomplete(dir string) (*Store, error) {
+	fi, err := os.Lstat(dir)
+	if err != nil {
+		return nil, fmt.Errorf("open stage: %w", err)
+	}
+	if !fi.IsDir() {
+		return nil, fmt.Errorf("open stage %s: not a directory", dir)
+	}
+	b, err := readRegular(filepath.Join(dir, ocispec.ImageLayoutFile), 4096)
+	if err != nil {
+		return nil, fmt.Errorf("open stage %s: %w", dir, err)
+	}
+	var l ocispec.ImageLayout
+	if err := json.Unmarshal(b, &l); err != nil || l.Version != ocispec.ImageLayoutVersion {
+		return nil, fmt.Errorf("open stage %s: oci-layout: want imageLayoutVersion %q", dir, ocispec.ImageLayoutVersion)
+	}
+	return &Store{dir: dir}, nil
+}
+
+// Dir is the stage directory.
+func (s *Store) Dir() string { return s.dir }
+
+// Path is where the blob d lives. d must be a valid sha256 digest.
+func (s *Store) Path(d Digest) string {
+	return filepath.Join(s.dir, "blobs", "sha256", d.Encoded())
+}
+
+// Writer streams a new blob to disk, hashing while it writes.
+type Writer struct {
+	s         *Store
+	f         *os.File
+	digester  digest.Digester
+	w         io.Writer
+	size      int64
+	mediaType string
+	done      bool
+}
+
+// NewWriter starts a blob of the given media type.
+func (s *Store) NewWriter(mediaType string) (*Writer, error) {
+	f, err := os.CreateTemp(filepath.Join(s.dir, "blobs"), ".tmp-*")
+	if err != nil {
+		return nil, fmt.Errorf("start blob: %w", err)
+	}
+	dg := digest.SHA256.Digester()
+	return &Writer{s: s, f: f, digester: dg, w: io.MultiWriter(f, dg.Hash()), mediaType: mediaType}, nil
+}
+
+func (w *Writer) Write(p []byte) (int, error) {
+	n, err := w.w.Write(p)
+	w.size += int64(n)
+	return n, err
+}
+
+// Abort discards the blob being written.
+func (w *Writer) Abort() {
+	if !w.done {
+		w.done = true
+		w.f.Close()
+		os.Remove(w.f.Name())
+	}
+}
+
+// Commit fsyncs the temp file, re-reads it to confirm the digest, renames it
+// into place, fsyncs the directory and makes the blob read-only. Equal
+// content already present is kept as it is (after verifying it).
+func (w *Writer) Commit() (ocispec.Descriptor, error) {
+	if w.done {
+		return ocispec.Descriptor{}, errors.New("blob writer already finished")
+	}
+	defer w.Abort()
+	d := w.digester.Digest()
+	if err := w.f.Sync(); err != nil {
+		return ocispec.Descriptor{}, fmt.Errorf("sync blob %s: %w", Short(d), err)
+	}
+	if err := w.f.Close(); err != nil {
+		return ocispec.Descriptor{}, err
+	}
+	// The bytes on disk, not the bytes we meant to write, are what count.
+	if got, err := hashFile(w.f.Name()); err != nil {
+		return ocispec.Descriptor{}, err
+	} else if got.d != d {
+		return ocispec.Descriptor{}, &MismatchError{Name: "new blob", Path: w.f.Name(), Expected: d, Actual: got.d}
+	}
+	desc := ocispec.Descriptor{MediaType: w.mediaType, Digest: d, Size: w.size}
+	final := w.s.Path(d)
+	if _, err := os.Lstat(final); err == nil {
+		if err := w.s.Verify(desc, "existing blob"); err != nil {
+			return ocispec.Descriptor{}, err
+		}
+		return desc, nil
+	}
+	if err := os.Chmod(w.f.Name(), 0o444); err != nil {
+		return ocispec.Descriptor{}, err
+	}
+	if err := os.Rename(w.f.Name(), final); err != nil {
+		return ocispec.Descriptor{}, fmt.Errorf("commit blob %s: %w", Short(d), err)
+	}
+	w.done = true
+	if err := syncDir(filepath.Dir(final)); err != nil {
+		return ocispec.Descriptor{}, err
+	}
+	return desc, nil
+}
+
+// Put stores everything r yields as one blob.
+func (s *Store) Put(r io.Reader, mediaType string) (ocispec.Descriptor, error) {
+	w, err := s.NewWriter(mediaType)
+	if err != nil {
+		return ocispec.Descriptor{}, err
+	}
+	if _, err := io.Copy(w, r); err != nil {
+		w.Abort()
+		return ocispec.Descriptor{}, fmt.Errorf("write blob: %w", err)
+	}
+	return w.Commit()
+}
+
+// PutBytes stores b as one blob.
+func (s *Store) PutBytes(b []byte, mediaType string) (ocispec.Descriptor, error) {
+	return s.Put(bytes.NewReader(b), mediaType)
+}
+
+// PutJSON stores v, indented, as a JSON blob.
+func (s *Store) PutJSON(v any, mediaType string) (ocispec.Descriptor, error) {
+	b, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		return ocispec.Descriptor{}, err
+	}
+	return s.PutBytes(append(b, '\n'), mediaType)
+}
+
+// PutFile stores the regular file at path, streaming it.
+func (s *Store) PutFile(path, mediaType string) (ocispec.Descriptor, error) {
+	f, err := openRegular(path)
+	if err != nil {
+		return ocispec.Descriptor{}, err
+	}
+	defer f.Close()
+	return s.Put(f, mediaType)
+}
+
+// Verify re-hashes the bytes of blob desc. It returns an error wrapping
+// [ErrNotFound] when the blob is missing or not a regular file, and a
+// [*MismatchError] (matching [ErrDigestMismatch]) when the bytes or the size
+// differ. name is the blob's logical name for messages.
+func (s *Store) Verify(desc ocispec.Descriptor, name string) error {
+	if err := desc.Digest.Validate(); err != nil || desc.Digest.Algorithm() != digest.SHA256 {
+		return fmt.Errorf("blob %s: digest %q: want sha256:<64 hex>", name, desc.Digest)
+	}
+	p := s.Path(desc.Digest)
+	got, err := hashFile(p)
+	if err != nil {
+		return fmt.Errorf("blob %s (%s): %w", name, Short(desc.Digest), err)
+	}
+	if got.d != desc.Digest {
+		return &MismatchError{Name: name, Path: p, Expected: desc.Digest, Actual: got.d}
+	}
+	if desc.Size != 0 && got.n != desc.Size {
+		return fmt.Errorf("blob %s (%s): size %d, descriptor says %d: %w", name, Short(desc.Digest), got.n, desc.Size, ErrDigestMismatch)
+	}
+	return nil
+}
+
+// ReadVerified reads a whole blob of at most limit bytes and checks its
+// digest on the bytes read, so a reader never acts on unverified content.
+func (s *Store) ReadVerified(d Digest, name string, limit int64) ([]byte, error) {
+	if err := d.Validate(); err != nil {
+		return nil, fmt.Errorf("blob %s: digest %q: %w", name, d, err)
+	}
+	b, err := readRegular(s.Path(d), limit)
+	if err != nil {
+		return nil, fmt.Errorf("blob %s (%s): %w", name, Short(d), err)
+	}
+	if got := digest.FromBytes(b); got != d {
+		return nil, &MismatchError{Name: name, Path: s.Path(d), Expected: d, Actual: got}
+	}
+	return b, nil
+}
+
+// ReadJSON reads a verified JSON blob into v, refusing unknown fields.
+func (s *Store) ReadJSON(d Digest, name string, v any) error {
+	b, err := s.ReadVerified(d, name, MaxDocBytes)
+	if err != nil {
+		return err
+	}
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		return fmt.Errorf("blob %s (%s): decode JSON: %w", name, Short(d), err)
+	}
+	return nil
+}
+
+// Manifest is what a stage commits: its products as layers, its receipt as
+// config and its predecessor as subject.
+type Manifest = ocispec.Manifest
+
+// Commit writes the stage manifest and then index.json, the commit point.
+// Every layer and the config must already be in the store.
+func (s *Store) Commit(artifactType string, config ocispec.Descriptor, layers []ocispec.Descriptor, subject *ocispec.Descriptor) (ocispec.Descriptor, error) {
+	m := ocispec.Manifest{
+		Versioned:    specs.Versioned{SchemaVersion: 2},
+		MediaType:    ocispec.MediaTypeImageManifest,
+		ArtifactType: artifactType,
+		Config:       config,
+		Layers:       layers,
+		Subject:      subject,
+	}
+	md, err := s.PutJSON(m, ocispec.MediaTypeImageManifest)
+	if err != nil {
+		return ocispec.Descriptor{}, err
+	}
+	md.ArtifactType = artifactType
+	idx := ocispec.Index{
+		Versioned: specs.Versioned{SchemaVersion: 2},
+		MediaType: ocispec.MediaTypeImageIndex,
+		Manifests: []ocispec.Descriptor{md},
+	}
+	b, _ := json.MarshalIndent(idx, "", "  ")
+	if err := writeFileAtomic(filepath.Join(s.dir, ocispec.ImageIndexFile), append(b, '\n')); err != nil {
+		return ocispec.Descriptor{}, err
+	}
+	return md, nil
+}
+
+// Stage is a verified view of a committed stage directory.
+type Stage struct {
+	Store      *Store
+	Descriptor ocispec.Descriptor // of the manifest
+	Manifest   ocispec.Manifest
+	// Layers by title.
+	Layers map[string]ocispec.Descriptor
+}
+
+// OpenStage opens dir, checks that its manifest has the wanted artifact
+// type, and re-hashes the manifest, the config and every layer before
+// returning. verified is called once per blob after it was re-hashed.
+func OpenStage(dir, artifactType string, verified func(name string, d ocispec.Descriptor)) (*Stage, error) {
+	s, err := Open(dir)
+	if err != nil {
+		return nil, err
+	}
+	b, err := readRegular(filepath.Join(dir, ocispec.ImageIndexFile), maxIndexBytes)
+	if err != nil {
+		return nil, fmt.Errorf("stage %s: %w", dir, err)
+	}
+	var idx ocispec.Index
+	if err := strictJSON(b, &idx); err != nil {
+		return nil, fmt.Errorf("stage %s: index.json: %w", dir, err)
+	}
+	if len(idx.Manifests) != 1 {
+		return nil, fmt.Errorf("stage %s: index.json: manifests: want exactly 1, got %d", dir, len(idx.Manifests))
+	}
+	md := idx.Manifests[0]
+	mb, err := s.ReadVerified(md.Digest, "manifest", maxManifestBytes)
+	if err != nil {
+		return nil, fmt.Errorf("stage %s: %w", dir, err)
+	}
+	var m ocispec.Manifest
+	if err := strictJSON(mb, &m); err != nil {
+		return nil, fmt.Errorf("stage %s: manifest %s: %w", dir, Short(md.Digest), err)
+	}
+	if m.ArtifactType != artifactType {
+		return nil, fmt.Errorf("stage %s: manifest artifactType: want %s, got %q", dir, artifactType, m.ArtifactType)
+	}
+	if verified != nil {
+		verified("manifest", md)
+	}
+	st := &Stage{Store: s, Descriptor: md, Manifest: m, Layers: map[string]ocispec.Descriptor{}}
+	if err := s.Verify(m.Config, "receipt"); err != nil {
+		return nil, fmt.Errorf("stage %s: %w", dir, err)
+	}
+	if verified != nil {
+		verified("receipt", m.Config)
+	}
+	for i, l := range m.Layers {
+		title := l.Annotations[AnnotationTitle]
+		if title == "" {
+			return nil, fmt.Errorf("stage %s: manifest layers[%d]: missing %s annotation", dir, i, AnnotationTitle)
+		}
+		if _, dup := st.Layers[title]; dup {
+			return nil, fmt.Errorf("stage %s: manifest layers[%d]: duplicate title %q", dir, i, title)
+		}
+		if err := s.Verify(l, title); err != nil {
+			return nil, fmt.Errorf("stage %s: %w", dir, err)
+		}
+		if verified != nil {
+			verified(title, l)
+		}
+		st.Layers[title] = l
+	}
+	return st, nil
+}
+
+// Layer returns the layer titled name or an error wrapping [ErrNotFound].
+func (st *Stage) Layer(name string) (ocispec.Descriptor, error) {
+	d, ok := st.Layers[name]
+	if !ok {
+		return d, fmt.Errorf("stage %s: layer %q: %w", st.Store.dir, name, ErrNotFound)
+	}
+	return d, nil
+}
+
+// Has reports whether d is one of the stage's layers (so it was verified).
+func (st *Stage) Has(d Digest) bool {
+	for _, l := range st.Layers {
+		if l.Digest == d {
+			return true
+		}
+	}
+	return false
+}
+
+// Titles lists the layer titles, sorted.
+func (st *Stage) Titles() []string {
+	t := make([]string, 0, len(st.Layers))
+	for k := range st.Layers {
+		t = append(t, k)
+	}
+	sort.Strings(t)
+	return t
+}
+
+// Layer builds a titled layer descriptor.
+func Layer(title string, d ocispec.Descriptor) ocispec.Descriptor {
+	d.Annotations = map[string]string{AnnotationTitle: title}
+	return d
+}
+
+// ValidTitle reports whether title is a clean relative path (no "..",
+// no leading "/", no empty elements).
+func ValidTitle(title string) bool {
+	if title == "" || strings.HasPrefix(title, "/") || filepath.Clean(title) != title {
+		return false
+	}
+	for _, e := range strings.Split(title, "/") {
+		if e == ".." || e == "." || e == "" {
+			return false
+		}
+	}
+	return true
+}
+
+func strictJSON(b []byte, v any) error {
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.DisallowUnknownFields()
+	return dec.Decode(v)
+}

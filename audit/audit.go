@@ -1,0 +1,703 @@
+package audit
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"math"
+	"slices"
+	"sort"
+	"strings"
+	"time"
+
+	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
+	"github.com/tilepipe/tilepipe/artifacts"
+	"github.com/tilepipe/tilepipe/artifacts/samples"
+	"github.com/tilepipe/tilepipe/artifacts/tensor"
+	"github.com/tilepipe/tilepipe/internal/progress"
+	"github.com/tilepipe/tilepipe/oracle"
+	"github.com/tilepipe/tilepipe/stats"
+)
+
+// Check outcomes.
+const (
+	Passed = "PASSED"
+	Warned = "WARNED"
+	Failed = "FAILED"
+)
+
+// Config names the three stages to audit.
+type Config struct {
+	Capture, Prepared, Replay string
+	Progress                  *progress.Reporter
+}
+
+// Check is one audit finding with its evidence.
+type Check struct {
+	Name     string   `json:"name"`
+	Status   string   `json:"status"`
+	Summary  string   `json:"summary"`
+	Evidence []string `json:"evidence,omitempty"`
+}
+
+// Report is the audit predicate.
+type Report struct {
+	Verdict  string            `json:"verdict"` // pass or fail
+	Stages   map[string]string `json:"stages"`  // stage -> manifest digest
+	Checks   []Check           `json:"checks"`
+	Tool     artifacts.Tool    `json:"tool"`
+	Started  time.Time         `json:"startedOn"`
+	Finished time.Time         `json:"finishedOn"`
+}
+
+type auditor struct {
+	cfg             artifacts.Environment
+	cap, prep, rep  *artifacts.Stage
+	cdoc            artifacts.CaptureDoc
+	pdoc            artifacts.PreparedDoc
+	rdoc            artifacts.ReplayDoc
+	checks          []Check
+	progress        *progress.Reporter
+	expected, bound map[string][][]float64
+	capVerified     map[artifacts.Digest]bool
+	prepVerified    map[artifacts.Digest]bool
+}
+
+// maxEvidence bounds the evidence lines kept per check.
+const maxEvidence = 20
+
+func (a *auditor) add(name string, problems []string, warnings []string, summary string) {
+	c := Check{Name: name, Status: Passed, Summary: summary}
+	switch {
+	case len(problems) > 0:
+		c.Status, c.Evidence = Failed, problems
+	case len(warnings) > 0:
+		c.Status, c.Evidence = Warned, warnings
+	}
+	if len(c.Evidence) > maxEvidence {
+		n := len(c.Evidence)
+		c.Evidence = append(c.Evidence[:maxEvidence:maxEvidence], fmt.Sprintf("... and %d more", n-maxEvidence))
+	}
+	a.checks = append(a.checks, c)
+	a.progress.Printf("audit: %s %s: %s", c.Status, name, summary)
+}
+
+// Run audits the chain capture -> prepared -> replay. Findings are results;
+// the error is for "could not audit at all".
+func Run(ctx context.Context, cfg Config) (*Report, error) {
+	rep := &Report{Stages: map[string]string{}, Tool: artifacts.ToolInfo(), Started: time.Now().UTC()}
+	a := &auditor{progress: cfg.Progress, capVerified: map[artifacts.Digest]bool{}, prepVerified: map[artifacts.Digest]bool{}}
+	if !a.openStages(cfg, rep) {
+		return a.finish(rep), nil
+	}
+	a.chain()
+	a.inputs()
+	a.oracle()
+	a.outputs()
+	a.summaries()
+	a.balance()
+	a.timeWindows()
+	a.floors()
+	return a.finish(rep), nil
+}
+
+func (a *auditor) finish(rep *Report) *Report {
+	rep.Checks = a.checks
+	rep.Verdict = "pass"
+	for _, c := range a.checks {
+		if c.Status == Failed {
+			rep.Verdict = "fail"
+		}
+	}
+	rep.Finished = time.Now().UTC()
+	return rep
+}
+
+// openStages re-hashes every blob of the three stages.
+func (a *auditor) openStages(cfg Config, rep *Report) bool {
+	var problems []string
+	n := 0
+	open := func(dir, typ string, into **artifacts.Stage, doc any, seen map[artifacts.Digest]bool) {
+		st, err := artifacts.OpenStage(dir, typ, func(_ string, d ocispec.Descriptor) {
+			n++
+			if seen != nil {
+				seen[d.Digest] = true
+			}
+		})
+		if err != nil {
+			problems = append(problems, err.Error())
+			return
+		}
+		if err := st.ReadDoc(doc); err != nil {
+			problems = append(problems, err.Error())
+			return
+		}
+		*into = st
+		rep.Stages[typ] = string(st.Descriptor.Digest)
+	}
+	open(cfg.Capture, artifacts.CaptureType, &a.cap, &a.cdoc, a.capVerified)
+	open(cfg.Prepared, artifacts.PreparedType, &a.prep, &a.pdoc, a.prepVerified)
+	open(cfg.Replay, artifacts.ReplayType, &a.rep, &a.rdoc, nil)
+	a.add("blobs", problems, nil, fmt.Sprintf("re-hashed %d blobs (manifests, receipts, layers) of 3 stages", n))
+	return len(problems) == 0
+}
+
+// chain checks subjects, document links, receipts and consumption.
+func (a *auditor) chain() {
+	var p []string
+	if s := a.prep.Manifest.Subject; s == nil || s.Digest != a.cap.Descriptor.Digest {
+		p = append(p, fmt.Sprintf("prepared manifest subject: want capture manifest %s", a.cap.Descriptor.Digest))
+	}
+	if s := a.rep.Manifest.Subject; s == nil || s.Digest != a.prep.Descriptor.Digest {
+		p = append(p, fmt.Sprintf("replay manifest subject: want prepared manifest %s", a.prep.Descriptor.Digest))
+	}
+	if a.pdoc.Capture != a.cap.Descriptor.Digest {
+		p = append(p, fmt.Sprintf("prepared %s capture: %s, want %s", artifacts.DocTitle, a.pdoc.Capture, a.cap.Descriptor.Digest))
+	}
+	if a.rdoc.Prepared != a.prep.Descriptor.Digest || a.rdoc.Capture != a.cap.Descriptor.Digest {
+		p = append(p, fmt.Sprintf("replay %s: prepared %s capture %s, want %s and %s", artifacts.DocTitle, a.rdoc.Prepared, a.rdoc.Capture, a.prep.Descriptor.Digest, a.cap.Descriptor.Digest))
+	}
+	for _, st := range []struct {
+		name string
+		s    *artifacts.Stage
+		pred *artifacts.Stage
+		also *artifacts.Stage
+	}{{"capture", a.cap, nil, nil}, {"prepare", a.prep, a.cap, nil}, {"replay", a.rep, a.prep, a.cap}} {
+		r, err := st.s.Receipt()
+		if err != nil {
+			p = append(p, fmt.Sprintf("%s receipt: %v", st.name, err))
+			continue
+		}
+		if r.Type != artifacts.StatementType || r.PredicateType != artifacts.ReceiptPredicate || r.Predicate.Stage != st.name {
+			p = append(p, fmt.Sprintf("%s receipt: _type %q predicateType %q stage %q", st.name, r.Type, r.PredicateType, r.Predicate.Stage))
+		}
+		subj := map[string]string{}
+		for _, s := range r.Subject {
+			subj[s.Name] = s.Digest["sha256"]
+		}
+		for title, l := range st.s.Layers {
+			if subj[title] != l.Digest.Encoded() {
+				p = append(p, fmt.Sprintf("%s receipt: subject %q is %q, manifest layer has %s", st.name, title, subj[title], l.Digest))
+			}
+		}
+		if len(subj) != len(st.s.Layers) {
+			p = append(p, fmt.Sprintf("%s receipt: %d subjects, manifest has %d layers", st.name, len(subj), len(st.s.Layers)))
+		}
+		if st.pred == nil {
+			continue
+		}
+		consumed := map[artifacts.Digest]time.Time{}
+		for _, d := range r.Predicate.ResolvedDependencies {
+			consumed[d.Digest] = d.VerifiedAt
+		}
+		for _, pst := range []*artifacts.Stage{st.pred, st.also} {
+			if pst == nil {
+				continue
+			}
+			for title, l := range pst.Layers {
+				if _, ok := consumed[l.Digest]; !ok {
+					p = append(p, fmt.Sprintf("%s receipt: consumed blob %s (%s) was not recorded as verified", st.name, title, artifacts.Short(l.Digest)))
+				}
+			}
+			if _, ok := consumed[pst.Descriptor.Digest]; !ok {
+				p = append(p, fmt.Sprintf("%s receipt: predecessor manifest %s was not recorded as verified", st.name, artifacts.Short(pst.Descriptor.Digest)))
+			}
+		}
+	}
+	a.add("chain", p, nil, "manifest subjects, document links, receipt subjects and consumed digests")
+}
+
+// inputs regenerates every case's inputs and compares them, byte for byte,
+// with the capture packet and the prepared raw inputs.
+func (a *auditor) inputs() {
+	var p []string
+	raw := map[string][]artifacts.TensorRef{}
+	for _, e := range a.pdoc.Entries {
+		if len(e.Inputs) > 0 {
+			raw[e.Case] = e.Inputs
+			for _, other := range a.pdoc.Entries {
+				if other.Case == e.Case && len(other.Inputs) > 0 && !slices.EqualFunc(other.Inputs, e.Inputs, func(x, y artifacts.TensorRef) bool { return x.Digest == y.Digest }) {
+					p = append(p, fmt.Sprintf("case %s: routes %s and %s were prepared with different inputs", e.Case, e.Route, other.Route))
+				}
+			}
+		}
+	}
+	n := 0
+	for _, c := range a.cdoc.Cases {
+		gen, err := oracle.Generate(c.Case)
+		if err != nil {
+			p = append(p, fmt.Sprintf("case %s: regenerate: %v", c.Case.ID, err))
+			continue
+		}
+		if c.Generator != oracle.Generator {
+			p = append(p, fmt.Sprintf("case %s: generator %q, this auditor regenerates with %q", c.Case.ID, c.Generator, oracle.Generator))
+		}
+		if len(gen) != len(c.Packet.Inputs) {
+			p = append(p, fmt.Sprintf("case %s: %d inputs, the generator makes %d", c.Case.ID, len(c.Packet.Inputs), len(gen)))
+			continue
+		}
+		for i, ref := range c.Packet.Inputs {
+			want := tensor.Float32Bytes(gen[i])
+			if err := a.sameTensor(a.cap, ref, want); err != nil {
+				p = append(p, fmt.Sprintf("case %s input %s: %v", c.Case.ID, ref.Name, err))
+			}
+			if r, ok := raw[c.Case.ID]; ok {
+				b, err := a.prep.Store.ReadVerified(r[i].Digest, "raw input", int64(len(want))+1)
+				if err != nil || !bytes.Equal(b, want) {
+					p = append(p, fmt.Sprintf("case %s prepared raw input %s (%s): bytes differ from the regenerated input (%v)", c.Case.ID, r[i].Name, artifacts.Short(r[i].Digest), err))
+				}
+			}
+			n++
+		}
+	}
+	a.add("inputs", p, nil, fmt.Sprintf("regenerated %d input tensors from generator and seed; capture and prepared bytes match", n))
+}
+
+func (a *auditor) sameTensor(st *artifacts.Stage, ref artifacts.TensorRef, want []byte) error {
+	if !st.Has(ref.Digest) {
+		return fmt.Errorf("blob %s is not a layer of its stage", artifacts.Short(ref.Digest))
+	}
+	t, err := tensor.ReadFile(st.Store.Path(ref.Digest), nil)
+	if err != nil {
+		return err
+	}
+	defer t.Release()
+	if !slices.Equal(t.Meta.Shape, ref.Shape) || t.Meta.Dtype != ref.Dtype {
+		return fmt.Errorf("tensor %s %v, document says %s %v", t.Meta.Dtype, t.Meta.Shape, ref.Dtype, ref.Shape)
+	}
+	if !bytes.Equal(t.Bytes(), want) {
+		for i := range want {
+			if t.Bytes()[i] != want[i] {
+				return fmt.Errorf("stored bytes differ from the recomputed ones at byte %d", i)
+			}
+		}
+	}
+	return nil
+}
+
+// oracle recomputes the FP64 reference and bound of every case and compares
+// them bit for bit with the capture packet.
+func (a *auditor) oracle() {
+	var p []string
+	a.expected, a.bound = map[string][][]float64{}, map[string][][]float64{}
+	for _, c := range a.cdoc.Cases {
+		in, err := oracle.Generate(c.Case)
+		if err != nil {
+			p = append(p, fmt.Sprintf("case %s: %v", c.Case.ID, err))
+			continue
+		}
+		exp, bnd, err := oracle.Reference(c.Case, in)
+		if err != nil {
+			p = append(p, fmt.Sprintf("case %s: %v", c.Case.ID, err))
+			continue
+		}
+		a.expected[c.Case.ID], a.bound[c.Case.ID] = exp, bnd
+		for i, ref := range c.Packet.Expected {
+			if err := a.sameTensor(a.cap, ref, tensor.Float64Bytes(exp[i])); err != nil {
+				p = append(p, fmt.Sprintf("case %s expected %s: %v", c.Case.ID, ref.Name, err))
+			}
+		}
+		for i, ref := range c.Packet.Bound {
+			if err := a.sameTensor(a.cap, ref, tensor.Float64Bytes(bnd[i])); err != nil {
+				p = append(p, fmt.Sprintf("case %s bound %s: %v", c.Case.ID, ref.Name, err))
+			}
+		}
+	}
+	a.add("oracle", p, nil, fmt.Sprintf("recomputed the FP64 reference and bound of %d cases; packets match bit for bit", len(a.cdoc.Cases)))
+}
+
+// outputs re-checks every stored output of every passed visit in full.
+func (a *auditor) outputs() {
+	var p []string
+	cases := map[string]oracle.Case{}
+	for _, c := range a.cdoc.Cases {
+		cases[c.Case.ID] = c.Case
+	}
+	n, worst := 0, 0.0
+	for _, v := range a.rdoc.Visits {
+		if v.Status != artifacts.StatusPassed {
+			continue
+		}
+		exp, ok := a.expected[v.Case]
+		if !ok {
+			p = append(p, fmt.Sprintf("visit %d: case %s has no recomputed reference", v.Index, v.Case))
+			continue
+		}
+		var got [][]float32
+		var held []*tensor.Tensor
+		for _, o := range v.Outputs {
+			if !a.rep.Has(o.Digest) {
+				p = append(p, fmt.Sprintf("visit %d output %s: blob %s is not a layer of the replay", v.Index, o.Name, artifacts.Short(o.Digest)))
+				continue
+			}
+			t, err := tensor.ReadFile(a.rep.Store.Path(o.Digest), nil)
+			if err != nil {
+				p = append(p, fmt.Sprintf("visit %d output %s: %v", v.Index, o.Name, err))
+				continue
+			}
+			held = append(held, t)
+			got = append(got, t.Float32())
+		}
+		if len(got) == len(exp) {
+			vd := oracle.Compare(cases[v.Case], exp, a.bound[v.Case], got)
+			if !vd.Pass {
+				p = append(p, fmt.Sprintf("visit %d (%s %s) passed in replay but fails the recomputed oracle: %s", v.Index, v.Case, v.Route, vd.Reason))
+			}
+			worst = math.Max(worst, vd.MaxRatio)
+			n++
+		} else if len(p) == 0 {
+			p = append(p, fmt.Sprintf("visit %d: %d outputs, want %d", v.Index, len(got), len(exp)))
+		}
+		for _, t := range held {
+			t.Release()
+		}
+	}
+	a.add("outputs", p, nil, fmt.Sprintf("re-checked every element of %d passed visits' outputs; worst error/bound %.3g", n, worst))
+}
+
+// summaries recomputes every summary from the raw sample table and the
+// per-visit tables.
+func (a *auditor) summaries() {
+	var p []string
+	rows, err := readRows(a.rep, a.rdoc.Samples)
+	if err != nil {
+		a.add("summaries", []string{err.Error()}, nil, "could not read the sample table")
+		return
+	}
+	// The combined table must be exactly the per-visit tables.
+	var union []samples.Row
+	for _, v := range a.rdoc.Visits {
+		if v.Status != artifacts.StatusPassed {
+			continue
+		}
+		vr, err := readRows(a.rep, v.Samples)
+		if err != nil {
+			p = append(p, fmt.Sprintf("visit %d samples: %v", v.Index, err))
+			continue
+		}
+		for _, r := range vr {
+			if int(r.Visit) != v.Index || int(r.Round) != v.Round || r.Case != v.Case || r.Route != v.Route || int(r.Position) != v.Position {
+				p = append(p, fmt.Sprintf("visit %d samples: row %+v belongs to another visit", v.Index, r))
+				break
+			}
+		}
+		if got := countKind(vr, "batch"); got != a.rdoc.Config.Samples {
+			p = append(p, fmt.Sprintf("visit %d: %d batch samples, config says %d", v.Index, got, a.rdoc.Config.Samples))
+		}
+		union = append(union, vr...)
+	}
+	if !slices.Equal(union, rows) {
+		p = append(p, fmt.Sprintf("samples.arrow has %d rows, the passed visits' tables have %d (or differ in content)", len(rows), len(union)))
+	}
+	want := recompute(a.rdoc, rows)
+	have := map[[2]string]artifacts.Summary{}
+	for _, s := range a.rdoc.Summary {
+		have[[2]string{s.Case, s.Route}] = s
+	}
+	for k, w := range want {
+		h, ok := have[k]
+		if !ok {
+			p = append(p, fmt.Sprintf("summary %s/%s missing", k[0], k[1]))
+			continue
+		}
+		for _, f := range []struct {
+			name   string
+			hv, wv float64
+		}{{"medianNs", h.MedianNs, w.MedianNs}, {"minNs", h.MinNs, w.MinNs}, {"maxNs", h.MaxNs, w.MaxNs}, {"q1Ns", h.Q1Ns, w.Q1Ns}, {"q3Ns", h.Q3Ns, w.Q3Ns}, {"ratio", h.Ratio, w.Ratio}, {"ratioMin", h.RatioMin, w.RatioMin}, {"ratioMax", h.RatioMax, w.RatioMax}, {"ratioLo", h.RatioLo, w.RatioLo}, {"ratioHi", h.RatioHi, w.RatioHi}} {
+			if !close(f.hv, f.wv) {
+				p = append(p, fmt.Sprintf("summary %s/%s %s: stored %g, recomputed %g", k[0], k[1], f.name, f.hv, f.wv))
+			}
+		}
+		if h.Samples != w.Samples || h.Verdict != w.Verdict {
+			p = append(p, fmt.Sprintf("summary %s/%s: stored samples %d verdict %q, recomputed %d %q", k[0], k[1], h.Samples, h.Verdict, w.Samples, w.Verdict))
+		}
+	}
+	a.add("summaries", p, nil, fmt.Sprintf("recomputed %d summaries and paired ratios from %d raw samples", len(want), len(rows)))
+}
+
+func close(a, b float64) bool {
+	if a == b {
+		return true
+	}
+	return math.Abs(a-b) <= 1e-9*math.Max(math.Abs(a), math.Abs(b))
+}
+
+func countKind(rows []samples.Row, kind string) int {
+	n := 0
+	for _, r := range rows {
+		if r.Kind == kind {
+			n++
+		}
+	}
+	return n
+}
+
+func readRows(st *artifacts.Stage, d artifacts.Digest) ([]samples.Row, error) {
+	if !st.Has(d) {
+		return nil, fmt.Errorf("sample table %s is not a layer of the replay", artifacts.Short(d))
+	}
+	return samples.ReadFile(st.Store.Path(d), nil)
+}
+
+// recompute derives the timing summaries of passed (case, route) pairs
+// from raw rows, written independently of replay's code path.
+func recompute(doc artifacts.ReplayDoc, rows []samples.Row) map[[2]string]artifacts.Summary {
+	failed := map[[2]string]bool{}
+	for _, v := range doc.Visits {
+		if v.Status != artifacts.StatusPassed {
+			failed[[2]string{v.Case, v.Route}] = true
+		}
+	}
+	all := map[[2]string][]float64{}
+	rounds := map[[2]string]map[int32][]float64{}
+	for _, r := range rows {
+		k := [2]string{r.Case, r.Route}
+		if r.Kind != "batch" || failed[k] {
+			continue
+		}
+		all[k] = append(all[k], float64(r.TotalNs)/float64(r.Calls))
+		if rounds[k] == nil {
+			rounds[k] = map[int32][]float64{}
+		}
+		rounds[k][r.Round] = append(rounds[k][r.Round], float64(r.TotalNs)/float64(r.Calls))
+	}
+	out := map[[2]string]artifacts.Summary{}
+	for k, xs := range all {
+		s := stats.Summarize(xs)
+		sum := artifacts.Summary{Case: k[0], Route: k[1], Samples: s.N, MedianNs: s.Median, MinNs: s.Min, MaxNs: s.Max, Q1Ns: s.Q1, Q3Ns: s.Q3}
+		base := [2]string{k[0], doc.Config.Baseline}
+		if k[1] != doc.Config.Baseline && all[base] != nil {
+			var ids []int
+			for rd := range rounds[k] {
+				if _, ok := rounds[base][rd]; ok {
+					ids = append(ids, int(rd))
+				}
+			}
+			sort.Ints(ids)
+			var ratios []float64
+			for _, rd := range ids {
+				ratios = append(ratios, stats.Median(rounds[k][int32(rd)])/stats.Median(rounds[base][int32(rd)]))
+			}
+			r := stats.Ratios(ratios, 0.95, doc.Config.Bootstrap, doc.Config.Seed)
+			sum.Ratio, sum.RatioMin, sum.RatioMax, sum.RatioLo, sum.RatioHi, sum.Verdict = r.Median, r.Min, r.Max, r.Lo, r.Hi, r.Verdict()
+		}
+		out[k] = sum
+	}
+	return out
+}
+
+// balance checks that every planned visit happened once and that the route
+// orders are balanced: each route equally often at each position and
+// immediately before each other route equally often.
+func (a *auditor) balance() {
+	var p, w []string
+	d := a.rdoc
+	if len(d.Visits) != len(d.Plan) {
+		p = append(p, fmt.Sprintf("%d visits recorded, %d planned", len(d.Visits), len(d.Plan)))
+	}
+	for i, v := range d.Visits {
+		if i >= len(d.Plan) || v.Visit != d.Plan[i] {
+			p = append(p, fmt.Sprintf("visit %d does not match plan entry %d", v.Index, i))
+			break
+		}
+	}
+	// Every prepared pair is planned in every round.
+	prepared := map[[2]string]bool{}
+	for _, e := range a.pdoc.Entries {
+		if e.Status == artifacts.StatusPrepared {
+			prepared[[2]string{e.Case, e.Route}] = true
+		}
+	}
+	perPair := map[[2]string]int{}
+	for _, v := range d.Plan {
+		perPair[[2]string{v.Case, v.Route}]++
+	}
+	for k := range prepared {
+		if perPair[k] != d.Config.Rounds {
+			p = append(p, fmt.Sprintf("%s/%s planned %d times, want one visit per round (%d)", k[0], k[1], perPair[k], d.Config.Rounds))
+		}
+	}
+	// Each round has one route order; reconstruct it from positions.
+	n := len(d.Routes)
+	order := map[int][]string{}
+	for _, v := range d.Plan {
+		o := order[v.Round]
+		if o == nil {
+			o = make([]string, n)
+			order[v.Round] = o
+		}
+		if v.Position < 0 || v.Position >= n {
+			p = append(p, fmt.Sprintf("visit %d: position %d outside 0..%d", v.Index, v.Position, n-1))
+			continue
+		}
+		if o[v.Position] != "" && o[v.Position] != v.Route {
+			p = append(p, fmt.Sprintf("round %d: position %d holds %s and %s", v.Round+1, v.Position, o[v.Position], v.Route))
+		}
+		o[v.Position] = v.Route
+	}
+	// Balance is counted over the routes each round actually visited, in
+	// their relative order (a route with no timeable case leaves a gap).
+	pos := map[string][]int{}
+	prec := map[[2]string]int{}
+	present := 0
+	for rd := 0; rd < d.Config.Rounds; rd++ {
+		var o []string
+		for _, rt := range order[rd] {
+			if rt != "" {
+				o = append(o, rt)
+			}
+		}
+		present = max(present, len(o))
+		for j, rt := range o {
+			if pos[rt] == nil {
+				pos[rt] = make([]int, n)
+			}
+			pos[rt][j]++
+			if j > 0 {
+				prec[[2]string{o[j-1], rt}]++
+			}
+		}
+	}
+	for rt := range pos {
+		pos[rt] = pos[rt][:present]
+	}
+	var ref int = -1
+	for rt, counts := range pos {
+		for j, c := range counts {
+			if ref < 0 {
+				ref = c
+			}
+			if c != ref {
+				w = append(w, fmt.Sprintf("route %s at position %d in %d rounds, others %d: positions are not balanced", rt, j, c, ref))
+			}
+		}
+	}
+	ref = -1
+	for x := range pos {
+		for y := range pos {
+			if x == y {
+				continue
+			}
+			c := prec[[2]string{x, y}]
+			if ref < 0 {
+				ref = c
+			}
+			if c != ref {
+				w = append(w, fmt.Sprintf("%s immediately before %s in %d rounds, other pairs %d: carry-over is not balanced", x, y, c, ref))
+			}
+		}
+	}
+	if len(w) > 0 {
+		w = append([]string{fmt.Sprintf("%d rounds over %d routes is a screen, not a balanced comparison", d.Config.Rounds, n)}, w...)
+	}
+	a.add("balance", p, w, fmt.Sprintf("%d visits in %d rounds; positions and immediate precedence of %d routes counted", len(d.Visits), d.Config.Rounds, n))
+}
+
+// timeWindows checks that verification came before timing and that every
+// visit lies inside its round's closure checks and the replay's run.
+func (a *auditor) timeWindows() {
+	var p []string
+	capR, err1 := a.cap.Receipt()
+	prepR, err2 := a.prep.Receipt()
+	repR, err3 := a.rep.Receipt()
+	if err := errorsJoin(err1, err2, err3); err != nil {
+		a.add("time windows", []string{err.Error()}, nil, "could not read receipts")
+		return
+	}
+	if prepR.Predicate.StartedOn.Before(capR.Predicate.FinishedOn) {
+		p = append(p, "prepare started before capture finished")
+	}
+	if repR.Predicate.StartedOn.Before(prepR.Predicate.FinishedOn) {
+		p = append(p, "replay started before prepare finished")
+	}
+	var lastVerified time.Time
+	for _, d := range repR.Predicate.ResolvedDependencies {
+		if d.VerifiedAt.After(lastVerified) {
+			lastVerified = d.VerifiedAt
+		}
+	}
+	before, after := map[int][]time.Time{}, map[int][]time.Time{}
+	for _, c := range a.rdoc.Closure {
+		if c.When == "before" {
+			before[c.Round] = append(before[c.Round], c.At)
+		} else {
+			after[c.Round] = append(after[c.Round], c.At)
+		}
+	}
+	for _, v := range a.rdoc.Visits {
+		if v.Start.IsZero() {
+			continue
+		}
+		if v.Start.Before(lastVerified) {
+			p = append(p, fmt.Sprintf("visit %d started %s, before the last input verification %s", v.Index, v.Start.Format(time.RFC3339Nano), lastVerified.Format(time.RFC3339Nano)))
+		}
+		if v.End.Before(v.Start) || v.End.After(repR.Predicate.FinishedOn) {
+			p = append(p, fmt.Sprintf("visit %d: window %s..%s outside the replay's run", v.Index, v.Start, v.End))
+		}
+		if !slices.ContainsFunc(before[v.Round], func(t time.Time) bool { return !t.After(v.Start) }) {
+			p = append(p, fmt.Sprintf("visit %d: no binary closure check of round %d before it", v.Index, v.Round+1))
+		}
+		if !slices.ContainsFunc(after[v.Round], func(t time.Time) bool { return !t.Before(v.End) }) {
+			p = append(p, fmt.Sprintf("visit %d: no binary closure check of round %d after it", v.Index, v.Round+1))
+		}
+	}
+	a.add("time windows", p, nil, "verification before timing, every visit inside its round's closure checks and the replay's run")
+}
+
+func errorsJoin(errs ...error) error {
+	var s []string
+	for _, e := range errs {
+		if e != nil {
+			s = append(s, e.Error())
+		}
+	}
+	if len(s) == 0 {
+		return nil
+	}
+	return fmt.Errorf("%s", strings.Join(s, "; "))
+}
+
+// MarshalStatement wraps the report as an in-toto Statement about the three
+// stage manifests.
+func MarshalStatement(r *Report) ([]byte, error) {
+	st := artifacts.Statement[*Report]{Type: artifacts.StatementType, PredicateType: artifacts.AuditPredicate, Predicate: r}
+	names := make([]string, 0, len(r.Stages))
+	for k := range r.Stages {
+		names = append(names, k)
+	}
+	sort.Strings(names)
+	for _, k := range names {
+		d, err := artifacts.ParseDigest(r.Stages[k])
+		if err != nil {
+			return nil, err
+		}
+		st.Subject = append(st.Subject, artifacts.Subject{Name: k, Digest: map[string]string{"sha256": d.Encoded()}})
+	}
+	b, err := json.MarshalIndent(st, "", "  ")
+	return append(b, '\n'), err
+}
+
+// Markdown renders the report for people.
+func Markdown(r *Report) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "# tilepipe audit: %s\n\n", strings.ToUpper(r.Verdict))
+	for _, k := range []string{artifacts.CaptureType, artifacts.PreparedType, artifacts.ReplayType} {
+		if d, ok := r.Stages[k]; ok {
+			fmt.Fprintf(&b, "- %s `%s`\n", k, d)
+		}
+	}
+	b.WriteString("\n| check | status | summary |\n|---|---|---|\n")
+	for _, c := range r.Checks {
+		fmt.Fprintf(&b, "| %s | %s | %s |\n", c.Name, c.Status, strings.ReplaceAll(c.Summary, "|", `\|`))
+	}
+	for _, c := range r.Checks {
+		if len(c.Evidence) > 0 {
+			fmt.Fprintf(&b, "\n## %s: %s\n\n", c.Name, c.Status)
+			for _, e := range c.Evidence {
+				fmt.Fprintf(&b, "- %s\n", e)
+			}
+		}
+	}
+	return b.String()
+}

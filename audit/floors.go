@@ -1,0 +1,150 @@
+package audit
+
+import (
+	"bufio"
+	"fmt"
+	"os"
+	"runtime"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/tilepipe/tilepipe/artifacts"
+	"github.com/tilepipe/tilepipe/oracle"
+)
+
+// floors flags per-op times below the physical floor: the bytes a case must
+// read and write divided by this machine's copy bandwidth at that size, and
+// the flops of a matrix op divided by the machine's nominal FP32 peak. A
+// time below a floor means the kernel skipped work (or cached its answer).
+func (a *auditor) floors() {
+	peak, peakWhy := fp32Peak()
+	var w []string
+	cases := map[string]artifacts.CapturedCase{}
+	for _, c := range a.cdoc.Cases {
+		cases[c.Case.ID] = c
+	}
+	bw := map[int]float64{}
+	n := 0
+	for _, s := range a.rdoc.Summary {
+		if s.Status != artifacts.StatusPassed || s.MinNs <= 0 {
+			continue
+		}
+		c := cases[s.Case]
+		bytes := 0
+		for _, p := range c.Signature {
+			bytes += p.Bytes()
+		}
+		if _, ok := bw[bytes]; !ok {
+			bw[bytes] = copyBandwidth(bytes, a.rdoc.Config.Threads)
+		}
+		// A copy touches each byte twice (read and write); a kernel that
+		// reads its inputs once and writes its outputs once touches each
+		// of its bytes once. The extra factor 2 leaves room for a kernel
+		// that streams better than Go's copy: only times clearly below
+		// what the memory system can deliver are flagged.
+		floorNs := float64(bytes) / (2 * bw[bytes]) * 1e9 / floorSlack
+		if s.MinNs < floorNs {
+			w = append(w, fmt.Sprintf("%s/%s: fastest sample %.0f ns per op is below the memory floor %.0f ns (%d bytes at %.1f GB/s)", s.Case, s.Route, s.MinNs, floorNs, bytes, bw[bytes]/1e9))
+		}
+		if fl := flops(c.Case); fl > 0 && peak > 0 {
+			if f := fl / peak * 1e9; s.MinNs < f {
+				w = append(w, fmt.Sprintf("%s/%s: fastest sample %.0f ns per op is below the compute floor %.0f ns (%.3g flop at %s)", s.Case, s.Route, s.MinNs, f, fl, peakWhy))
+			}
+		}
+		n++
+	}
+	a.add("physical floor", nil, w, fmt.Sprintf("%d timed rows against measured copy bandwidth and nominal FP32 peak (%s)", n, peakWhy))
+}
+
+func flops(c oracle.Case) float64 {
+	if c.Op == "gemm" {
+		return 2 * float64(c.Dims["M"]) * float64(c.Dims["N"]) * float64(c.Dims["K"])
+	}
+	return 0
+}
+
+// floorSlack divides each floor, so that only times well below it warn.
+const floorSlack = 2
+
+var sink byte
+
+// copyBandwidth measures this machine's copy bandwidth (bytes/s) for a
+// working set of n bytes split over the replay's threads: the best of
+// several timed rounds of warm (cache-resident where n fits) copies.
+func copyBandwidth(n, threads int) float64 {
+	threads = max(1, threads)
+	part := max(4096, n/threads)
+	src, dst := make([][]byte, threads), make([][]byte, threads)
+	for i := range src {
+		src[i], dst[i] = make([]byte, part), make([]byte, part)
+		for j := range src[i] {
+			src[i][j] = byte(j)
+		}
+	}
+	reps := max(1, (32<<20)/part)
+	best := time.Duration(1 << 62)
+	for t := 0; t < 5; t++ {
+		var wg sync.WaitGroup
+		start := time.Now()
+		for i := 0; i < threads; i++ {
+			wg.Add(1)
+			go func(s, d []byte) {
+				defer wg.Done()
+				for r := 0; r < reps; r++ {
+					copy(d, s)
+				}
+			}(src[i], dst[i])
+		}
+		wg.Wait()
+		if d := time.Since(start); d < best {
+			best = d
+		}
+	}
+	for i := range dst {
+		sink ^= dst[i][part-1]
+	}
+	return float64(part*threads) * float64(reps) / best.Seconds()
+}
+
+// fp32Peak is cores x clock x FP32 flops per cycle from /proc/cpuinfo (two
+// FMA units of 16 lanes with AVX-512, 8 with AVX2+FMA, else 4 lanes, no FMA).
+func fp32Peak() (float64, string) {
+	f, err := os.Open("/proc/cpuinfo")
+	if err != nil {
+		return 0, "unknown CPU"
+	}
+	defer f.Close()
+	var mhz float64
+	var flags string
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	for sc.Scan() {
+		k, v, ok := strings.Cut(sc.Text(), ":")
+		if !ok {
+			continue
+		}
+		switch strings.TrimSpace(k) {
+		case "cpu MHz":
+			if x, err := strconv.ParseFloat(strings.TrimSpace(v), 64); err == nil && x > mhz {
+				mhz = x
+			}
+		case "flags":
+			flags = " " + v + " "
+		}
+	}
+	perCycle, isa := 8.0, "SSE"
+	switch {
+	case strings.Contains(flags, " avx512f "):
+		perCycle, isa = 64, "AVX-512 FMA"
+	case strings.Contains(flags, " avx2 ") && strings.Contains(flags, " fma "):
+		perCycle, isa = 32, "AVX2 FMA"
+	}
+	if mhz == 0 {
+		return 0, "unknown clock"
+	}
+	// Turbo can exceed the reported clock; allow 1.5x.
+	peak := float64(runtime.NumCPU()) * mhz * 1e6 * 1.5 * perCycle
+	return peak, fmt.Sprintf("%.0f GFLOP/s = %d cores x %.0f MHz x 1.5 turbo x %g flop/cycle %s", peak/1e9, runtime.NumCPU(), mhz, perCycle, isa)
+}

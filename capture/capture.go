@@ -1,0 +1,403 @@
+package capture
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"runtime"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/tilepipe/tilepipe/artifacts"
+	"github.com/tilepipe/tilepipe/artifacts/tensor"
+	"github.com/tilepipe/tilepipe/capture/cohort"
+	"github.com/tilepipe/tilepipe/internal/progress"
+	"github.com/tilepipe/tilepipe/oracle"
+)
+
+// Config says what to capture. See [DefaultConfig].
+type Config struct {
+	Cohort       string        // built-in name or file
+	Routes       []string      // built-in route names
+	RouteExec    []string      // paths of external route programs
+	RoutesDir    string        // where built-in routes live (DIR/NAME/route)
+	Output       string        // new stage directory
+	Threads      int           // passed to routes in the case file
+	BuildTimeout time.Duration // per route build
+	Progress     *progress.Reporter
+}
+
+// DefaultConfig captures the quick cohort with the three CPU routes.
+var DefaultConfig = Config{
+	Cohort:       "quick",
+	Routes:       []string{"halide", "openblas", "torch-eager"},
+	Threads:      runtime.NumCPU(),
+	BuildTimeout: 10 * time.Minute,
+}
+
+// Result is what a capture made.
+type Result struct {
+	Manifest artifacts.Digest
+	Doc      artifacts.CaptureDoc
+	Counts   map[string]int // builds by status
+}
+
+var idRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$`)
+
+// Run captures cfg.Cohort with every route into cfg.Output.
+func Run(ctx context.Context, cfg Config) (*Result, error) {
+	start := time.Now().UTC()
+	co, raw, err := cohort.Load(cfg.Cohort)
+	if err != nil {
+		return nil, err
+	}
+	for _, c := range co.Cases {
+		if !idRE.MatchString(c.ID) {
+			return nil, fmt.Errorf("cohort %s: case id %q: want letters, digits, '.', '_' or '-' (it names files)", cfg.Cohort, c.ID)
+		}
+	}
+	routes, err := resolveRoutes(cfg)
+	if err != nil {
+		return nil, err
+	}
+	s, err := artifacts.Create(cfg.Output)
+	if err != nil {
+		return nil, err
+	}
+	tmp, err := os.MkdirTemp("", "tilepipe-capture-")
+	if err != nil {
+		return nil, err
+	}
+	defer os.RemoveAll(tmp)
+
+	rec := artifacts.Receipt{
+		Stage: "capture", Tool: artifacts.ToolInfo(), StartedOn: start,
+		Parameters:  map[string]any{"cohort": cfg.Cohort, "routes": cfg.Routes, "routeExec": cfg.RouteExec, "threads": cfg.Threads},
+		Environment: artifacts.Fingerprint(),
+	}
+	cd, err := s.PutBytes(raw, artifacts.MediaJSON)
+	if err != nil {
+		return nil, err
+	}
+	s.Name("cohort.json", cd)
+
+	doc := artifacts.CaptureDoc{Schema: artifacts.DocSchema, Cohort: co.Name, Threads: cfg.Threads}
+	for _, r := range routes {
+		info, cmd, err := describe(ctx, s, r)
+		if err != nil {
+			return nil, err
+		}
+		rec.Commands = append(rec.Commands, cmd)
+		doc.Routes = append(doc.Routes, info)
+	}
+	names := map[string]bool{}
+	for _, r := range doc.Routes {
+		if names[r.Name] {
+			return nil, fmt.Errorf("route %s named twice (built-in and --route-exec, or twice in --routes)", r.Name)
+		}
+		names[r.Name] = true
+	}
+
+	res := &Result{Counts: map[string]int{}}
+	total := len(co.Cases) * (1 + len(doc.Routes))
+	step := 0
+	for _, c := range co.Cases {
+		step++
+		cfg.Progress.Step("capture", step, total, c.ID+" packet")
+		cc, err := packet(s, c)
+		if err != nil {
+			return nil, err
+		}
+		caseFile := filepath.Join(tmp, c.ID+".json")
+		if err := writeCaseFile(caseFile, c, cc.Signature, cfg.Threads); err != nil {
+			return nil, err
+		}
+		for _, r := range doc.Routes {
+			step++
+			cfg.Progress.Step("capture", step, total, c.ID+" "+r.Name)
+			b, cmd, err := build(ctx, s, cfg, r, c, cc.Signature, caseFile, filepath.Join(tmp, c.ID+"."+r.Name))
+			if err != nil {
+				return nil, err
+			}
+			if cmd != nil {
+				rec.Commands = append(rec.Commands, *cmd)
+			}
+			if b.Status == artifacts.StatusFailed {
+				cfg.Progress.Printf("capture: %s %s failed: %s", c.ID, r.Name, b.Reason)
+			}
+			res.Counts[b.Status]++
+			cc.Builds = append(cc.Builds, b)
+		}
+		doc.Cases = append(doc.Cases, *cc)
+	}
+	cfg.Progress.Done()
+	md, err := s.Finish(artifacts.CaptureType, doc, rec, nil)
+	if err != nil {
+		return nil, err
+	}
+	res.Manifest, res.Doc = md.Digest, doc
+	return res, nil
+}
+
+// packet generates the case's inputs, FP64 expected outputs and bounds, and
+// stores each as an Arrow tensor.
+func packet(s *artifacts.Store, c oracle.Case) (*artifacts.CapturedCase, error) {
+	sig, err := oracle.Signature(c)
+	if err != nil {
+		return nil, err
+	}
+	inputs, err := oracle.Generate(c)
+	if err != nil {
+		return nil, fmt.Errorf("case %s: generate inputs: %w", c.ID, err)
+	}
+	expected, bound, err := oracle.Reference(c, inputs)
+	if err != nil {
+		return nil, fmt.Errorf("case %s: oracle: %w", c.ID, err)
+	}
+	cc := &artifacts.CapturedCase{Case: c, Signature: sig, Generator: oracle.Generator}
+	var in, out []oracle.Param
+	for _, p := range sig {
+		if p.Role == "input" {
+			in = append(in, p)
+		} else {
+			out = append(out, p)
+		}
+	}
+	put := func(p oracle.Param, role, dtype string, data []byte) (artifacts.TensorRef, error) {
+		m := tensor.Meta{Name: p.Name, Role: role, Dtype: dtype, Shape: p.Shape, Case: c.ID, Generator: oracle.Generator, Seed: c.Seed}
+		d, err := artifacts.PutTensor(s, m, data)
+		if err != nil {
+			return artifacts.TensorRef{}, fmt.Errorf("case %s: store %s %s: %w", c.ID, role, p.Name, err)
+		}
+		s.Name(fmt.Sprintf("cases/%s/%s/%s.arrow", c.ID, role, p.Name), d)
+		return artifacts.TensorRef{Name: p.Name, Role: role, Dtype: dtype, Shape: p.Shape, Digest: d.Digest, Size: d.Size}, nil
+	}
+	for i, p := range in {
+		r, err := put(p, "input", p.Dtype, tensor.Float32Bytes(inputs[i]))
+		if err != nil {
+			return nil, err
+		}
+		cc.Packet.Inputs = append(cc.Packet.Inputs, r)
+	}
+	for i, p := range out {
+		r, err := put(p, "expected", "f64", tensor.Float64Bytes(expected[i]))
+		if err != nil {
+			return nil, err
+		}
+		cc.Packet.Expected = append(cc.Packet.Expected, r)
+		if r, err = put(p, "bound", "f64", tensor.Float64Bytes(bound[i])); err != nil {
+			return nil, err
+		}
+		cc.Packet.Bound = append(cc.Packet.Bound, r)
+	}
+	return cc, nil
+}
+
+// caseFile is the JSON a route's build receives (docs/protocol.md).
+type caseFile struct {
+	oracle.Case
+	Signature []oracle.Param `json:"signature"`
+	Threads   int            `json:"threads"`
+}
+
+func writeCaseFile(path string, c oracle.Case, sig []oracle.Param, threads int) error {
+	b, err := json.MarshalIndent(caseFile{c, sig, threads}, "", "  ")
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(path, b, 0o444)
+}
+
+// response is a route's build answer (docs/protocol.md).
+type response struct {
+	Protocol  int               `json:"protocol"`
+	Status    string            `json:"status"`
+	Reason    string            `json:"reason"`
+	Kind      string            `json:"kind"`
+	Files     []responseFile    `json:"files"`
+	Entry     *artifacts.Entry  `json:"entry"`
+	Link      []string          `json:"link"`
+	Process   *responseProcess  `json:"process"`
+	Schedule  map[string]any    `json:"schedule"`
+	Toolchain map[string]any    `json:"toolchain"`
+	Commands  []json.RawMessage `json:"commands"`
+}
+
+type responseFile struct {
+	Path string `json:"path"`
+	Role string `json:"role"`
+}
+
+type responseProcess struct {
+	Interpreter  string            `json:"interpreter"`
+	Script       string            `json:"script"`
+	Args         []string          `json:"args"`
+	Env          map[string]string `json:"env"`
+	OutputPolicy string            `json:"output_policy"`
+}
+
+var fileRoles = []string{"object", "source", "header", "stmt", "llvm", "asm", "wrapper", "log", "other"}
+
+// build runs one route's build for one case and stores what it made. A
+// route's failure is a failed Build, not an error.
+func build(ctx context.Context, s *artifacts.Store, cfg Config, r artifacts.Route, c oracle.Case, sig []oracle.Param, caseFile, work string) (artifacts.Build, *artifacts.Command, error) {
+	b := artifacts.Build{Route: r.Name, Kind: r.Kind}
+	if !r.Available {
+		b.Status, b.Reason = artifacts.StatusUnavailable, r.Reason
+		return b, nil, nil
+	}
+	if err := os.Mkdir(work, 0o755); err != nil {
+		return b, nil, err
+	}
+	t0 := time.Now()
+	cmd, out, reason, err := s.Run(ctx, []string{r.Exec, "build", "--case", caseFile, "--workdir", work}, work, nil, cfg.BuildTimeout)
+	b.Seconds = time.Since(t0).Seconds()
+	if err != nil {
+		return b, nil, fmt.Errorf("route %s: build %s: %w", r.Name, c.ID, err)
+	}
+	b.Response, b.Stderr = cmd.Stdout, cmd.Stderr
+	prefix := fmt.Sprintf("cases/%s/%s/", c.ID, r.Name)
+	s.Name(prefix+"response.json", ocispecDesc(cmd.Stdout))
+	s.Name(prefix+"stderr.txt", ocispecDesc(cmd.Stderr))
+	if reason != "" {
+		b.Status, b.Reason = artifacts.StatusFailed, fmt.Sprintf("route %s build: %s", r.Name, reason)
+		return b, &cmd, nil
+	}
+	var resp response
+	dec := json.NewDecoder(bytes.NewReader(out))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&resp); err != nil {
+		b.Status, b.Reason = artifacts.StatusFailed, fmt.Sprintf("route %s build: stdout: want one JSON response (docs/protocol.md): %v", r.Name, err)
+		return b, &cmd, nil
+	}
+	if dec.More() {
+		b.Status, b.Reason = artifacts.StatusFailed, fmt.Sprintf("route %s build: stdout: more than one JSON value", r.Name)
+		return b, &cmd, nil
+	}
+	if err := fill(s, &b, resp, r, sig, work, prefix); err != nil {
+		b.Status, b.Reason = artifacts.StatusFailed, fmt.Sprintf("route %s build: %v", r.Name, err)
+		b.Files, b.Entry, b.Process = nil, nil, nil
+	}
+	return b, &cmd, nil
+}
+
+func fill(s *artifacts.Store, b *artifacts.Build, resp response, r artifacts.Route, sig []oracle.Param, work, prefix string) error {
+	if resp.Protocol != 1 {
+		return fmt.Errorf("response protocol: want 1, got %d", resp.Protocol)
+	}
+	b.Schedule, b.Toolchain = resp.Schedule, resp.Toolchain
+	switch resp.Status {
+	case artifacts.StatusUnsupported:
+		if resp.Reason == "" {
+			return errors.New("response reason: an unsupported answer must say why")
+		}
+		b.Status, b.Reason = resp.Status, resp.Reason
+		return nil
+	case artifacts.StatusFailed:
+		b.Status, b.Reason = resp.Status, resp.Reason
+		if b.Reason == "" {
+			b.Reason = "route reported failed without a reason"
+		}
+		return nil
+	case artifacts.StatusBuilt:
+	default:
+		return fmt.Errorf("response status: want built, unsupported or failed, got %q", resp.Status)
+	}
+	if resp.Kind != r.Kind {
+		return fmt.Errorf("response kind: route described itself as %q, build says %q", r.Kind, resp.Kind)
+	}
+	if len(resp.Files) == 0 {
+		return errors.New("response files: a built case must list its files")
+	}
+	seen := map[string]bool{}
+	for i, f := range resp.Files {
+		if !artifacts.ValidTitle(f.Path) {
+			return fmt.Errorf("response files[%d].path %q: want a clean relative path inside the workdir", i, f.Path)
+		}
+		if seen[f.Path] {
+			return fmt.Errorf("response files[%d].path %q: listed twice", i, f.Path)
+		}
+		seen[f.Path] = true
+		if !slices.Contains(fileRoles, f.Role) {
+			return fmt.Errorf("response files[%d].role %q: want one of %v", i, f.Role, fileRoles)
+		}
+		full := filepath.Join(work, f.Path)
+		fi, err := os.Lstat(full)
+		if err != nil {
+			return fmt.Errorf("response files[%d].path %q: %w", i, f.Path, err)
+		}
+		if !fi.Mode().IsRegular() {
+			return fmt.Errorf("response files[%d].path %q: not a regular file (mode %s)", i, f.Path, fi.Mode())
+		}
+		d, err := s.PutFile(full, artifacts.MediaOctet)
+		if err != nil {
+			return err
+		}
+		s.Name(prefix+f.Path, d)
+		b.Files = append(b.Files, artifacts.FileRef{Path: f.Path, Role: f.Role, Digest: d.Digest, Size: d.Size})
+	}
+	switch r.Kind {
+	case "object":
+		if resp.Entry == nil || resp.Entry.Symbol == "" {
+			return errors.New("response entry: an object build must name its entry symbol")
+		}
+		if err := sameSignature(resp.Entry.Params, sig); err != nil {
+			return fmt.Errorf("response entry.params: %w", err)
+		}
+		if !slices.ContainsFunc(resp.Files, func(f responseFile) bool { return f.Role == "object" }) {
+			return errors.New("response files: an object build must list at least one file with role object")
+		}
+		for i, l := range resp.Link {
+			if !strings.HasPrefix(l, "-l") && !strings.HasPrefix(l, "-L/") && !strings.HasPrefix(l, "-Wl,") {
+				return fmt.Errorf("response link[%d] %q: want -lNAME, -L/abs or -Wl,...", i, l)
+			}
+		}
+		b.Entry, b.Link = resp.Entry, resp.Link
+	case "process":
+		p := resp.Process
+		if p == nil {
+			return errors.New("response process: a process build must say how to run it")
+		}
+		if !filepath.IsAbs(p.Interpreter) {
+			return fmt.Errorf("response process.interpreter %q: want an absolute path", p.Interpreter)
+		}
+		if !slices.ContainsFunc(resp.Files, func(f responseFile) bool { return f.Path == p.Script && f.Role == "wrapper" }) {
+			return fmt.Errorf("response process.script %q: want one of files with role wrapper", p.Script)
+		}
+		if p.OutputPolicy != "out" && p.OutputPolicy != "copy" {
+			return fmt.Errorf("response process.output_policy %q: want out or copy", p.OutputPolicy)
+		}
+		real, err := filepath.EvalSymlinks(p.Interpreter)
+		if err != nil {
+			return fmt.Errorf("response process.interpreter %q: %w", p.Interpreter, err)
+		}
+		dg, _, err := artifacts.HashFile(real)
+		if err != nil {
+			return fmt.Errorf("response process.interpreter %q: %w", p.Interpreter, err)
+		}
+		b.Process = &artifacts.Process{Interpreter: real, InterpreterDigest: dg, Script: p.Script, Args: p.Args, Env: p.Env, OutputPolicy: p.OutputPolicy}
+	default:
+		return fmt.Errorf("route kind %q: this tilepipe times object and process routes", r.Kind)
+	}
+	b.Status = artifacts.StatusBuilt
+	return nil
+}
+
+func sameSignature(got, want []oracle.Param) error {
+	if len(got) != len(want) {
+		return fmt.Errorf("%d params, the case's signature has %d", len(got), len(want))
+	}
+	for i := range want {
+		g, w := got[i], want[i]
+		if g.Name != w.Name || g.Role != w.Role || g.Dtype != w.Dtype || !slices.Equal(g.Shape, w.Shape) {
+			return fmt.Errorf("param %d is %s %s %s %v, the signature wants %s %s %s %v", i, g.Role, g.Name, g.Dtype, g.Shape, w.Role, w.Name, w.Dtype, w.Shape)
+		}
+	}
+	return nil
+}

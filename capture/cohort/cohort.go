@@ -1,0 +1,166 @@
+// Package cohort loads cohorts: JSON lists of cases, built in or from a file.
+//
+// # Format
+//
+//	{"schema": 1, "name": "quick", "cases": [
+//	  {"op": "gemm", "dims": {"M": 64, "N": 64, "K": 64}, "seed": 1}]}
+//
+// Per case, dtype defaults to f32, pattern to normal, policy to strict and
+// id to op-dims-pattern (e.g. gemm-64x64x64); ids must be unique.
+package cohort
+
+import (
+	"bytes"
+	"embed"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/tilepipe/tilepipe/oracle"
+)
+
+//go:embed builtin/*.json
+var builtin embed.FS
+
+// Cohort is a named list of cases.
+type Cohort struct {
+	Schema      int           `json:"schema"`
+	Name        string        `json:"name"`
+	Description string        `json:"description,omitempty"`
+	Cases       []oracle.Case `json:"cases"`
+}
+
+// MaxFileBytes bounds a cohort file.
+const MaxFileBytes = 4 << 20
+
+// Builtin lists the names of the built-in cohorts.
+func Builtin() []string {
+	ents, _ := builtin.ReadDir("builtin")
+	var names []string
+	for _, e := range ents {
+		names = append(names, strings.TrimSuffix(e.Name(), ".json"))
+	}
+	sort.Strings(names)
+	return names
+}
+
+// Load loads a built-in cohort by name, or else the file at nameOrPath.
+// It also returns the raw bytes it parsed, for the capture record.
+func Load(nameOrPath string) (*Cohort, []byte, error) {
+	file := nameOrPath
+	b, err := builtin.ReadFile(path.Join("builtin", nameOrPath+".json"))
+	if err == nil {
+		file = nameOrPath + ".json (built in)"
+	} else {
+		fi, serr := os.Stat(nameOrPath)
+		if serr != nil {
+			return nil, nil, fmt.Errorf("cohort %q: not a built-in cohort (%s) and not a readable file: %w", nameOrPath, strings.Join(Builtin(), ", "), serr)
+		}
+		if fi.Size() > MaxFileBytes {
+			return nil, nil, fmt.Errorf("cohort %s: %d bytes, limit %d", nameOrPath, fi.Size(), MaxFileBytes)
+		}
+		if b, err = os.ReadFile(nameOrPath); err != nil {
+			return nil, nil, fmt.Errorf("cohort %s: %w", nameOrPath, err)
+		}
+	}
+	c, err := Parse(file, b)
+	return c, b, err
+}
+
+// SyntaxError is a cohort error at a line of its file.
+type SyntaxError struct {
+	File string
+	Line int
+	Msg  string
+}
+
+func (e *SyntaxError) Error() string { return fmt.Sprintf("%s:%d: %s", e.File, e.Line, e.Msg) }
+
+func lineOf(b []byte, off int64) int {
+	if off > int64(len(b)) {
+		off = int64(len(b))
+	}
+	return bytes.Count(b[:off], []byte("\n")) + 1
+}
+
+// Parse decodes and validates a cohort. Errors name file and line.
+func Parse(file string, b []byte) (*Cohort, error) {
+	var raw struct {
+		Schema      int               `json:"schema"`
+		Name        string            `json:"name"`
+		Description string            `json:"description"`
+		Cases       []json.RawMessage `json:"cases"`
+	}
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&raw); err != nil {
+		var se *json.SyntaxError
+		var te *json.UnmarshalTypeError
+		switch {
+		case errors.As(err, &se):
+			return nil, &SyntaxError{file, lineOf(b, se.Offset), se.Error()}
+		case errors.As(err, &te):
+			return nil, &SyntaxError{file, lineOf(b, te.Offset), fmt.Sprintf("%s: want %s", te.Field, te.Type)}
+		}
+		return nil, &SyntaxError{file, 1, err.Error()}
+	}
+	if raw.Schema != 1 {
+		return nil, &SyntaxError{file, 1, fmt.Sprintf("schema: want 1, got %d", raw.Schema)}
+	}
+	if len(raw.Cases) == 0 {
+		return nil, &SyntaxError{file, 1, "cases: want at least one case"}
+	}
+	c := &Cohort{Schema: 1, Name: raw.Name, Description: raw.Description}
+	seen := map[string]int{}
+	for _, rc := range raw.Cases {
+		line := lineOf(b, int64(bytes.Index(b, rc)))
+		var cs oracle.Case
+		d := json.NewDecoder(bytes.NewReader(rc))
+		d.DisallowUnknownFields()
+		if err := d.Decode(&cs); err != nil {
+			return nil, &SyntaxError{file, line, "case: " + err.Error()}
+		}
+		if cs.Dtype == "" {
+			cs.Dtype = "f32"
+		}
+		if cs.Pattern == "" {
+			cs.Pattern = "normal"
+		}
+		if cs.Policy == "" {
+			cs.Policy = "strict"
+		}
+		if cs.ID == "" {
+			cs.ID = DefaultID(cs)
+		}
+		if err := cs.Validate(); err != nil {
+			return nil, &SyntaxError{file, line, err.Error()}
+		}
+		if prev, dup := seen[cs.ID]; dup {
+			return nil, &SyntaxError{file, line, fmt.Sprintf("id: %q already used at line %d", cs.ID, prev)}
+		}
+		seen[cs.ID] = line
+		c.Cases = append(c.Cases, cs)
+	}
+	return c, nil
+}
+
+// DefaultID names a case op-AxBxC[-pattern], dims in the op's order.
+func DefaultID(c oracle.Case) string {
+	order := []string{"M", "N", "K"}
+	var dims []string
+	for _, k := range order {
+		if v, ok := c.Dims[k]; ok {
+			dims = append(dims, strconv.Itoa(v))
+		}
+	}
+	id := c.Op + "-" + strings.Join(dims, "x")
+	if c.Pattern != "normal" {
+		id += "-" + c.Pattern
+	}
+	return id
+}

@@ -1,0 +1,132 @@
+package capture
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+
+	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
+	"github.com/tilepipe/tilepipe/artifacts"
+)
+
+type routeExec struct {
+	name     string // as asked for ("" for --route-exec)
+	path     string
+	external bool
+}
+
+// RoutesDir finds the built-in routes: $TILEPIPE_ROUTES, else the routes
+// folder beside the tilepipe binary (bin/routes after make build).
+func RoutesDir() string {
+	if d := os.Getenv("TILEPIPE_ROUTES"); d != "" {
+		return d
+	}
+	exe, err := os.Executable()
+	if err != nil {
+		return "routes"
+	}
+	return filepath.Join(filepath.Dir(exe), "routes")
+}
+
+func resolveRoutes(cfg Config) ([]routeExec, error) {
+	dir := cfg.RoutesDir
+	if dir == "" {
+		dir = RoutesDir()
+	}
+	var out []routeExec
+	for _, n := range cfg.Routes {
+		if n == "" || filepath.Base(n) != n {
+			return nil, fmt.Errorf("route %q: want a built-in route name (see tilepipe routes) or --route-exec PATH", n)
+		}
+		out = append(out, routeExec{name: n, path: filepath.Join(dir, n, "route")})
+	}
+	for _, p := range cfg.RouteExec {
+		abs, err := filepath.Abs(p)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, routeExec{path: abs, external: true})
+	}
+	if len(out) == 0 {
+		return nil, fmt.Errorf("routes: want at least one route")
+	}
+	return out, nil
+}
+
+// Description is a route's describe answer (docs/protocol.md).
+type Description struct {
+	Protocol  int      `json:"protocol"`
+	Name      string   `json:"name"`
+	Kind      string   `json:"kind"`
+	Version   string   `json:"version"`
+	Available bool     `json:"available"`
+	Reason    string   `json:"reason"`
+	Ops       []string `json:"ops"`
+}
+
+// Describe asks the route program at path to describe itself.
+func Describe(ctx context.Context, path string) (Description, error) {
+	s, err := artifacts.Create(filepath.Join(os.TempDir(), fmt.Sprintf("tilepipe-describe-%d-%d", os.Getpid(), time.Now().UnixNano())))
+	if err != nil {
+		return Description{}, err
+	}
+	defer os.RemoveAll(s.Dir())
+	_, d, err := describeRaw(ctx, s, path)
+	return d, err
+}
+
+func describeRaw(ctx context.Context, s *artifacts.Store, path string) (artifacts.Command, Description, error) {
+	var d Description
+	if _, err := os.Stat(path); err != nil {
+		return artifacts.Command{}, d, fmt.Errorf("route program %s: %w (run make build for the built-in routes)", path, err)
+	}
+	cmd, out, reason, err := s.Run(ctx, []string{path, "describe"}, "", nil, time.Minute)
+	if err != nil {
+		return cmd, d, fmt.Errorf("route %s: describe: %w", path, err)
+	}
+	if reason != "" {
+		return cmd, d, fmt.Errorf("route %s: describe: %s", path, reason)
+	}
+	dec := json.NewDecoder(bytes.NewReader(out))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&d); err != nil {
+		return cmd, d, fmt.Errorf("route %s: describe: stdout: want one JSON object (docs/protocol.md): %w", path, err)
+	}
+	switch {
+	case d.Protocol != 1:
+		return cmd, d, fmt.Errorf("route %s: describe: protocol: want 1, got %d", path, d.Protocol)
+	case !idRE.MatchString(d.Name):
+		return cmd, d, fmt.Errorf("route %s: describe: name %q: want letters, digits, '.', '_' or '-'", path, d.Name)
+	case d.Kind != "object" && d.Kind != "process":
+		return cmd, d, fmt.Errorf("route %s: describe: kind %q: want object or process", path, d.Kind)
+	case !d.Available && d.Reason == "":
+		return cmd, d, fmt.Errorf("route %s: describe: an unavailable route must give a reason", path)
+	}
+	return cmd, d, nil
+}
+
+func describe(ctx context.Context, s *artifacts.Store, r routeExec) (artifacts.Route, artifacts.Command, error) {
+	cmd, d, err := describeRaw(ctx, s, r.path)
+	if err != nil {
+		return artifacts.Route{}, cmd, err
+	}
+	if !r.external && d.Name != r.name {
+		return artifacts.Route{}, cmd, fmt.Errorf("route %s: describe: name %q, want %q", r.path, d.Name, r.name)
+	}
+	pd, err := s.PutFile(r.path, artifacts.MediaExec)
+	if err != nil {
+		return artifacts.Route{}, cmd, fmt.Errorf("route %s: store program: %w", r.path, err)
+	}
+	s.Name("routes/"+d.Name+"/route", pd)
+	s.Name("routes/"+d.Name+"/describe.json", ocispecDesc(cmd.Stdout))
+	return artifacts.Route{Name: d.Name, Kind: d.Kind, Version: d.Version, Available: d.Available, Reason: d.Reason,
+		Ops: d.Ops, Exec: r.path, Digest: pd.Digest, Describe: cmd.Stdout, External: r.external}, cmd, nil
+}
+
+func ocispecDesc(d artifacts.Digest) ocispec.Descriptor {
+	return ocispec.Descriptor{MediaType: artifacts.MediaText, Digest: d}
+}

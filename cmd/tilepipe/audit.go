@@ -1,0 +1,66 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"strings"
+
+	"github.com/tilepipe/tilepipe/artifacts"
+	"github.com/tilepipe/tilepipe/audit"
+	"github.com/tilepipe/tilepipe/internal/progress"
+	"github.com/urfave/cli/v2"
+)
+
+func auditCommand() *cli.Command {
+	return &cli.Command{
+		Name:  "audit",
+		Usage: "re-verify a capture, prepared and replay chain independently",
+		Flags: []cli.Flag{
+			&cli.StringFlag{Name: "capture", Usage: "capture stage directory"},
+			&cli.StringFlag{Name: "prepared", Usage: "prepared stage directory"},
+			&cli.StringFlag{Name: "replay", Usage: "replay stage directory"},
+			&cli.StringFlag{Name: "output", Usage: "NEW audit.json (an in-toto Statement); audit.md is written beside it"},
+		},
+		Action: func(c *cli.Context) error {
+			if err := need(c, "capture", "prepared", "replay"); err != nil {
+				return err
+			}
+			return runAudit(c, audit.Config{Capture: c.String("capture"), Prepared: c.String("prepared"), Replay: c.String("replay")}, c.String("output"))
+		},
+	}
+}
+
+func runAudit(c *cli.Context, cfg audit.Config, output string) error {
+	cfg.Progress = progress.New(c.App.ErrWriter)
+	rep, err := audit.Run(c.Context, cfg)
+	if err != nil {
+		return err
+	}
+	md := audit.Markdown(rep)
+	if output != "" {
+		js, err := audit.MarshalStatement(rep)
+		if err != nil {
+			return err
+		}
+		mdPath := strings.TrimSuffix(output, ".json") + ".md"
+		for _, p := range []string{output, mdPath} {
+			if _, err := os.Lstat(p); err == nil || !errors.Is(err, fs.ErrNotExist) {
+				return fmt.Errorf("audit output %s already exists; choose a new path", p)
+			}
+		}
+		if err := artifacts.WriteFileAtomic(output, js); err != nil {
+			return err
+		}
+		if err := artifacts.WriteFileAtomic(mdPath, []byte(md)); err != nil {
+			return err
+		}
+	}
+	fmt.Fprint(c.App.Writer, md)
+	if rep.Verdict != "pass" {
+		return &outcome{exitFailure, "audit: FAIL"}
+	}
+	fmt.Fprintln(c.App.Writer, "\naudit verdict: PASS")
+	return nil
+}

@@ -1,0 +1,67 @@
+package main
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/tilepipe/tilepipe/artifacts"
+	"github.com/tilepipe/tilepipe/capture"
+	"github.com/tilepipe/tilepipe/internal/progress"
+	"github.com/urfave/cli/v2"
+)
+
+func captureFlags() []cli.Flag {
+	d := capture.DefaultConfig
+	return []cli.Flag{
+		&cli.StringFlag{Name: "cohort", Value: d.Cohort, Usage: "built-in cohort name or cohort JSON file"},
+		&cli.StringFlag{Name: "routes", Value: strings.Join(d.Routes, ","), Usage: "comma-separated built-in routes"},
+		&cli.StringSliceFlag{Name: "route-exec", Usage: "PATH of a route program speaking docs/protocol.md (repeatable)"},
+		&cli.IntFlag{Name: "threads", Value: d.Threads, Usage: "threads per timed process (also recorded at capture)"},
+	}
+}
+
+func captureConfig(c *cli.Context, output string) capture.Config {
+	cfg := capture.DefaultConfig
+	cfg.Cohort, cfg.Output, cfg.Threads = c.String("cohort"), output, c.Int("threads")
+	cfg.Routes = nil
+	for _, r := range strings.Split(c.String("routes"), ",") {
+		if r = strings.TrimSpace(r); r != "" {
+			cfg.Routes = append(cfg.Routes, r)
+		}
+	}
+	cfg.RouteExec = c.StringSlice("route-exec")
+	cfg.Progress = progress.New(c.App.ErrWriter)
+	return cfg
+}
+
+func captureCommand() *cli.Command {
+	return &cli.Command{
+		Name:  "capture",
+		Usage: "build every case of a cohort with each route; store sources, binaries and tensors by digest",
+		Flags: append(captureFlags(), &cli.StringFlag{Name: "output", Usage: "NEW directory for the capture stage"}),
+		Action: func(c *cli.Context) error {
+			if err := need(c, "output"); err != nil {
+				return err
+			}
+			res, err := capture.Run(c.Context, captureConfig(c, c.String("output")))
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(c.App.Writer, "capture %s: %s\n", c.String("output"), res.Manifest)
+			return countsOutcome("capture", res.Counts)
+		},
+	}
+}
+
+// countsOutcome maps row counts to an exit: any failure 1, else any
+// unsupported/unavailable 3, else 0.
+func countsOutcome(stage string, counts map[string]int) error {
+	msg := fmt.Sprintf("%s: %v", stage, counts)
+	switch {
+	case counts[artifacts.StatusFailed] > 0:
+		return &outcome{exitFailure, msg + " (failures are kept as rows)"}
+	case counts[artifacts.StatusUnsupported]+counts[artifacts.StatusUnavailable] > 0:
+		return &outcome{exitUnsupported, msg + " (completed with unsupported rows)"}
+	}
+	return nil
+}

@@ -1,0 +1,78 @@
+package main
+
+import (
+	"fmt"
+
+	"github.com/tilepipe/tilepipe/artifacts"
+	"github.com/tilepipe/tilepipe/internal/progress"
+	"github.com/tilepipe/tilepipe/replay"
+	"github.com/urfave/cli/v2"
+)
+
+func replayFlags() []cli.Flag {
+	d := replay.DefaultConfig
+	return []cli.Flag{
+		&cli.IntFlag{Name: "rounds", Value: d.Rounds, Usage: "rounds (0: twice the number of routes)"},
+		&cli.IntFlag{Name: "samples", Value: d.Samples, Usage: "batch samples per visit"},
+		&cli.IntFlag{Name: "singles", Value: d.Singles, Usage: "single-call samples per visit"},
+		&cli.Float64Flag{Name: "sample-ms", Value: d.SampleMs, Usage: "minimum duration of one batch sample"},
+		&cli.Float64Flag{Name: "warmup-ms", Value: d.WarmupMs, Usage: "warm-up before calibration"},
+		&cli.Float64Flag{Name: "timeout-s", Value: d.TimeoutS, Usage: "per-visit timeout"},
+		&cli.StringFlag{Name: "baseline", Value: d.Baseline, Usage: "route the paired ratios compare against"},
+		&cli.Uint64Flag{Name: "seed", Value: d.Seed, Usage: "bootstrap seed"},
+	}
+}
+
+func replayConfig(c *cli.Context, prepared, output string) replay.Config {
+	cfg := replay.DefaultConfig
+	cfg.Prepared, cfg.Output = prepared, output
+	cfg.Rounds, cfg.Samples, cfg.Singles = c.Int("rounds"), c.Int("samples"), c.Int("singles")
+	cfg.SampleMs, cfg.WarmupMs, cfg.TimeoutS = c.Float64("sample-ms"), c.Float64("warmup-ms"), c.Float64("timeout-s")
+	cfg.Baseline, cfg.Seed = c.String("baseline"), c.Uint64("seed")
+	if c.IsSet("threads") {
+		cfg.Threads = c.Int("threads")
+	}
+	cfg.Progress = progress.New(c.App.ErrWriter)
+	return cfg
+}
+
+func replayCommand() *cli.Command {
+	return &cli.Command{
+		Name:  "replay",
+		Usage: "time exactly the prepared binaries in balanced orders and validate every output",
+		Flags: append(replayFlags(),
+			&cli.StringFlag{Name: "prepared", Usage: "prepared stage directory"},
+			&cli.StringFlag{Name: "capture", Usage: "capture stage directory (default: from the prepared receipt)"},
+			&cli.StringFlag{Name: "output", Usage: "NEW directory for the replay stage"},
+			&cli.BoolFlag{Name: "resume", Usage: "continue an interrupted replay in --output"},
+			&cli.IntFlag{Name: "threads", Value: replay.DefaultConfig.Threads, Usage: "threads per timed process"},
+		),
+		Action: func(c *cli.Context) error {
+			if err := need(c, "prepared", "output"); err != nil {
+				return err
+			}
+			cfg := replayConfig(c, c.String("prepared"), c.String("output"))
+			cfg.Capture, cfg.Resume = c.String("capture"), c.Bool("resume")
+			res, err := replay.Run(c.Context, cfg)
+			if err != nil {
+				return err
+			}
+			fmt.Fprint(c.App.Writer, replay.Table(res.Doc))
+			return replayOutcome(res)
+		},
+	}
+}
+
+func replayOutcome(res *replay.Result) error {
+	counts := map[string]int{}
+	for _, s := range res.Doc.Summary {
+		counts[s.Status]++
+	}
+	if res.Failed > 0 {
+		return &outcome{exitFailure, fmt.Sprintf("replay: %d failures (visits, closure checks or rows), kept in the results", res.Failed)}
+	}
+	if counts[artifacts.StatusUnsupported]+counts[artifacts.StatusUnavailable] > 0 {
+		return &outcome{exitUnsupported, fmt.Sprintf("replay: %v (completed with unsupported rows)", counts)}
+	}
+	return nil
+}

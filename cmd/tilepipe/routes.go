@@ -1,0 +1,37 @@
+package main
+
+import (
+	"fmt"
+	"path/filepath"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/tilepipe/tilepipe/capture"
+	"github.com/urfave/cli/v2"
+)
+
+// builtinRoutes are the routes make build installs under bin/routes.
+var builtinRoutes = []string{"halide", "openblas", "torch-eager"}
+
+func routesCommand() *cli.Command {
+	return &cli.Command{
+		Name:  "routes",
+		Usage: "list each built-in route, whether it is available here, and why not",
+		Action: func(c *cli.Context) error {
+			tw := tabwriter.NewWriter(c.App.Writer, 0, 4, 2, ' ', 0)
+			fmt.Fprintln(tw, "ROUTE\tKIND\tAVAILABLE\tVERSION\tOPS / REASON")
+			for _, name := range builtinRoutes {
+				d, err := capture.Describe(c.Context, filepath.Join(capture.RoutesDir(), name, "route"))
+				switch {
+				case err != nil:
+					fmt.Fprintf(tw, "%s\t-\tno\t-\t%v\n", name, err)
+				case d.Available:
+					fmt.Fprintf(tw, "%s\t%s\tyes\t%s\t%s\n", name, d.Kind, d.Version, strings.Join(d.Ops, ","))
+				default:
+					fmt.Fprintf(tw, "%s\t%s\tno\t%s\t%s\n", name, d.Kind, d.Version, d.Reason)
+				}
+			}
+			return tw.Flush()
+		},
+	}
+}

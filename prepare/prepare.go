@@ -1,0 +1,372 @@
+package prepare
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+
+	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
+	"github.com/tilepipe/tilepipe/artifacts"
+	"github.com/tilepipe/tilepipe/artifacts/tensor"
+	"github.com/tilepipe/tilepipe/internal/progress"
+	"github.com/tilepipe/tilepipe/prepare/harness"
+)
+
+// Config says what to prepare. See [DefaultConfig].
+type Config struct {
+	Capture  string   // committed capture stage
+	Output   string   // new stage directory
+	CC       string   // C compiler for the harness and the link
+	CFlags   []string // harness compile flags
+	Timeout  time.Duration
+	Progress *progress.Reporter
+}
+
+// DefaultConfig compiles the harness with cc -O2 -std=c11.
+var DefaultConfig = Config{CC: "cc", CFlags: []string{"-O2", "-std=c11"}, Timeout: 5 * time.Minute}
+
+// Result is what prepare made.
+type Result struct {
+	Manifest artifacts.Digest
+	Doc      artifacts.PreparedDoc
+	Counts   map[string]int
+}
+
+type preparer struct {
+	cfg     Config
+	cap     *artifacts.Stage
+	s       *artifacts.Store
+	tmp     string
+	rec     *artifacts.Receipt
+	harness string // path of harness.o
+}
+
+// Run verifies every blob of the capture, then links each object build into
+// a timing harness and pins each process build's closure.
+func Run(ctx context.Context, cfg Config) (*Result, error) {
+	start := time.Now().UTC()
+	var deps artifacts.Deps
+	cap, err := artifacts.OpenStage(cfg.Capture, artifacts.CaptureType, deps.Verified)
+	if err != nil {
+		return nil, err
+	}
+	var cdoc artifacts.CaptureDoc
+	if err := cap.ReadDoc(&cdoc); err != nil {
+		return nil, err
+	}
+	if cdoc.Schema != artifacts.DocSchema {
+		return nil, fmt.Errorf("capture %s: %s schema: want %d, got %d", cfg.Capture, artifacts.DocTitle, artifacts.DocSchema, cdoc.Schema)
+	}
+	s, err := artifacts.Create(cfg.Output)
+	if err != nil {
+		return nil, err
+	}
+	tmp, err := os.MkdirTemp("", "tilepipe-prepare-")
+	if err != nil {
+		return nil, err
+	}
+	defer os.RemoveAll(tmp)
+	p := &preparer{cfg: cfg, cap: cap, s: s, tmp: tmp, rec: &artifacts.Receipt{
+		Stage: "prepare", Tool: artifacts.ToolInfo(), StartedOn: start, Environment: artifacts.Fingerprint(),
+		Parameters:  map[string]any{"capture": cfg.Capture, "cc": cfg.CC, "cflags": cfg.CFlags},
+		Predecessor: &artifacts.Dependency{Name: "capture manifest", Digest: cap.Descriptor.Digest, VerifiedAt: deps.List()[0].VerifiedAt},
+	}}
+	doc := artifacts.PreparedDoc{Schema: artifacts.DocSchema, Capture: cap.Descriptor.Digest, Threads: cdoc.Threads, CC: append([]string{cfg.CC}, cfg.CFlags...)}
+	if err := p.compileHarness(ctx, &doc); err != nil {
+		return nil, err
+	}
+	res := &Result{Counts: map[string]int{}}
+	total, step := 0, 0
+	for _, c := range cdoc.Cases {
+		total += len(c.Builds)
+	}
+	for _, c := range cdoc.Cases {
+		var inputs []artifacts.TensorRef
+		for _, b := range c.Builds {
+			step++
+			cfg.Progress.Step("prepare", step, total, c.Case.ID+" "+b.Route)
+			e := artifacts.Prepared{Case: c.Case.ID, Route: b.Route, Kind: b.Kind, Status: b.Status, Reason: b.Reason}
+			if b.Status == artifacts.StatusBuilt {
+				if inputs == nil {
+					if inputs, err = p.rawInputs(c); err != nil {
+						return nil, err
+					}
+				}
+				e.Inputs = inputs
+				for _, sp := range c.Signature {
+					if sp.Role == "output" {
+						e.Outputs = append(e.Outputs, sp)
+					}
+				}
+				var why string
+				switch b.Kind {
+				case "object":
+					why, err = p.object(ctx, c, b, &e)
+				case "process":
+					why, err = p.process(ctx, c, b, &e)
+				default:
+					why = fmt.Sprintf("kind %q cannot be prepared", b.Kind)
+				}
+				if err != nil {
+					return nil, err
+				}
+				e.Status, e.Reason = artifacts.StatusPrepared, ""
+				if why != "" {
+					e.Status, e.Reason = artifacts.StatusFailed, why
+					e.Program, e.Closure = nil, nil
+					cfg.Progress.Printf("prepare: %s %s failed: %s", c.Case.ID, b.Route, why)
+				}
+			}
+			res.Counts[e.Status]++
+			doc.Entries = append(doc.Entries, e)
+		}
+	}
+	cfg.Progress.Done()
+	p.rec.ResolvedDependencies = deps.List()
+	subject := cap.Descriptor
+	subject.Annotations = nil
+	md, err := s.Finish(artifacts.PreparedType, doc, *p.rec, &subject)
+	if err != nil {
+		return nil, err
+	}
+	res.Manifest, res.Doc = md.Digest, doc
+	return res, nil
+}
+
+func (p *preparer) run(ctx context.Context, argv []string, dir string, env map[string]string) (artifacts.Command, []byte, string, error) {
+	cmd, out, reason, err := p.s.Run(ctx, argv, dir, env, p.cfg.Timeout)
+	if err == nil {
+		p.rec.Commands = append(p.rec.Commands, cmd)
+	}
+	return cmd, out, reason, err
+}
+
+func (p *preparer) compileHarness(ctx context.Context, doc *artifacts.PreparedDoc) error {
+	src := filepath.Join(p.tmp, "harness.c")
+	if err := os.WriteFile(src, harness.Source, 0o444); err != nil {
+		return err
+	}
+	obj := filepath.Join(p.tmp, "harness.o")
+	argv := append(append([]string{p.cfg.CC}, p.cfg.CFlags...), "-c", src, "-o", obj)
+	_, _, reason, err := p.run(ctx, argv, p.tmp, nil)
+	if err != nil {
+		return err
+	}
+	if reason != "" {
+		return fmt.Errorf("compile harness (%s): %s", strings.Join(argv, " "), reason)
+	}
+	if out, err := runOutput(ctx, p.cfg.CC, "--version"); err == nil {
+		doc.CCVersion = strings.SplitN(out, "\n", 2)[0]
+	}
+	sd, err := p.s.PutFile(src, artifacts.MediaText)
+	if err != nil {
+		return err
+	}
+	p.s.Name("harness/harness.c", sd)
+	od, err := p.s.PutFile(obj, artifacts.MediaOctet)
+	if err != nil {
+		return err
+	}
+	p.s.Name("harness/harness.o", od)
+	doc.HarnessSource = artifacts.FileRef{Path: "harness.c", Role: "source", Digest: sd.Digest, Size: sd.Size}
+	doc.HarnessObject = artifacts.FileRef{Path: "harness.o", Role: "object", Digest: od.Digest, Size: od.Size}
+	p.harness = obj
+	return nil
+}
+
+// rawInputs stores each packet input as raw little-endian bytes, which the
+// timers read directly.
+func (p *preparer) rawInputs(c artifacts.CapturedCase) ([]artifacts.TensorRef, error) {
+	var out []artifacts.TensorRef
+	for _, in := range c.Packet.Inputs {
+		if !p.cap.Has(in.Digest) {
+			return nil, fmt.Errorf("capture: case %s input %s: blob %s is not a layer of the capture manifest", c.Case.ID, in.Name, artifacts.Short(in.Digest))
+		}
+		t, err := tensor.ReadFile(p.cap.Store.Path(in.Digest), nil)
+		if err != nil {
+			return nil, err
+		}
+		if t.Meta.Name != in.Name || t.Meta.Role != "input" || t.Meta.Case != c.Case.ID || !slices.Equal(t.Meta.Shape, in.Shape) {
+			t.Release()
+			return nil, fmt.Errorf("capture: case %s input %s: tensor metadata %+v disagrees with the capture document", c.Case.ID, in.Name, t.Meta)
+		}
+		d, err := p.s.PutBytes(t.Bytes(), artifacts.MediaOctet)
+		t.Release()
+		if err != nil {
+			return nil, err
+		}
+		p.s.Name(fmt.Sprintf("cases/%s/input/%s.bin", c.Case.ID, in.Name), d)
+		r := in
+		r.Digest, r.Size = d.Digest, d.Size
+		out = append(out, r)
+	}
+	return out, nil
+}
+
+// materialize copies a verified capture blob to path, hashing the copy.
+func (p *preparer) materialize(d artifacts.Digest, path string, mode os.FileMode) error {
+	if !p.cap.Has(d) {
+		return fmt.Errorf("capture blob %s is not a layer of the capture manifest", artifacts.Short(d))
+	}
+	src, err := os.Open(p.cap.Store.Path(d))
+	if err != nil {
+		return err
+	}
+	defer src.Close()
+	dst, err := os.OpenFile(path, os.O_CREATE|os.O_EXCL|os.O_WRONLY, mode)
+	if err != nil {
+		return err
+	}
+	if _, err := io.Copy(dst, src); err != nil {
+		dst.Close()
+		return err
+	}
+	if err := dst.Close(); err != nil {
+		return err
+	}
+	got, _, err := artifacts.HashFile(path)
+	if err != nil {
+		return err
+	}
+	if got != d {
+		return &artifacts.MismatchError{Name: filepath.Base(path), Path: path, Expected: d, Actual: got}
+	}
+	return nil
+}
+
+// object links the captured objects, unchanged, with the harness.
+func (p *preparer) object(ctx context.Context, c artifacts.CapturedCase, b artifacts.Build, e *artifacts.Prepared) (string, error) {
+	dir := filepath.Join(p.tmp, c.Case.ID+"."+b.Route)
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		return "", err
+	}
+	if b.Entry == nil || b.Entry.Symbol != "tilepipe_entry" {
+		return "entry: the harness calls tilepipe_entry; this build names another symbol", nil
+	}
+	argv := []string{p.cfg.CC, "-o", filepath.Join(dir, "harness"), p.harness}
+	for _, f := range b.Files {
+		if f.Role != "object" {
+			continue
+		}
+		path := filepath.Join(dir, fmt.Sprintf("%02d-%s", len(e.Objects), filepath.Base(f.Path)))
+		if err := p.materialize(f.Digest, path, 0o444); err != nil {
+			return "", err
+		}
+		argv = append(argv, path)
+		e.Objects = append(e.Objects, artifacts.FileRef{Path: path, Role: "object", Digest: f.Digest, Size: f.Size})
+	}
+	argv = append(argv, b.Link...)
+	argv = append(argv, "-lpthread", "-ldl", "-lm")
+	_, _, reason, err := p.run(ctx, argv, dir, nil)
+	if err != nil {
+		return "", err
+	}
+	if reason != "" {
+		return "link: " + reason, nil
+	}
+	// The linker must have read exactly the captured objects.
+	for i, o := range e.Objects {
+		got, _, err := artifacts.HashFile(o.Path)
+		if err != nil {
+			return "", err
+		}
+		if got != o.Digest {
+			return fmt.Sprintf("link: object %s changed during the link: captured %s, linked %s", o.Path, o.Digest, got), nil
+		}
+		e.Objects[i].Path = b.Files[objectIndex(b.Files, i)].Path
+	}
+	exe := filepath.Join(dir, "harness")
+	d, err := p.s.PutFile(exe, artifacts.MediaExec)
+	if err != nil {
+		return "", err
+	}
+	p.s.Name(fmt.Sprintf("cases/%s/%s/harness", c.Case.ID, b.Route), d)
+	e.Program = &artifacts.FileRef{Path: "harness", Role: "executable", Digest: d.Digest, Size: d.Size}
+	return p.closure(ctx, []string{exe, "--closure"}, dir, nil, e)
+}
+
+func objectIndex(files []artifacts.FileRef, n int) int {
+	for i, f := range files {
+		if f.Role == "object" {
+			if n == 0 {
+				return i
+			}
+			n--
+		}
+	}
+	return -1
+}
+
+// process pins the wrapper script, the interpreter and what they map.
+func (p *preparer) process(ctx context.Context, c artifacts.CapturedCase, b artifacts.Build, e *artifacts.Prepared) (string, error) {
+	pr := b.Process
+	if pr == nil {
+		return "process: capture recorded no process description", nil
+	}
+	got, _, err := artifacts.HashFile(pr.Interpreter)
+	if err != nil {
+		return fmt.Sprintf("process: interpreter %s: %v", pr.Interpreter, err), nil
+	}
+	if got != pr.InterpreterDigest {
+		return fmt.Sprintf("process: interpreter %s changed since capture: captured %s, now %s", pr.Interpreter, pr.InterpreterDigest, got), nil
+	}
+	var script *artifacts.FileRef
+	for i := range b.Files {
+		if b.Files[i].Path == pr.Script && b.Files[i].Role == "wrapper" {
+			script = &b.Files[i]
+		}
+	}
+	if script == nil {
+		return fmt.Sprintf("process: script %s is not among the captured files", pr.Script), nil
+	}
+	dir := filepath.Join(p.tmp, c.Case.ID+"."+b.Route)
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		return "", err
+	}
+	path := filepath.Join(dir, filepath.Base(pr.Script))
+	if err := p.materialize(script.Digest, path, 0o444); err != nil {
+		return "", err
+	}
+	e.Program = &artifacts.FileRef{Path: pr.Script, Role: "wrapper", Digest: script.Digest, Size: script.Size}
+	e.Process = pr
+	e.Env = pr.Env
+	argv := append([]string{pr.Interpreter, path}, pr.Args...)
+	return p.closure(ctx, append(argv, "--closure"), dir, pr.Env, e)
+}
+
+// closure runs the timer's --closure and pins every file it maps, except
+// the program itself (pinned as Program) and files in the work directory.
+func (p *preparer) closure(ctx context.Context, argv []string, dir string, env map[string]string, e *artifacts.Prepared) (string, error) {
+	_, out, reason, err := p.run(ctx, argv, dir, env)
+	if err != nil {
+		return "", err
+	}
+	if reason != "" {
+		return "closure: " + reason, nil
+	}
+	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+		path := strings.TrimSpace(line)
+		if path == "" || strings.HasPrefix(path, p.tmp+"/") {
+			continue
+		}
+		if !filepath.IsAbs(path) {
+			return fmt.Sprintf("closure: %q is not an absolute path", path), nil
+		}
+		d, n, err := artifacts.HashFile(path)
+		if err != nil {
+			return fmt.Sprintf("closure: %s: %v", path, err), nil
+		}
+		e.Closure = append(e.Closure, artifacts.ClosureFile{Path: path, Digest: d, Size: n})
+	}
+	if len(e.Closure) == 0 {
+		return "closure: the timer listed no mapped files", nil
+	}
+	return "", nil
+}
+
+var _ = ocispec.Descriptor{}

@@ -1,0 +1,235 @@
+package replay
+
+import (
+	"bytes"
+	"fmt"
+	"math"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+
+	"github.com/tilepipe/tilepipe/artifacts"
+	"github.com/tilepipe/tilepipe/artifacts/samples"
+	"github.com/tilepipe/tilepipe/stats"
+)
+
+// finish writes the sample table, the summaries and the results table,
+// and commits the stage.
+func (r *replayer) finish(pr planRecord, done map[int]*artifacts.VisitResult, closures []artifacts.ClosureCheck) (*Result, error) {
+	doc := artifacts.ReplayDoc{Schema: artifacts.DocSchema, Prepared: pr.Prepared, Capture: pr.Capture, Config: pr.Config,
+		Routes: pr.Routes, Cases: pr.Cases, Plan: pr.Plan, Closure: closures}
+	var all []samples.Row
+	res := &Result{}
+	for _, v := range pr.Plan {
+		vr, ok := done[v.Index]
+		if !ok {
+			// Only a failed closure check stops a replay early; the visits
+			// it prevented are kept as failures.
+			vr = &artifacts.VisitResult{Visit: v, Status: artifacts.StatusFailed, Reason: "not_run: replay stopped after a binary closure check failed"}
+		}
+		doc.Visits = append(doc.Visits, *vr)
+		if vr.Status != artifacts.StatusPassed {
+			res.Failed++
+			continue
+		}
+		rows, err := r.readSamples(vr.Samples)
+		if err != nil {
+			return nil, err
+		}
+		all = append(all, rows...)
+	}
+	for _, c := range closures {
+		if c.Status != artifacts.StatusPassed {
+			res.Failed++
+		}
+	}
+	w, err := r.s.NewWriter(artifacts.MediaArrow)
+	if err != nil {
+		return nil, err
+	}
+	if err := samples.Write(w, all); err != nil {
+		w.Abort()
+		return nil, err
+	}
+	sd, err := w.Commit()
+	if err != nil {
+		return nil, err
+	}
+	r.s.Name("samples.arrow", sd)
+	doc.Samples = sd.Digest
+	doc.Summary = Summaries(pr.Cases, pr.Routes, r.pdoc.Entries, doc.Visits, all, pr.Config)
+	for _, s := range doc.Summary {
+		if s.Status == artifacts.StatusFailed {
+			res.Failed++
+		}
+	}
+	md, err := r.s.PutBytes([]byte(Table(doc)), "text/markdown")
+	if err != nil {
+		return nil, err
+	}
+	r.s.Name("results.md", md)
+	for _, f := range []string{planFile, journalFile} {
+		d, err := r.s.PutFile(filepath.Join(r.s.Dir(), f), artifacts.MediaJSON)
+		if err != nil {
+			return nil, err
+		}
+		r.s.Name(f, d)
+	}
+	if err := r.journal.Close(); err != nil {
+		return nil, err
+	}
+	if err := os.RemoveAll(filepath.Join(r.s.Dir(), workDir)); err != nil {
+		return nil, err
+	}
+	r.rec.ResolvedDependencies = r.deps.List()
+	subject := r.prep.Descriptor
+	subject.Annotations = nil
+	mdesc, err := r.s.Finish(artifacts.ReplayType, doc, r.rec, &subject)
+	if err != nil {
+		return nil, err
+	}
+	res.Manifest, res.Doc = mdesc.Digest, doc
+	return res, nil
+}
+
+// Summaries summarizes every (case, route) of the prepared stage: timing
+// order statistics over all batch samples' per-op times, and the paired
+// ratio against the baseline from per-round medians. Rows that were not
+// timed, or had a failed visit, carry their status and reason.
+func Summaries(cases, routes []string, entries []artifacts.Prepared, visits []artifacts.VisitResult, rows []samples.Row, cfg artifacts.ReplayConfig) []artifacts.Summary {
+	type key struct{ c, r string }
+	perop := map[key][]float64{}
+	perRound := map[key]map[int32][]float64{}
+	for _, row := range rows {
+		if row.Kind != "batch" {
+			continue
+		}
+		k := key{row.Case, row.Route}
+		perop[k] = append(perop[k], row.PerOpNs())
+		if perRound[k] == nil {
+			perRound[k] = map[int32][]float64{}
+		}
+		perRound[k][row.Round] = append(perRound[k][row.Round], row.PerOpNs())
+	}
+	visitsOf := map[key][]artifacts.VisitResult{}
+	for _, v := range visits {
+		k := key{v.Case, v.Route}
+		visitsOf[k] = append(visitsOf[k], v)
+	}
+	entry := map[key]artifacts.Prepared{}
+	for _, e := range entries {
+		entry[key{e.Case, e.Route}] = e
+	}
+	var out []artifacts.Summary
+	for _, c := range cases {
+		for _, rt := range routes {
+			k := key{c, rt}
+			e, ok := entry[k]
+			if !ok {
+				continue
+			}
+			s := artifacts.Summary{Case: c, Route: rt, Status: e.Status, Reason: e.Reason, Visits: len(visitsOf[k])}
+			if e.Status == artifacts.StatusPrepared {
+				s.Status = artifacts.StatusPassed
+				for _, v := range visitsOf[k] {
+					if v.Status != artifacts.StatusPassed {
+						s.Status, s.Reason = artifacts.StatusFailed, fmt.Sprintf("visit %d (round %d): %s", v.Index, v.Round+1, v.Reason)
+						break
+					}
+				}
+				if s.Visits == 0 {
+					s.Status, s.Reason = artifacts.StatusFailed, "no visits"
+				}
+			}
+			if s.Status == artifacts.StatusPassed {
+				sum := stats.Summarize(perop[k])
+				s.Samples, s.MedianNs, s.MinNs, s.MaxNs, s.Q1Ns, s.Q3Ns = sum.N, sum.Median, sum.Min, sum.Max, sum.Q1, sum.Q3
+			}
+			out = append(out, s)
+		}
+	}
+	// Paired ratios against the baseline, per round.
+	base := map[string]artifacts.Summary{}
+	for _, s := range out {
+		if s.Route == cfg.Baseline {
+			base[s.Case] = s
+		}
+	}
+	for i := range out {
+		s := &out[i]
+		b, ok := base[s.Case]
+		if cfg.Baseline == "" || s.Route == cfg.Baseline || s.Status != artifacts.StatusPassed || !ok || b.Status != artifacts.StatusPassed {
+			continue
+		}
+		var ratios []float64
+		mine, theirs := perRound[key{s.Case, s.Route}], perRound[key{s.Case, cfg.Baseline}]
+		rounds := make([]int, 0, len(mine))
+		for rd := range mine {
+			rounds = append(rounds, int(rd))
+		}
+		sort.Ints(rounds)
+		for _, rd := range rounds {
+			if t, ok := theirs[int32(rd)]; ok {
+				ratios = append(ratios, stats.Median(mine[int32(rd)])/stats.Median(t))
+			}
+		}
+		rr := stats.Ratios(ratios, 0.95, cfg.Bootstrap, cfg.Seed)
+		s.Ratio, s.RatioMin, s.RatioMax, s.RatioLo, s.RatioHi, s.RatioPairs, s.Verdict = rr.Median, rr.Min, rr.Max, rr.Lo, rr.Hi, rr.N, rr.Verdict()
+	}
+	return out
+}
+
+// Duration formats nanoseconds for people.
+func Duration(ns float64) string {
+	switch {
+	case math.IsNaN(ns):
+		return "-"
+	case ns >= 1e9:
+		return fmt.Sprintf("%.3g s", ns/1e9)
+	case ns >= 1e6:
+		return fmt.Sprintf("%.3g ms", ns/1e6)
+	case ns >= 1e3:
+		return fmt.Sprintf("%.3g µs", ns/1e3)
+	}
+	return fmt.Sprintf("%.3g ns", ns)
+}
+
+// Table renders the summaries as a markdown table, for people.
+func Table(doc artifacts.ReplayDoc) string {
+	var b bytes.Buffer
+	c := doc.Config
+	fmt.Fprintf(&b, "# tilepipe replay results\n\n%d rounds x %d routes, %d samples of >= %g ms after %g ms warm-up, %d threads; ratio = route time / %s time per round (below 1 is faster), 95%% bootstrap interval of the median ratio.\n\n",
+		c.Rounds, len(doc.Routes), c.Samples, c.SampleMs, c.WarmupMs, c.Threads, c.Baseline)
+	fmt.Fprintf(&b, "| case | route | status | median per op | min – max | ratio vs %s [min – max] | 95%% interval | verdict |\n", c.Baseline)
+	b.WriteString("|---|---|---|---:|---|---|---|---|\n")
+	for _, s := range doc.Summary {
+		if s.Status != artifacts.StatusPassed {
+			fmt.Fprintf(&b, "| %s | %s | %s | - | - | - | - | %s |\n", s.Case, s.Route, s.Status, escape(s.Reason))
+			continue
+		}
+		ratio, interval, verdict := "baseline", "", ""
+		if s.RatioPairs > 0 {
+			ratio = fmt.Sprintf("%.3f [%.3f – %.3f]", s.Ratio, s.RatioMin, s.RatioMax)
+			interval = fmt.Sprintf("%.3f – %.3f", s.RatioLo, s.RatioHi)
+			verdict = s.Verdict
+		} else if s.Route != c.Baseline {
+			ratio = "-"
+		}
+		fmt.Fprintf(&b, "| %s | %s | %s | %s | %s – %s | %s | %s | %s |\n", s.Case, s.Route, s.Status, Duration(s.MedianNs), Duration(s.MinNs), Duration(s.MaxNs), ratio, interval, verdict)
+	}
+	var failedClosure []string
+	for _, cc := range doc.Closure {
+		if cc.Status != artifacts.StatusPassed {
+			failedClosure = append(failedClosure, cc.Reason)
+		}
+	}
+	if len(failedClosure) > 0 {
+		fmt.Fprintf(&b, "\nBinary closure checks FAILED:\n\n- %s\n", strings.Join(failedClosure, "\n- "))
+	} else {
+		fmt.Fprintf(&b, "\nBinary closures re-hashed before and after each round: %d checks passed.\n", len(doc.Closure))
+	}
+	return b.String()
+}
+
+func escape(s string) string { return strings.ReplaceAll(s, "|", `\|`) }

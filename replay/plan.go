@@ -1,0 +1,101 @@
+package replay
+
+import (
+	"github.com/tilepipe/tilepipe/artifacts"
+)
+
+// Orders is the balanced set of route orders for n routes: every
+// permutation for n <= 3, else a Williams square (n rows for even n, 2n for
+// odd n), in which each route takes each position equally often and
+// immediately precedes every other route equally often.
+func Orders(n int) [][]int {
+	if n <= 3 {
+		return permutations(n)
+	}
+	return williams(n)
+}
+
+func permutations(n int) [][]int {
+	var out [][]int
+	var rec func(prefix []int, used []bool)
+	rec = func(prefix []int, used []bool) {
+		if len(prefix) == n {
+			out = append(out, append([]int(nil), prefix...))
+			return
+		}
+		for i := 0; i < n; i++ {
+			if !used[i] {
+				used[i] = true
+				rec(append(prefix, i), used)
+				used[i] = false
+			}
+		}
+	}
+	rec(nil, make([]bool, n))
+	return out
+}
+
+// williams builds the standard Williams design: first row 0, 1, n-1, 2,
+// n-2, ...; row r adds r mod n. For odd n the mirrored rows are appended.
+func williams(n int) [][]int {
+	first := make([]int, n)
+	lo, hi := 1, n-1
+	for j := 1; j < n; j++ {
+		if j%2 == 1 {
+			first[j] = lo
+			lo++
+		} else {
+			first[j] = hi
+			hi--
+		}
+	}
+	var rows [][]int
+	for r := 0; r < n; r++ {
+		row := make([]int, n)
+		for j := range row {
+			row[j] = (first[j] + r) % n
+		}
+		rows = append(rows, row)
+	}
+	if n%2 == 1 {
+		for r := 0; r < n; r++ {
+			row := make([]int, n)
+			for j := range row {
+				row[j] = rows[r][n-1-j]
+			}
+			rows = append(rows, row)
+		}
+	}
+	return rows
+}
+
+// DefaultRounds is twice the number of routes, at least the number of
+// balanced orders so every order is used.
+func DefaultRounds(routes int) int {
+	r := 2 * routes
+	if n := len(Orders(routes)); r < n {
+		r = n
+	}
+	return r
+}
+
+// Plan lists every visit: in round r, cases in the cohort order rotated by
+// r, and within each case the routes in order Orders[r mod len]. Only
+// timeable (case, route) pairs get visits.
+func Plan(cases, routes []string, rounds int, timeable func(c, r string) bool) []artifacts.Visit {
+	orders := Orders(len(routes))
+	var plan []artifacts.Visit
+	for r := 0; r < rounds; r++ {
+		order := orders[r%len(orders)]
+		for i := range cases {
+			c := cases[(i+r)%len(cases)]
+			for pos, ri := range order {
+				if !timeable(c, routes[ri]) {
+					continue
+				}
+				plan = append(plan, artifacts.Visit{Index: len(plan), Round: r, Position: pos, Case: c, Route: routes[ri]})
+			}
+		}
+	}
+	return plan
+}

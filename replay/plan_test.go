@@ -1,0 +1,66 @@
+package replay
+
+import (
+	"fmt"
+	"testing"
+)
+
+// balance counts how often each route takes each position and how often
+// each ordered pair is adjacent, over rows.
+func balance(rows [][]int, n int) (pos [][]int, prec [][]int) {
+	pos = make([][]int, n)
+	prec = make([][]int, n)
+	for i := range pos {
+		pos[i] = make([]int, n)
+		prec[i] = make([]int, n)
+	}
+	for _, row := range rows {
+		for j, r := range row {
+			pos[r][j]++
+			if j > 0 {
+				prec[row[j-1]][r]++
+			}
+		}
+	}
+	return pos, prec
+}
+
+func TestOrdersBalanced(t *testing.T) {
+	for n := 1; n <= 8; n++ {
+		t.Run(fmt.Sprint(n), func(t *testing.T) {
+			rows := Orders(n)
+			pos, prec := balance(rows, n)
+			for r := 0; r < n; r++ {
+				for j := 0; j < n; j++ {
+					if pos[r][j] != pos[0][0] {
+						t.Fatalf("Orders(%d): route %d at position %d %d times, want %d", n, r, j, pos[r][j], pos[0][0])
+					}
+					if r != j && prec[r][j] != prec[0][min(1, n-1)] {
+						t.Fatalf("Orders(%d): %d before %d %d times, want %d", n, r, j, prec[r][j], prec[0][1])
+					}
+				}
+			}
+		})
+	}
+}
+
+func TestPlanRotatesCases(t *testing.T) {
+	plan := Plan([]string{"a", "b", "c"}, []string{"x", "y"}, 4, func(c, r string) bool { return !(c == "b" && r == "y") })
+	var firsts []string
+	for _, v := range plan {
+		if v.Position == 0 && (len(firsts) == 0 || firsts[len(firsts)-1] != v.Case) && (v.Index == 0 || plan[v.Index-1].Round != v.Round) {
+			firsts = append(firsts, v.Case)
+		}
+	}
+	if got, want := fmt.Sprint(firsts), "[a b c a]"; got != want {
+		t.Errorf("Plan first case per round = %s, want %s", got, want)
+	}
+	for _, v := range plan {
+		if v.Case == "b" && v.Route == "y" {
+			t.Errorf("Plan visited untimeable pair %+v", v)
+		}
+	}
+	if got, want := len(plan), 4*5; got != want {
+		t.Errorf("len(Plan) = %d, want %d", got, want)
+	}
+}

@@ -1,0 +1,484 @@
+package replay
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"reflect"
+	"runtime"
+	"slices"
+	"sort"
+	"time"
+
+	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
+	"github.com/tilepipe/tilepipe/artifacts"
+	"github.com/tilepipe/tilepipe/artifacts/samples"
+	"github.com/tilepipe/tilepipe/internal/progress"
+)
+
+// Config says how to replay. See [DefaultConfig].
+type Config struct {
+	Prepared string // committed prepared stage
+	Capture  string // capture stage; default: the path in the prepared receipt
+	Output   string // new replay directory (or the one to resume)
+	Resume   bool
+	artifacts.ReplayConfig
+	Progress *progress.Reporter
+}
+
+// DefaultConfig: rounds 0 means twice the number of routes; torch-eager is
+// the baseline of the paired ratios.
+var DefaultConfig = Config{ReplayConfig: artifacts.ReplayConfig{
+	Samples: 5, Singles: 5, SampleMs: 20, WarmupMs: 50, TimeoutS: 300,
+	Threads: runtime.NumCPU(), Baseline: "torch-eager", Seed: 1, Bootstrap: 2000,
+}}
+
+const (
+	planFile    = "plan.json"
+	journalFile = "journal.jsonl"
+	workDir     = "work"
+)
+
+// planRecord pins what a replay directory is replaying, for --resume.
+type planRecord struct {
+	Prepared artifacts.Digest       `json:"prepared"`
+	Capture  artifacts.Digest       `json:"capture"`
+	Config   artifacts.ReplayConfig `json:"config"`
+	Routes   []string               `json:"routes"`
+	Cases    []string               `json:"cases"`
+	Plan     []artifacts.Visit      `json:"plan"`
+}
+
+// journalLine is one checkpoint: a finished visit or a closure check.
+type journalLine struct {
+	Visit   *artifacts.VisitResult  `json:"visit,omitempty"`
+	Closure *artifacts.ClosureCheck `json:"closure,omitempty"`
+}
+
+// Result is what replay made.
+type Result struct {
+	Manifest artifacts.Digest
+	Doc      artifacts.ReplayDoc
+	Failed   int // failed visits, closure checks and rows
+}
+
+type replayer struct {
+	cfg     Config
+	prep    *artifacts.Stage
+	cap     *artifacts.Stage
+	pdoc    artifacts.PreparedDoc
+	cdoc    artifacts.CaptureDoc
+	s       *artifacts.Store
+	entries map[[2]string]*artifacts.Prepared
+	cases   map[string]*artifacts.CapturedCase
+	oracle  *oracleCache
+	journal *os.File
+	rec     artifacts.Receipt
+	deps    artifacts.Deps
+}
+
+// Run verifies the prepared stage and its capture, then times every
+// prepared (case, route) in balanced orders, one process per visit,
+// validating every output in full against the oracle.
+func Run(ctx context.Context, cfg Config) (*Result, error) {
+	start := time.Now().UTC()
+	r := &replayer{cfg: cfg, entries: map[[2]string]*artifacts.Prepared{}, cases: map[string]*artifacts.CapturedCase{}}
+	if err := r.open(); err != nil {
+		return nil, err
+	}
+	routes, cases := r.routesAndCases()
+	if r.cfg.Rounds == 0 {
+		r.cfg.Rounds = DefaultRounds(len(routes))
+	}
+	if err := r.checkConfig(routes); err != nil {
+		return nil, err
+	}
+	pr := planRecord{Prepared: r.prep.Descriptor.Digest, Capture: r.cap.Descriptor.Digest, Config: r.cfg.ReplayConfig, Routes: routes, Cases: cases,
+		Plan: Plan(cases, routes, r.cfg.Rounds, func(c, rt string) bool {
+			e := r.entries[[2]string{c, rt}]
+			return e != nil && e.Status == artifacts.StatusPrepared
+		})}
+	done, closures, err := r.createOrResume(&pr)
+	if err != nil {
+		return nil, err
+	}
+	defer r.journal.Close()
+	r.oracle = newOracleCache(r.cap)
+	defer r.oracle.release()
+	r.rec = artifacts.Receipt{Stage: "replay", Tool: artifacts.ToolInfo(), StartedOn: start, Environment: artifacts.Fingerprint(),
+		Parameters:  map[string]any{"prepared": absPath(cfg.Prepared), "capture": r.cap.Store.Dir(), "config": r.cfg.ReplayConfig, "resume": cfg.Resume},
+		Predecessor: &artifacts.Dependency{Name: "prepared manifest", Digest: r.prep.Descriptor.Digest, VerifiedAt: r.deps.List()[0].VerifiedAt}}
+
+	programs, err := r.materialize()
+	if err != nil {
+		return nil, err
+	}
+	closureFailed := slices.ContainsFunc(closures, func(c artifacts.ClosureCheck) bool { return c.Status != artifacts.StatusPassed })
+	byRound := map[int][]artifacts.Visit{}
+	for _, v := range pr.Plan {
+		byRound[v.Round] = append(byRound[v.Round], v)
+	}
+	for round := 0; round < r.cfg.Rounds && !closureFailed; round++ {
+		var todo []artifacts.Visit
+		for _, v := range byRound[round] {
+			if _, ok := done[v.Index]; !ok {
+				todo = append(todo, v)
+			}
+		}
+		if len(todo) == 0 {
+			continue
+		}
+		cc := r.checkClosure(round, "before", programs)
+		closures = append(closures, cc)
+		if err := r.append(journalLine{Closure: &cc}); err != nil {
+			return nil, err
+		}
+		if cc.Status != artifacts.StatusPassed {
+			closureFailed = true
+			break
+		}
+		for _, v := range todo {
+			if err := ctx.Err(); err != nil {
+				return nil, fmt.Errorf("replay interrupted after %d of %d visits (continue with --resume): %w", len(done), len(pr.Plan), err)
+			}
+			r.cfg.Progress.Step("replay", len(done)+1, len(pr.Plan), fmt.Sprintf("round %d %s %s", v.Round+1, v.Case, v.Route))
+			vr, err := r.visit(ctx, v, programs)
+			if err != nil {
+				return nil, err
+			}
+			if vr.Status != artifacts.StatusPassed {
+				r.cfg.Progress.Printf("replay: visit %d %s %s failed: %s", v.Index, v.Case, v.Route, vr.Reason)
+			}
+			if err := r.append(journalLine{Visit: vr}); err != nil {
+				return nil, err
+			}
+			done[v.Index] = vr
+		}
+		cc = r.checkClosure(round, "after", programs)
+		closures = append(closures, cc)
+		if err := r.append(journalLine{Closure: &cc}); err != nil {
+			return nil, err
+		}
+		closureFailed = cc.Status != artifacts.StatusPassed
+	}
+	r.cfg.Progress.Done()
+	return r.finish(pr, done, closures)
+}
+
+func absPath(p string) string {
+	if a, err := filepath.Abs(p); err == nil {
+		return a
+	}
+	return p
+}
+
+// open verifies the prepared stage, finds its capture and verifies that.
+func (r *replayer) open() error {
+	var err error
+	r.prep, err = artifacts.OpenStage(r.cfg.Prepared, artifacts.PreparedType, r.deps.Verified)
+	if err != nil {
+		return err
+	}
+	if err := r.prep.ReadDoc(&r.pdoc); err != nil {
+		return err
+	}
+	if r.pdoc.Schema != artifacts.DocSchema {
+		return fmt.Errorf("prepared %s: %s schema: want %d, got %d", r.cfg.Prepared, artifacts.DocTitle, artifacts.DocSchema, r.pdoc.Schema)
+	}
+	capDir := r.cfg.Capture
+	if capDir == "" {
+		rc, err := r.prep.Receipt()
+		if err != nil {
+			return err
+		}
+		p, _ := rc.Predicate.Parameters["capture"].(string)
+		if p == "" {
+			return fmt.Errorf("prepared %s: receipt parameters.capture: want the capture directory; pass --capture", r.cfg.Prepared)
+		}
+		capDir = p
+	}
+	r.cap, err = artifacts.OpenStage(capDir, artifacts.CaptureType, r.deps.Verified)
+	if err != nil {
+		return fmt.Errorf("capture of %s: %w", r.cfg.Prepared, err)
+	}
+	if r.cap.Descriptor.Digest != r.pdoc.Capture {
+		return fmt.Errorf("capture %s: manifest %s, but prepared %s was made from %s", capDir, r.cap.Descriptor.Digest, r.cfg.Prepared, r.pdoc.Capture)
+	}
+	if s := r.prep.Manifest.Subject; s == nil || s.Digest != r.pdoc.Capture {
+		return fmt.Errorf("prepared %s: manifest subject: want the capture manifest %s", r.cfg.Prepared, r.pdoc.Capture)
+	}
+	if err := r.cap.ReadDoc(&r.cdoc); err != nil {
+		return err
+	}
+	for i := range r.cdoc.Cases {
+		r.cases[r.cdoc.Cases[i].Case.ID] = &r.cdoc.Cases[i]
+	}
+	for i := range r.pdoc.Entries {
+		e := &r.pdoc.Entries[i]
+		if r.cases[e.Case] == nil {
+			return fmt.Errorf("prepared %s: entry %s/%s: case not in the capture", r.cfg.Prepared, e.Case, e.Route)
+		}
+		r.entries[[2]string{e.Case, e.Route}] = e
+	}
+	return nil
+}
+
+func (r *replayer) routesAndCases() (routes, cases []string) {
+	for _, rt := range r.cdoc.Routes {
+		routes = append(routes, rt.Name)
+	}
+	for _, c := range r.cdoc.Cases {
+		cases = append(cases, c.Case.ID)
+	}
+	return routes, cases
+}
+
+func (r *replayer) checkConfig(routes []string) error {
+	c := r.cfg
+	switch {
+	case c.Rounds < 1:
+		return fmt.Errorf("--rounds: want >= 1, got %d", c.Rounds)
+	case c.Samples < 1:
+		return fmt.Errorf("--samples: want >= 1, got %d", c.Samples)
+	case c.Singles < 0:
+		return fmt.Errorf("--singles: want >= 0, got %d", c.Singles)
+	case c.SampleMs <= 0 || c.WarmupMs < 0:
+		return fmt.Errorf("--sample-ms and --warmup-ms: want > 0 and >= 0, got %g and %g", c.SampleMs, c.WarmupMs)
+	case c.Threads < 1:
+		return fmt.Errorf("--threads: want >= 1, got %d", c.Threads)
+	case c.Baseline != "" && !slices.Contains(routes, c.Baseline):
+		return fmt.Errorf("--baseline %q: not one of the captured routes %v", c.Baseline, routes)
+	}
+	if n := len(Orders(len(routes))); c.Rounds%n != 0 {
+		r.cfg.Progress.Printf("warning: %d rounds is not a multiple of the %d balanced orders: this run is a screen, not a balanced comparison", c.Rounds, n)
+	}
+	return nil
+}
+
+// createOrResume makes the replay directory or, with --resume, reloads the
+// plan and the finished visits from its journal.
+func (r *replayer) createOrResume(pr *planRecord) (map[int]*artifacts.VisitResult, []artifacts.ClosureCheck, error) {
+	done := map[int]*artifacts.VisitResult{}
+	var closures []artifacts.ClosureCheck
+	if !r.cfg.Resume {
+		s, err := artifacts.Create(r.cfg.Output)
+		if err != nil {
+			return nil, nil, err
+		}
+		r.s = s
+		b, _ := json.MarshalIndent(pr, "", "  ")
+		if err := artifacts.WriteFileAtomic(filepath.Join(s.Dir(), planFile), b); err != nil {
+			return nil, nil, err
+		}
+		r.journal, err = os.OpenFile(filepath.Join(s.Dir(), journalFile), os.O_CREATE|os.O_EXCL|os.O_WRONLY|os.O_APPEND, 0o644)
+		return done, nil, err
+	}
+	if _, err := os.Lstat(filepath.Join(r.cfg.Output, "index.json")); err == nil {
+		return nil, nil, fmt.Errorf("--resume %s: the replay already finished (index.json exists)", r.cfg.Output)
+	}
+	s, err := artifacts.OpenIncomplete(r.cfg.Output)
+	if err != nil {
+		return nil, nil, fmt.Errorf("--resume: %w", err)
+	}
+	r.s = s
+	b, err := os.ReadFile(filepath.Join(s.Dir(), planFile))
+	if err != nil {
+		return nil, nil, fmt.Errorf("--resume %s: %w", r.cfg.Output, err)
+	}
+	var old planRecord
+	if err := json.Unmarshal(b, &old); err != nil {
+		return nil, nil, fmt.Errorf("--resume %s: %s: %w", r.cfg.Output, planFile, err)
+	}
+	if old.Prepared != pr.Prepared || old.Capture != pr.Capture || !reflect.DeepEqual(old.Plan, pr.Plan) || old.Config != pr.Config {
+		return nil, nil, fmt.Errorf("--resume %s: %s records prepared %s with config %+v; this run asks for prepared %s with config %+v: resume with the same flags",
+			r.cfg.Output, planFile, artifacts.Short(old.Prepared), old.Config, artifacts.Short(pr.Prepared), pr.Config)
+	}
+	jpath := filepath.Join(s.Dir(), journalFile)
+	jb, err := os.ReadFile(jpath)
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return nil, nil, err
+	}
+	// A kill can leave a partial last line; everything before the last
+	// newline was written and synced whole.
+	valid := jb[:bytes.LastIndexByte(jb, '\n')+1]
+	sc := bufio.NewScanner(bytes.NewReader(valid))
+	sc.Buffer(make([]byte, 1<<20), 64<<20)
+	for n := 1; sc.Scan(); n++ {
+		var l journalLine
+		if err := json.Unmarshal(sc.Bytes(), &l); err != nil {
+			return nil, nil, fmt.Errorf("--resume %s: %s:%d: %w", r.cfg.Output, journalFile, n, err)
+		}
+		switch {
+		case l.Closure != nil:
+			closures = append(closures, *l.Closure)
+		case l.Visit != nil:
+			v := l.Visit
+			if v.Index < 0 || v.Index >= len(pr.Plan) || pr.Plan[v.Index] != v.Visit {
+				return nil, nil, fmt.Errorf("--resume %s: %s:%d: visit %d is not in the plan", r.cfg.Output, journalFile, n, v.Index)
+			}
+			for _, d := range visitBlobs(v) {
+				if err := s.Verify(ocispec.Descriptor{Digest: d}, fmt.Sprintf("visit %d blob", v.Index)); err != nil {
+					return nil, nil, fmt.Errorf("--resume %s: %s:%d: %w", r.cfg.Output, journalFile, n, err)
+				}
+			}
+			done[v.Index] = v
+		}
+	}
+	if err := os.Truncate(jpath, int64(len(valid))); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return nil, nil, err
+	}
+	r.journal, err = os.OpenFile(jpath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	r.cfg.Progress.Printf("replay: resuming %s: %d of %d visits done", r.cfg.Output, len(done), len(pr.Plan))
+	return done, closures, err
+}
+
+func visitBlobs(v *artifacts.VisitResult) []artifacts.Digest {
+	var ds []artifacts.Digest
+	for _, d := range []artifacts.Digest{v.Samples, v.Stdout, v.Stderr} {
+		if d != "" {
+			ds = append(ds, d)
+		}
+	}
+	for _, o := range v.Outputs {
+		ds = append(ds, o.Digest)
+	}
+	return ds
+}
+
+func (r *replayer) append(l journalLine) error {
+	b, err := json.Marshal(l)
+	if err != nil {
+		return err
+	}
+	if _, err := r.journal.Write(append(b, '\n')); err != nil {
+		return err
+	}
+	return r.journal.Sync()
+}
+
+// program is a timer made runnable in the work directory.
+type program struct {
+	path   string
+	digest artifacts.Digest
+}
+
+// materialize copies each prepared program (a linked harness from the
+// prepared stage, a wrapper script from the capture) into work/bin by
+// digest and checks the copy's bytes.
+func (r *replayer) materialize() (map[[2]string]program, error) {
+	bin := filepath.Join(r.s.Dir(), workDir, "bin")
+	if err := os.MkdirAll(bin, 0o755); err != nil {
+		return nil, err
+	}
+	out := map[[2]string]program{}
+	for k, e := range r.entries {
+		if e.Status != artifacts.StatusPrepared {
+			continue
+		}
+		if e.Program == nil {
+			return nil, fmt.Errorf("prepared %s: entry %s/%s: no program", r.cfg.Prepared, e.Case, e.Route)
+		}
+		src, mode, name := r.prep, os.FileMode(0o555), e.Program.Digest.Encoded()
+		if e.Kind == "process" {
+			src, mode, name = r.cap, 0o444, name+"-"+filepath.Base(e.Program.Path)
+		}
+		if !src.Has(e.Program.Digest) {
+			return nil, fmt.Errorf("prepared %s: entry %s/%s: program %s is not a verified layer", r.cfg.Prepared, e.Case, e.Route, artifacts.Short(e.Program.Digest))
+		}
+		dst := filepath.Join(bin, name)
+		if _, err := os.Lstat(dst); err != nil {
+			if err := copyFile(src.Store.Path(e.Program.Digest), dst, mode); err != nil {
+				return nil, err
+			}
+		}
+		got, _, err := artifacts.HashFile(dst)
+		if err != nil {
+			return nil, err
+		}
+		if got != e.Program.Digest {
+			return nil, &artifacts.MismatchError{Name: "program of " + e.Case + "/" + e.Route, Path: dst, Expected: e.Program.Digest, Actual: got}
+		}
+		out[k] = program{path: dst, digest: got}
+	}
+	return out, nil
+}
+
+func copyFile(src, dst string, mode os.FileMode) error {
+	in, err := os.Open(src)
+	if err != nil {
+		return err
+	}
+	defer in.Close()
+	tmp := dst + ".tmp"
+	out, err := os.OpenFile(tmp, os.O_CREATE|os.O_TRUNC|os.O_WRONLY, 0o600)
+	if err != nil {
+		return err
+	}
+	if _, err := io.Copy(out, in); err != nil {
+		out.Close()
+		return err
+	}
+	if err := out.Close(); err != nil {
+		return err
+	}
+	if err := os.Chmod(tmp, mode); err != nil {
+		return err
+	}
+	return os.Rename(tmp, dst)
+}
+
+// checkClosure re-hashes every program and every closure file (each path
+// once) and compares with what prepare pinned.
+func (r *replayer) checkClosure(round int, when string, programs map[[2]string]program) artifacts.ClosureCheck {
+	cc := artifacts.ClosureCheck{Round: round, When: when, Status: artifacts.StatusPassed}
+	want := map[string]artifacts.Digest{}
+	var problems []string
+	for k, p := range programs {
+		want[p.path] = p.digest
+		for _, f := range r.entries[k].Closure {
+			if d, ok := want[f.Path]; ok && d != f.Digest {
+				problems = append(problems, fmt.Sprintf("%s pinned with two digests", f.Path))
+			}
+			want[f.Path] = f.Digest
+		}
+	}
+	paths := make([]string, 0, len(want))
+	for p := range want {
+		paths = append(paths, p)
+	}
+	sort.Strings(paths)
+	for _, p := range paths {
+		got, _, err := artifacts.HashFile(p)
+		switch {
+		case err != nil:
+			problems = append(problems, fmt.Sprintf("%s: %v", p, err))
+		case got != want[p]:
+			problems = append(problems, fmt.Sprintf("%s changed: prepared %s, now %s", p, artifacts.Short(want[p]), artifacts.Short(got)))
+		}
+	}
+	cc.At, cc.Files = time.Now().UTC(), len(paths)
+	if len(problems) > 0 {
+		cc.Status = artifacts.StatusFailed
+		cc.Reason = fmt.Sprintf("binary closure %s round %d: %s", when, round, problems[0])
+		if len(problems) > 1 {
+			cc.Reason += fmt.Sprintf(" (and %d more)", len(problems)-1)
+		}
+		r.cfg.Progress.Printf("replay: %s", cc.Reason)
+	}
+	return cc
+}
+
+// readSamples loads and checks one visit's sample table.
+func (r *replayer) readSamples(d artifacts.Digest) ([]samples.Row, error) {
+	if err := r.s.Verify(ocispec.Descriptor{Digest: d}, "samples"); err != nil {
+		return nil, err
+	}
+	return samples.ReadFile(r.s.Path(d), nil)
+}

@@ -1,0 +1,255 @@
+package replay
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/tilepipe/tilepipe/artifacts"
+	"github.com/tilepipe/tilepipe/artifacts/samples"
+	"github.com/tilepipe/tilepipe/artifacts/tensor"
+	"github.com/tilepipe/tilepipe/oracle"
+)
+
+// timerReport is what a timer prints (docs/protocol.md, visit).
+type timerReport struct {
+	Protocol       int               `json:"protocol"`
+	Status         string            `json:"status"`
+	Reason         string            `json:"reason"`
+	Checks         map[string]string `json:"checks"`
+	CallsPerSample int64             `json:"calls_per_sample"`
+	BatchNs        []int64           `json:"batch_ns"`
+	SingleNs       []int64           `json:"single_ns"`
+	Clock          string            `json:"clock"`
+	Threads        int               `json:"threads"`
+	OutputPolicy   string            `json:"output_policy"`
+}
+
+// VisitFile renders the line-oriented visit description.
+func VisitFile(cfg artifacts.ReplayConfig, inputs []string, e *artifacts.Prepared, outputs []string) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "tilepipe-visit 1\nwarmup_ms %g\nsample_ms %g\nsamples %d\nsingles %d\nthreads %d\n",
+		cfg.WarmupMs, cfg.SampleMs, cfg.Samples, cfg.Singles, cfg.Threads)
+	param := func(role string, name, dtype string, shape []int, bytes int64, path string) {
+		fmt.Fprintf(&b, "param %s %s %s %d %s", role, name, dtype, bytes, path)
+		for _, d := range shape {
+			b.WriteString(" " + strconv.Itoa(d))
+		}
+		b.WriteByte('\n')
+	}
+	for i, in := range e.Inputs {
+		param("input", in.Name, in.Dtype, in.Shape, in.Size, inputs[i])
+	}
+	for i, o := range e.Outputs {
+		param("output", o.Name, o.Dtype, o.Shape, int64(o.Bytes()), outputs[i])
+	}
+	return b.String()
+}
+
+// ThreadEnv is the environment every visit gets so each library uses the
+// configured number of threads.
+func ThreadEnv(threads int) map[string]string {
+	n := strconv.Itoa(threads)
+	return map[string]string{"OMP_NUM_THREADS": n, "OPENBLAS_NUM_THREADS": n, "MKL_NUM_THREADS": n, "HL_NUM_THREADS": n}
+}
+
+// visit runs one timer process and validates what it wrote.
+func (r *replayer) visit(ctx context.Context, v artifacts.Visit, programs map[[2]string]program) (*artifacts.VisitResult, error) {
+	k := [2]string{v.Case, v.Route}
+	e, prog := r.entries[k], programs[k]
+	vr := &artifacts.VisitResult{Visit: v, Start: time.Now().UTC()}
+	dir := filepath.Join(r.s.Dir(), workDir, fmt.Sprintf("visit-%d", v.Index))
+	if err := os.RemoveAll(dir); err != nil { // a killed earlier attempt
+		return nil, err
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, err
+	}
+	defer os.RemoveAll(dir)
+	var inputs, outputs []string
+	for _, in := range e.Inputs {
+		if !r.prep.Has(in.Digest) {
+			return nil, fmt.Errorf("prepared: %s input %s: blob %s is not a verified layer", v.Case, in.Name, artifacts.Short(in.Digest))
+		}
+		inputs = append(inputs, r.prep.Store.Path(in.Digest))
+	}
+	for _, o := range e.Outputs {
+		outputs = append(outputs, filepath.Join(dir, o.Name+".bin"))
+	}
+	vf := filepath.Join(dir, "visit.txt")
+	if err := os.WriteFile(vf, []byte(VisitFile(r.cfg.ReplayConfig, inputs, e, outputs)), 0o444); err != nil {
+		return nil, err
+	}
+	env := ThreadEnv(r.cfg.Threads)
+	var argv []string
+	switch e.Kind {
+	case "object":
+		argv = []string{prog.path, "--visit", vf}
+	case "process":
+		argv = append(append([]string{e.Process.Interpreter, prog.path}, e.Process.Args...), "--visit", vf)
+		for kk, vv := range e.Env {
+			env[kk] = vv
+		}
+	}
+	timeout := time.Duration(r.cfg.TimeoutS * float64(time.Second))
+	cmd, out, reason, err := r.s.Run(ctx, argv, dir, env, timeout)
+	vr.End = time.Now().UTC()
+	if err != nil {
+		return nil, err
+	}
+	vr.Stdout, vr.Stderr, vr.Exit = cmd.Stdout, cmd.Stderr, cmd.Exit
+	fail := func(why string) (*artifacts.VisitResult, error) {
+		vr.Status, vr.Reason = artifacts.StatusFailed, why
+		return vr, nil
+	}
+	if reason != "" {
+		return fail(reason)
+	}
+	var rep timerReport
+	dec := json.NewDecoder(bytes.NewReader(out))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&rep); err != nil {
+		return fail(fmt.Sprintf("timer report: want one JSON object (docs/protocol.md): %v", err))
+	}
+	vr.Checks, vr.CallsPerSample, vr.Threads, vr.OutputPolicy = rep.Checks, rep.CallsPerSample, rep.Threads, rep.OutputPolicy
+	if rep.Protocol != 1 {
+		return fail(fmt.Sprintf("timer report protocol: want 1, got %d", rep.Protocol))
+	}
+	if rep.Status != "ok" {
+		if rep.Reason == "" {
+			rep.Reason = "timer reported status " + strconv.Quote(rep.Status) + " without a reason"
+		}
+		return fail(rep.Reason)
+	}
+	switch {
+	case len(rep.BatchNs) != r.cfg.Samples || len(rep.SingleNs) != r.cfg.Singles:
+		return fail(fmt.Sprintf("timer report: %d batch and %d single samples, want %d and %d", len(rep.BatchNs), len(rep.SingleNs), r.cfg.Samples, r.cfg.Singles))
+	case rep.CallsPerSample < 1:
+		return fail(fmt.Sprintf("timer report calls_per_sample: want >= 1, got %d", rep.CallsPerSample))
+	case rep.Threads != r.cfg.Threads:
+		return fail(fmt.Sprintf("timer report threads: ran with %d, want %d", rep.Threads, r.cfg.Threads))
+	case e.Process != nil && rep.OutputPolicy != e.Process.OutputPolicy:
+		return fail(fmt.Sprintf("timer report output_policy: %q, capture recorded %q", rep.OutputPolicy, e.Process.OutputPolicy))
+	}
+	// Every output, in full, against the oracle.
+	c := r.cases[v.Case]
+	var got [][]float32
+	for i, o := range e.Outputs {
+		b, err := os.ReadFile(outputs[i])
+		if err != nil {
+			return fail(fmt.Sprintf("output %s: %v", o.Name, err))
+		}
+		if len(b) != o.Bytes() {
+			return fail(fmt.Sprintf("output %s: %d bytes, want %d", o.Name, len(b), o.Bytes()))
+		}
+		m := tensor.Meta{Name: o.Name, Role: "output", Dtype: o.Dtype, Shape: o.Shape, Case: v.Case, Generator: c.Generator, Seed: c.Case.Seed}
+		d, err := artifacts.PutTensor(r.s, m, b)
+		if err != nil {
+			return nil, err
+		}
+		r.s.Name(fmt.Sprintf("visits/%d/%s.arrow", v.Index, o.Name), d)
+		vr.Outputs = append(vr.Outputs, artifacts.TensorRef{Name: o.Name, Role: "output", Dtype: o.Dtype, Shape: o.Shape, Digest: d.Digest, Size: d.Size})
+		got = append(got, bytesToF32(b))
+	}
+	exp, bnd, err := r.oracle.get(c)
+	if err != nil {
+		return nil, err
+	}
+	verdict := oracle.Compare(c.Case, exp, bnd, got)
+	vr.MaxErrRatio = verdict.MaxRatio
+	if !verdict.Pass {
+		return fail("oracle: " + verdict.Reason)
+	}
+	var rows []samples.Row
+	for i, ns := range rep.BatchNs {
+		rows = append(rows, samples.Row{Visit: int32(v.Index), Round: int32(v.Round), Position: int32(v.Position), Case: v.Case, Route: v.Route, Kind: "batch", Index: int32(i), Calls: rep.CallsPerSample, TotalNs: ns})
+	}
+	for i, ns := range rep.SingleNs {
+		rows = append(rows, samples.Row{Visit: int32(v.Index), Round: int32(v.Round), Position: int32(v.Position), Case: v.Case, Route: v.Route, Kind: "single", Index: int32(i), Calls: 1, TotalNs: ns})
+	}
+	for _, row := range rows {
+		if row.TotalNs <= 0 {
+			return fail(fmt.Sprintf("timer report: non-positive sample %d ns", row.TotalNs))
+		}
+	}
+	w, err := r.s.NewWriter(artifacts.MediaArrow)
+	if err != nil {
+		return nil, err
+	}
+	if err := samples.Write(w, rows); err != nil {
+		w.Abort()
+		return nil, err
+	}
+	sd, err := w.Commit()
+	if err != nil {
+		return nil, err
+	}
+	r.s.Name(fmt.Sprintf("visits/%d/samples.arrow", v.Index), sd)
+	vr.Samples = sd.Digest
+	vr.Status = artifacts.StatusPassed
+	return vr, nil
+}
+
+func bytesToF32(b []byte) []float32 {
+	out := make([]float32, len(b)/4)
+	copy(tensor.Float32Bytes(out), b)
+	return out
+}
+
+// oracleCache holds each case's expected outputs and bounds from the
+// capture packet (verified when the capture was opened).
+type oracleCache struct {
+	cap  *artifacts.Stage
+	byID map[string][2][][]float64
+	held []*tensor.Tensor
+}
+
+func newOracleCache(cap *artifacts.Stage) *oracleCache {
+	return &oracleCache{cap: cap, byID: map[string][2][][]float64{}}
+}
+
+func (o *oracleCache) get(c *artifacts.CapturedCase) ([][]float64, [][]float64, error) {
+	if v, ok := o.byID[c.Case.ID]; ok {
+		return v[0], v[1], nil
+	}
+	load := func(refs []artifacts.TensorRef) ([][]float64, error) {
+		var out [][]float64
+		for _, ref := range refs {
+			if !o.cap.Has(ref.Digest) {
+				return nil, fmt.Errorf("capture: case %s %s %s: blob %s is not a verified layer", c.Case.ID, ref.Role, ref.Name, artifacts.Short(ref.Digest))
+			}
+			t, err := tensor.ReadFile(o.cap.Store.Path(ref.Digest), nil)
+			if err != nil {
+				return nil, err
+			}
+			o.held = append(o.held, t)
+			if t.Meta.Dtype != "f64" || t.Meta.Role != ref.Role || t.Meta.Case != c.Case.ID {
+				return nil, fmt.Errorf("capture: case %s %s %s: tensor metadata %+v disagrees with the capture document", c.Case.ID, ref.Role, ref.Name, t.Meta)
+			}
+			out = append(out, t.Float64())
+		}
+		return out, nil
+	}
+	exp, err := load(c.Packet.Expected)
+	if err != nil {
+		return nil, nil, err
+	}
+	bnd, err := load(c.Packet.Bound)
+	if err != nil {
+		return nil, nil, err
+	}
+	o.byID[c.Case.ID] = [2][][]float64{exp, bnd}
+	return exp, bnd, nil
+}
+
+func (o *oracleCache) release() {
+	for _, t := range o.held {
+		t.Release()
+	}
+}
