@@ -177,9 +177,18 @@ type Visit struct {
 	Route    string `json:"route"`
 }
 
+// Session is one invocation of replay on a directory (the first, then one
+// per --resume), with the time it finished re-hashing what it consumes.
+type Session struct {
+	Index    int       `json:"index"`
+	Started  time.Time `json:"started"`
+	Verified time.Time `json:"verified"`
+}
+
 // VisitResult is what one visit produced.
 type VisitResult struct {
 	Visit
+	Session        int               `json:"session"`
 	Status         string            `json:"status"`
 	Reason         string            `json:"reason"`
 	Checks         map[string]string `json:"checks,omitempty"`
@@ -238,6 +247,7 @@ type ReplayDoc struct {
 	Routes   []string       `json:"routes"`
 	Cases    []string       `json:"cases"`
 	Plan     []Visit        `json:"plan"`
+	Sessions []Session      `json:"sessions"`
 	Visits   []VisitResult  `json:"visits"`
 	Closure  []ClosureCheck `json:"closure"`
 	Samples  Digest         `json:"samples"` // all samples, one Arrow table

@@ -611,10 +611,23 @@ func (a *auditor) timeWindows() {
 	if repR.Predicate.StartedOn.Before(prepR.Predicate.FinishedOn) {
 		p = append(p, "replay started before prepare finished")
 	}
+	// Each replay session (the first run, then every --resume) re-hashed
+	// what it consumed before timing; the receipt holds the last one's.
+	sessions := a.rdoc.Sessions
 	var lastVerified time.Time
 	for _, d := range repR.Predicate.ResolvedDependencies {
 		if d.VerifiedAt.After(lastVerified) {
 			lastVerified = d.VerifiedAt
+		}
+	}
+	if len(sessions) == 0 {
+		p = append(p, "replay records no sessions")
+	} else if !sessions[len(sessions)-1].Verified.Equal(lastVerified) {
+		p = append(p, fmt.Sprintf("last replay session verified at %s, the receipt's last verification is %s", sessions[len(sessions)-1].Verified.Format(time.RFC3339Nano), lastVerified.Format(time.RFC3339Nano)))
+	}
+	for i, s := range sessions {
+		if s.Index != i || s.Verified.Before(s.Started) || (i > 0 && s.Started.Before(sessions[i-1].Verified)) {
+			p = append(p, fmt.Sprintf("replay session %d: started %s, verified %s: out of order", i, s.Started.Format(time.RFC3339Nano), s.Verified.Format(time.RFC3339Nano)))
 		}
 	}
 	before, after := map[int][]time.Time{}, map[int][]time.Time{}
@@ -629,8 +642,10 @@ func (a *auditor) timeWindows() {
 		if v.Start.IsZero() {
 			continue
 		}
-		if v.Start.Before(lastVerified) {
-			p = append(p, fmt.Sprintf("visit %d started %s, before the last input verification %s", v.Index, v.Start.Format(time.RFC3339Nano), lastVerified.Format(time.RFC3339Nano)))
+		if v.Session < 0 || v.Session >= len(sessions) {
+			p = append(p, fmt.Sprintf("visit %d: session %d is not recorded", v.Index, v.Session))
+		} else if v.Start.Before(sessions[v.Session].Verified) {
+			p = append(p, fmt.Sprintf("visit %d started %s, before its session's verification finished %s", v.Index, v.Start.Format(time.RFC3339Nano), sessions[v.Session].Verified.Format(time.RFC3339Nano)))
 		}
 		if v.End.Before(v.Start) || v.End.After(repR.Predicate.FinishedOn) {
 			p = append(p, fmt.Sprintf("visit %d: window %s..%s outside the replay's run", v.Index, v.Start, v.End))

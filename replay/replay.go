@@ -58,6 +58,7 @@ type planRecord struct {
 
 // journalLine is one checkpoint: a finished visit or a closure check.
 type journalLine struct {
+	Session *artifacts.Session      `json:"session,omitempty"`
 	Visit   *artifacts.VisitResult  `json:"visit,omitempty"`
 	Closure *artifacts.ClosureCheck `json:"closure,omitempty"`
 }
@@ -82,6 +83,8 @@ type replayer struct {
 	journal *os.File
 	rec     artifacts.Receipt
 	deps    artifacts.Deps
+	// sessions so far; the last is this one.
+	sessions []artifacts.Session
 }
 
 // Run verifies the prepared stage and its capture, then times every
@@ -110,6 +113,16 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		return nil, err
 	}
 	defer r.journal.Close()
+	sess := artifacts.Session{Index: len(r.sessions), Started: start}
+	for _, d := range r.deps.List() {
+		if d.VerifiedAt.After(sess.Verified) {
+			sess.Verified = d.VerifiedAt
+		}
+	}
+	r.sessions = append(r.sessions, sess)
+	if err := r.append(journalLine{Session: &sess}); err != nil {
+		return nil, err
+	}
 	r.oracle = newOracleCache(r.cap)
 	defer r.oracle.release()
 	r.rec = artifacts.Receipt{Stage: "replay", Tool: artifacts.ToolInfo(), StartedOn: start, Environment: artifacts.Fingerprint(),
@@ -316,6 +329,8 @@ func (r *replayer) createOrResume(pr *planRecord) (map[int]*artifacts.VisitResul
 			return nil, nil, fmt.Errorf("--resume %s: %s:%d: %w", r.cfg.Output, journalFile, n, err)
 		}
 		switch {
+		case l.Session != nil:
+			r.sessions = append(r.sessions, *l.Session)
 		case l.Closure != nil:
 			closures = append(closures, *l.Closure)
 		case l.Visit != nil:

@@ -63,7 +63,7 @@ func ThreadEnv(threads int) map[string]string {
 func (r *replayer) visit(ctx context.Context, v artifacts.Visit, programs map[[2]string]program) (*artifacts.VisitResult, error) {
 	k := [2]string{v.Case, v.Route}
 	e, prog := r.entries[k], programs[k]
-	vr := &artifacts.VisitResult{Visit: v, Start: time.Now().UTC()}
+	vr := &artifacts.VisitResult{Visit: v, Session: len(r.sessions) - 1, Start: time.Now().UTC()}
 	dir := filepath.Join(r.s.Dir(), workDir, fmt.Sprintf("visit-%d", v.Index))
 	if err := os.RemoveAll(dir); err != nil { // a killed earlier attempt
 		return nil, err

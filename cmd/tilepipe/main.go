@@ -66,7 +66,8 @@ func tilepipe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 }
 
 func newApp(stdout, stderr io.Writer) *cli.App {
-	return &cli.App{
+	onUsage := func(_ *cli.Context, err error, _ bool) error { return usageError{err} }
+	app := &cli.App{
 		Name:      "tilepipe",
 		Usage:     "turn a kernel-performance claim into a checkpoint a reviewer can verify",
 		Writer:    stdout,
@@ -75,13 +76,20 @@ func newApp(stdout, stderr io.Writer) *cli.App {
 			captureCommand(), prepareCommand(), replayCommand(), auditCommand(), runCommand(),
 			routesCommand(), cohortsCommand(),
 		},
-		OnUsageError:   func(_ *cli.Context, err error, _ bool) error { return usageError{err} },
+		OnUsageError:   onUsage,
 		ExitErrHandler: func(*cli.Context, error) {},
-		CommandNotFound: func(c *cli.Context, name string) {
-			fmt.Fprintf(stderr, "tilepipe: error: unknown command %q\n", name)
+		Action: func(c *cli.Context) error {
+			if c.Args().Len() > 0 {
+				return usageError{fmt.Errorf("unknown command %q", c.Args().First())}
+			}
+			cli.ShowAppHelp(c)
+			return usageError{fmt.Errorf("no command given")}
 		},
-		HideHelpCommand: false,
 	}
+	for _, c := range app.Commands {
+		c.OnUsageError = onUsage
+	}
+	return app
 }
 
 // need returns a usage error when a required flag is empty.

@@ -1,0 +1,190 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/tilepipe/tilepipe/artifacts"
+	"github.com/tilepipe/tilepipe/internal/testroute"
+)
+
+// tp runs tilepipe in-process and returns exit code, stdout and stderr.
+func tp(t *testing.T, args ...string) (int, string, string) {
+	t.Helper()
+	var out, errb bytes.Buffer
+	code := tilepipe(context.Background(), append([]string{"tilepipe"}, args...), &out, &errb)
+	return code, out.String(), errb.String()
+}
+
+// tinyCohort writes a cohort of small cases so the naive route builds fast.
+func tinyCohort(t *testing.T, cases string) string {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), "cohort.json")
+	if err := os.WriteFile(p, []byte(`{"schema": 1, "name": "tiny", "cases": [`+cases+`]}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+const gemm16 = `{"op": "gemm", "dims": {"M": 16, "N": 16, "K": 16}, "seed": 3}`
+
+// fast are replay flags that keep test visits short.
+var fast = []string{"--samples", "2", "--singles", "1", "--sample-ms", "1", "--warmup-ms", "0"}
+
+// naiveRun runs the whole pipeline with the naive test route into a new
+// directory and returns it with the exit code and output.
+func naiveRun(t *testing.T, cohort string, rounds string, extra ...string) (string, int, string, string) {
+	t.Helper()
+	dir := filepath.Join(t.TempDir(), "run")
+	args := append([]string{"run", "--cohort", cohort, "--routes", "", "--route-exec", testroute.Path(t),
+		"--baseline", "naive", "--rounds", rounds, "--output", dir}, fast...)
+	code, out, errs := tp(t, append(args, extra...)...)
+	return dir, code, out, errs
+}
+
+func readReplay(t *testing.T, dir string) artifacts.ReplayDoc {
+	t.Helper()
+	st, err := artifacts.OpenStage(dir, artifacts.ReplayType, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var doc artifacts.ReplayDoc
+	if err := st.ReadDoc(&doc); err != nil {
+		t.Fatal(err)
+	}
+	return doc
+}
+
+func readAudit(t *testing.T, path string) map[string]any {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var st struct {
+		Type      string         `json:"_type"`
+		Predicate map[string]any `json:"predicate"`
+	}
+	if err := json.Unmarshal(b, &st); err != nil {
+		t.Fatal(err)
+	}
+	if st.Type != artifacts.StatementType {
+		t.Fatalf("%s: _type = %q, want %q", path, st.Type, artifacts.StatementType)
+	}
+	return st.Predicate
+}
+
+func TestRunNaivePasses(t *testing.T) {
+	cohort := tinyCohort(t, gemm16+`, {"op": "softmax", "dims": {"M": 4, "N": 100}, "seed": 4}, {"op": "layernorm", "dims": {"M": 3, "N": 33}, "seed": 5}`)
+	dir, code, out, errs := naiveRun(t, cohort, "2")
+	if code != exitOK {
+		t.Fatalf("run = exit %d, want 0\nstdout:\n%s\nstderr:\n%s", code, out, errs)
+	}
+	for _, want := range []string{"| gemm-16x16x16 | naive | passed |", "audit verdict: PASS"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("run stdout lacks %q:\n%s", want, out)
+		}
+	}
+	if v := readAudit(t, filepath.Join(dir, "audit.json"))["verdict"]; v != "pass" {
+		t.Errorf("audit.json verdict = %v, want pass", v)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "audit.md")); err != nil {
+		t.Errorf("audit.md: %v", err)
+	}
+	doc := readReplay(t, filepath.Join(dir, "replay"))
+	if got, want := len(doc.Visits), 2*3; got != want {
+		t.Errorf("replay visits = %d, want %d", got, want)
+	}
+}
+
+func TestUnsupportedRowsExit3(t *testing.T) {
+	t.Setenv("TILEPIPE_TEST_OPS", "gemm")
+	cohort := tinyCohort(t, gemm16+`, {"op": "sum", "dims": {"M": 4, "N": 10}, "seed": 4}`)
+	_, code, out, errs := naiveRun(t, cohort, "1")
+	if code != exitUnsupported {
+		t.Fatalf("run = exit %d, want %d\n%s\n%s", code, exitUnsupported, out, errs)
+	}
+	if want := "| sum-4x10 | naive | unsupported | - | - | - | - | naive has no op sum |"; !strings.Contains(out, want) {
+		t.Errorf("run stdout lacks the kept unsupported row %q:\n%s", want, out)
+	}
+}
+
+// TestFaultsAreResults builds deliberately broken objects and checks that
+// each visit fails with its exact reason, the row is kept, the run exits 1
+// and the audit of the (consistent) checkpoint still passes.
+func TestFaultsAreResults(t *testing.T) {
+	for _, tc := range []struct{ fault, reason string }{
+		{"halfwrite", "output_not_overwritten: C element 128"},
+		{"overrun", "guard_overwritten: C after byte 0"},
+		{"mutate", "input_mutated: A byte 0"},
+		{"nondeterministic", "not_repeatable: C byte 0"},
+		{"offbybound", "oracle: bound: C[0] = "},
+		{"crash", "crashed: killed by signal 11 (segmentation fault)"},
+	} {
+		t.Run(tc.fault, func(t *testing.T) {
+			t.Setenv("TILEPIPE_TEST_FAULT", tc.fault)
+			dir, code, out, errs := naiveRun(t, tinyCohort(t, gemm16), "1")
+			if code != exitFailure {
+				t.Fatalf("run = exit %d, want 1\n%s\n%s", code, out, errs)
+			}
+			doc := readReplay(t, filepath.Join(dir, "replay"))
+			if len(doc.Visits) != 1 {
+				t.Fatalf("visits = %d, want 1", len(doc.Visits))
+			}
+			v := doc.Visits[0]
+			if v.Status != artifacts.StatusFailed || !strings.HasPrefix(v.Reason, tc.reason) {
+				t.Errorf("visit = %s %q, want failed %q", v.Status, v.Reason, tc.reason)
+			}
+			if tc.fault == "offbybound" && !strings.HasSuffix(v.Reason, "(1 of 256 elements outside)") {
+				t.Errorf("visit reason = %q, want one element outside", v.Reason)
+			}
+			if s := doc.Summary[0]; s.Status != artifacts.StatusFailed || !strings.Contains(s.Reason, tc.reason) {
+				t.Errorf("summary row = %s %q, want failed, naming %q", s.Status, s.Reason, tc.reason)
+			}
+			if v := readAudit(t, filepath.Join(dir, "audit.json"))["verdict"]; v != "pass" {
+				t.Errorf("audit verdict = %v, want pass (a failed visit is a result, the chain is intact)", v)
+			}
+		})
+	}
+}
+
+func TestUsage(t *testing.T) {
+	existing := t.TempDir()
+	for _, tc := range []struct {
+		name string
+		args []string
+		code int
+		msg  string
+	}{
+		{"unknown command", []string{"bogus"}, exitUsage, `unknown command "bogus"`},
+		{"missing output", []string{"capture", "--cohort", "quick"}, exitUsage, "capture: --output is required"},
+		{"unknown flag", []string{"prepare", "--bogus"}, exitUsage, "flag provided but not defined: -bogus"},
+		{"stray argument", []string{"prepare", "--capture", "a", "--output", "b", "extra"}, exitUsage, "unexpected arguments [extra]"},
+		{"existing output", []string{"capture", "--cohort", "quick", "--output", existing}, exitFailure, "already exists; stages never overwrite"},
+		{"unknown cohort", []string{"capture", "--cohort", "nope", "--output", filepath.Join(existing, "x")}, exitFailure, `cohort "nope": not a built-in cohort`},
+		{"incomplete stage", []string{"prepare", "--capture", existing, "--output", filepath.Join(existing, "p")}, exitFailure, "oci-layout"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			code, _, errs := tp(t, tc.args...)
+			if code != tc.code || !strings.Contains(errs, tc.msg) {
+				t.Errorf("tilepipe %v = exit %d, stderr %q; want exit %d naming %q", tc.args, code, errs, tc.code, tc.msg)
+			}
+		})
+	}
+}
+
+func TestCohortsAndRoutesList(t *testing.T) {
+	code, out, errs := tp(t, "cohorts")
+	if code != 0 || !strings.Contains(out, "cpu-default:") || !strings.Contains(out, "gemm-100x300x200") {
+		t.Errorf("cohorts = exit %d:\n%s%s", code, out, errs)
+	}
+	code, out, errs = tp(t, "routes")
+	if code != 0 || !strings.Contains(out, "ROUTE") || !strings.Contains(out, "halide") {
+		t.Errorf("routes = exit %d:\n%s%s", code, out, errs)
+	}
+}

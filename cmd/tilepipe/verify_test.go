@@ -1,0 +1,275 @@
+package main
+
+import (
+	"bytes"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
+	"github.com/tilepipe/tilepipe/artifacts"
+	"github.com/tilepipe/tilepipe/internal/testroute"
+)
+
+// goodRun is one passing naive run, shared (read-only) by the tests that
+// copy it and then break one thing.
+var goodRun struct {
+	once sync.Once
+	dir  string
+	err  string
+}
+
+func passingRun(t *testing.T) string {
+	t.Helper()
+	goodRun.once.Do(func() {
+		root, err := os.MkdirTemp("", "tilepipe-good-")
+		if err != nil {
+			goodRun.err = err.Error()
+			return
+		}
+		cohort := filepath.Join(root, "cohort.json")
+		os.WriteFile(cohort, []byte(`{"schema": 1, "cases": [`+gemm16+`, {"op": "add", "dims": {"M": 4, "N": 10}, "seed": 9}]}`), 0o644)
+		goodRun.dir = filepath.Join(root, "run")
+		args := append([]string{"run", "--cohort", cohort, "--routes", "", "--route-exec", testroute.Path(t),
+			"--baseline", "naive", "--rounds", "2", "--output", goodRun.dir}, fast...)
+		if code, out, errs := tp(t, args...); code != 0 {
+			goodRun.err = out + errs
+		}
+	})
+	if goodRun.err != "" {
+		t.Fatalf("the passing run failed:\n%s", goodRun.err)
+	}
+	return goodRun.dir
+}
+
+// copyRun copies a run directory so a test can break its copy.
+func copyRun(t *testing.T, src string) string {
+	t.Helper()
+	dst := filepath.Join(t.TempDir(), "run")
+	if out, err := exec.Command("cp", "-a", src, dst).CombinedOutput(); err != nil {
+		t.Fatalf("cp: %v: %s", err, out)
+	}
+	return dst
+}
+
+// layerPath finds the blob titled title in a stage directory.
+func layerPath(t *testing.T, stageDir, typ, title string) string {
+	t.Helper()
+	st, err := artifacts.OpenStage(stageDir, typ, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, err := st.Layer(title)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return st.Store.Path(d.Digest)
+}
+
+// flipByte flips one bit in the middle of a (read-only) blob.
+func flipByte(t *testing.T, path string) {
+	t.Helper()
+	if err := os.Chmod(path, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b[len(b)/2] ^= 0x01
+	if err := os.WriteFile(path, b, 0o444); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func auditArgs(dir string) []string {
+	return []string{"audit", "--capture", filepath.Join(dir, "capture"), "--prepared", filepath.Join(dir, "prepared"), "--replay", filepath.Join(dir, "replay")}
+}
+
+// TestTamperedBlobFailsNextStageAndAudit flips one byte of a blob of each
+// kind and checks that the next stage and the audit refuse, naming it.
+func TestTamperedBlobFailsNextStageAndAudit(t *testing.T) {
+	good := passingRun(t)
+	for _, tc := range []struct {
+		stage, typ, title string
+		next              func(dir string) []string
+	}{
+		{"capture", artifacts.CaptureType, "cases/gemm-16x16x16/naive/kernels.o", nil},
+		{"capture", artifacts.CaptureType, "cases/gemm-16x16x16/input/A.arrow", nil},
+		{"capture", artifacts.CaptureType, "cases/add-4x10/bound/C.arrow", nil},
+		{"capture", artifacts.CaptureType, "routes/naive/route", nil},
+		{"capture", artifacts.CaptureType, artifacts.DocTitle, nil},
+		{"prepared", artifacts.PreparedType, "cases/gemm-16x16x16/naive/harness", nil},
+		{"prepared", artifacts.PreparedType, "cases/add-4x10/input/B.bin", nil},
+		{"prepared", artifacts.PreparedType, "harness/harness.c", nil},
+		{"replay", artifacts.ReplayType, "samples.arrow", nil},
+		{"replay", artifacts.ReplayType, "visits/0/C.arrow", nil},
+	} {
+		t.Run(tc.stage+"/"+tc.title, func(t *testing.T) {
+			dir := copyRun(t, good)
+			flipByte(t, layerPath(t, filepath.Join(dir, tc.stage), tc.typ, tc.title))
+			want := "blob " + tc.title + " ("
+			var next []string
+			switch tc.stage {
+			case "capture":
+				next = []string{"prepare", "--capture", filepath.Join(dir, "capture"), "--output", filepath.Join(dir, "prepared2")}
+			case "prepared":
+				next = append([]string{"replay", "--prepared", filepath.Join(dir, "prepared"), "--capture", filepath.Join(dir, "capture"), "--output", filepath.Join(dir, "replay2")}, fast...)
+			}
+			if next != nil {
+				code, _, errs := tp(t, next...)
+				if code != exitFailure || !strings.Contains(errs, want) || !strings.Contains(errs, "digest mismatch") {
+					t.Errorf("%s after tampering = exit %d, stderr %q; want exit 1 naming %q and a digest mismatch", next[0], code, errs, want)
+				}
+				if _, err := os.Stat(next[len(next)-1]); next[0] == "prepare" && err == nil {
+					t.Errorf("prepare created %s although its input failed verification", next[len(next)-1])
+				}
+			}
+			code, out, _ := tp(t, auditArgs(dir)...)
+			if code != exitFailure || !strings.Contains(out, "| blobs | FAILED |") || !strings.Contains(out, want) {
+				t.Errorf("audit after tampering = exit %d, want 1 with blobs FAILED naming %q:\n%s", code, want, out)
+			}
+		})
+	}
+}
+
+// TestClosureChangeFailsReplay links the naive kernel through a shared
+// library, changes that library after prepare and expects replay to refuse
+// to time it.
+func TestClosureChangeFailsReplay(t *testing.T) {
+	lib := t.TempDir()
+	t.Setenv("TILEPIPE_TEST_LIB", lib)
+	dir := t.TempDir()
+	capDir, prepDir, repDir := filepath.Join(dir, "capture"), filepath.Join(dir, "prepared"), filepath.Join(dir, "replay")
+	if code, _, errs := tp(t, "capture", "--cohort", tinyCohort(t, gemm16), "--routes", "", "--route-exec", testroute.Path(t), "--output", capDir); code != 0 {
+		t.Fatalf("capture = exit %d: %s", code, errs)
+	}
+	if code, _, errs := tp(t, "prepare", "--capture", capDir, "--output", prepDir); code != 0 {
+		t.Fatalf("prepare = exit %d: %s", code, errs)
+	}
+	so := filepath.Join(lib, "libnaive.so")
+	f, err := os.OpenFile(so, os.O_APPEND|os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.Write([]byte{0})
+	f.Close()
+	code, out, errs := tp(t, append([]string{"replay", "--prepared", prepDir, "--output", repDir, "--baseline", "naive", "--rounds", "1"}, fast...)...)
+	if code != exitFailure {
+		t.Fatalf("replay with a changed closure = exit %d, want 1\n%s%s", code, out, errs)
+	}
+	doc := readReplay(t, repDir)
+	want := "binary closure before round 0: " + so + " changed: prepared "
+	if len(doc.Closure) != 1 || doc.Closure[0].Status != artifacts.StatusFailed || !strings.HasPrefix(doc.Closure[0].Reason, want) {
+		t.Errorf("closure checks = %+v, want one failed check starting %q", doc.Closure, want)
+	}
+	for _, v := range doc.Visits {
+		if v.Status != artifacts.StatusFailed || !strings.HasPrefix(v.Reason, "not_run:") {
+			t.Errorf("visit %d = %s %q, want failed not_run (nothing is timed on a changed binary)", v.Index, v.Status, v.Reason)
+		}
+	}
+}
+
+var binOnce struct {
+	sync.Once
+	path string
+	err  error
+}
+
+// tilepipeBinary builds the command once for tests that must kill it.
+func tilepipeBinary(t *testing.T) string {
+	t.Helper()
+	binOnce.Do(func() {
+		dir, err := os.MkdirTemp("", "tilepipe-bin-")
+		if err != nil {
+			binOnce.err = err
+			return
+		}
+		binOnce.path = filepath.Join(dir, "tilepipe")
+		out, err := exec.Command("go", "build", "-o", binOnce.path, ".").CombinedOutput()
+		if err != nil {
+			binOnce.err = &exec.ExitError{Stderr: out}
+		}
+	})
+	if binOnce.err != nil {
+		t.Fatalf("go build: %v", binOnce.err)
+	}
+	return binOnce.path
+}
+
+// TestReplayResumesAfterKill kills a replay with SIGKILL in the middle and
+// resumes it: every planned visit ends up recorded exactly once.
+func TestReplayResumesAfterKill(t *testing.T) {
+	good := passingRun(t)
+	dir := copyRun(t, good)
+	rep := filepath.Join(dir, "replay-resumed")
+	args := []string{"replay", "--prepared", filepath.Join(dir, "prepared"), "--capture", filepath.Join(dir, "capture"), "--output", rep,
+		"--baseline", "naive", "--rounds", "3", "--samples", "2", "--singles", "1", "--sample-ms", "1", "--warmup-ms", "150"}
+	cmd := exec.Command(tilepipeBinary(t), args...)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	journal := filepath.Join(rep, "journal.jsonl")
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		b, _ := os.ReadFile(journal)
+		if bytes.Count(b, []byte(`"visit"`)) >= 3 {
+			break
+		}
+		if time.Now().After(deadline) {
+			cmd.Process.Kill()
+			t.Fatalf("replay wrote no 3 visits within 60s: %s", stderr.String())
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	cmd.Process.Signal(syscall.SIGKILL)
+	cmd.Wait()
+	if _, err := os.Stat(filepath.Join(rep, "index.json")); err == nil {
+		t.Fatal("the killed replay committed index.json; kill it earlier")
+	}
+	if code, _, errs := tp(t, "audit", "--capture", filepath.Join(dir, "capture"), "--prepared", filepath.Join(dir, "prepared"), "--replay", rep); code != exitFailure || !strings.Contains(errs+"", "") {
+		t.Errorf("audit of an interrupted replay = exit %d, want 1", code)
+	}
+	// Different flags must not resume.
+	bad := append(append([]string{}, args...), "--resume")
+	bad[len(bad)-2] = "100" // --warmup-ms
+	if code, _, errs := tp(t, bad...); code != exitFailure || !strings.Contains(errs, "resume with the same flags") {
+		t.Errorf("resume with other flags = exit %d, stderr %q; want exit 1 asking for the same flags", code, errs)
+	}
+	code, out, errs := tp(t, append(args, "--resume")...)
+	if code != 0 {
+		t.Fatalf("replay --resume = exit %d\n%s%s", code, out, errs)
+	}
+	doc := readReplay(t, rep)
+	if len(doc.Visits) != len(doc.Plan) || len(doc.Plan) != 3*2 {
+		t.Fatalf("resumed replay: %d visits, %d planned, want 6 and 6", len(doc.Visits), len(doc.Plan))
+	}
+	seen := map[int]int{}
+	for _, v := range doc.Visits {
+		seen[v.Index]++
+		if v.Status != artifacts.StatusPassed {
+			t.Errorf("visit %d = %s %q, want passed", v.Index, v.Status, v.Reason)
+		}
+	}
+	for i := range doc.Plan {
+		if seen[i] != 1 {
+			t.Errorf("visit %d recorded %d times, want once", i, seen[i])
+		}
+	}
+	if code, _, errs := tp(t, append(args, "--resume")...); code != exitFailure || !strings.Contains(errs, "already finished") {
+		t.Errorf("resume of a finished replay = exit %d, stderr %q; want exit 1 saying it already finished", code, errs)
+	}
+	code, out, _ = tp(t, "audit", "--capture", filepath.Join(dir, "capture"), "--prepared", filepath.Join(dir, "prepared"), "--replay", rep)
+	if code != 0 {
+		t.Errorf("audit of the resumed replay = exit %d:\n%s", code, out)
+	}
+}
+
+var _ = ocispec.Descriptor{}
