@@ -1,0 +1,153 @@
+package main
+
+import (
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/tilepipe/tilepipe/artifacts"
+	"github.com/tilepipe/tilepipe/artifacts/tensor"
+	"github.com/tilepipe/tilepipe/internal/testroute"
+)
+
+// forge rewrites a stage the way a careless or dishonest tool would: it
+// changes the document (and receipt) and re-commits a self-consistent
+// manifest, so every blob hashes correctly and only the audit's
+// recomputations can tell.
+func forge[T any](t *testing.T, dir, typ string, mutate func(s *artifacts.Store, doc *T, rec *artifacts.Receipt)) {
+	t.Helper()
+	st, err := artifacts.OpenStage(dir, typ, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var doc T
+	if err := st.ReadDoc(&doc); err != nil {
+		t.Fatal(err)
+	}
+	rec, err := st.Receipt()
+	if err != nil {
+		t.Fatal(err)
+	}
+	mutate(st.Store, &doc, &rec.Predicate)
+	if _, err := st.Store.Finish(typ, doc, rec.Predicate, st.Manifest.Subject); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// retensor stores a copy of tensor ref with element 0 changed.
+func retensor(t *testing.T, src, dst *artifacts.Store, ref artifacts.TensorRef) artifacts.TensorRef {
+	t.Helper()
+	tt, err := tensor.ReadFile(src.Path(ref.Digest), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tt.Release()
+	b := append([]byte(nil), tt.Bytes()...)
+	b[3] ^= 0x40 // the exponent of element 0 (f32) or a mantissa byte (f64)
+	d, err := artifacts.PutTensor(dst, tt.Meta, b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ref.Digest, ref.Size = d.Digest, d.Size
+	return ref
+}
+
+// TestAuditRecomputes forges one thing at a time and checks that exactly
+// the audit check responsible catches it, with evidence.
+func TestAuditRecomputes(t *testing.T) {
+	good := passingRun(t)
+	type replayDoc = artifacts.ReplayDoc
+	for _, tc := range []struct {
+		name   string
+		forge  func(t *testing.T, dir string)
+		check  string
+		status string
+		want   string
+	}{
+		{"summary edited", func(t *testing.T, dir string) {
+			forge(t, filepath.Join(dir, "replay"), artifacts.ReplayType, func(_ *artifacts.Store, d *replayDoc, _ *artifacts.Receipt) {
+				d.Summary[0].MedianNs *= 0.5
+			})
+		}, "summaries", "FAILED", "summary gemm-16x16x16/naive medianNs: stored "},
+		{"visit dropped", func(t *testing.T, dir string) {
+			forge(t, filepath.Join(dir, "replay"), artifacts.ReplayType, func(_ *artifacts.Store, d *replayDoc, _ *artifacts.Receipt) {
+				d.Plan, d.Visits = d.Plan[:len(d.Plan)-1], d.Visits[:len(d.Visits)-1]
+			})
+		}, "balance", "FAILED", "planned 1 times, want one visit per round (2)"},
+		{"output replaced", func(t *testing.T, dir string) {
+			forge(t, filepath.Join(dir, "replay"), artifacts.ReplayType, func(s *artifacts.Store, d *replayDoc, _ *artifacts.Receipt) {
+				for i, v := range d.Visits {
+					if v.Case == "gemm-16x16x16" {
+						d.Visits[i].Outputs[0] = retensor(t, s, s, v.Outputs[0])
+						return
+					}
+				}
+			})
+		}, "outputs", "FAILED", "passed in replay but fails the recomputed oracle: bound: C[0] = "},
+		{"visit before verification", func(t *testing.T, dir string) {
+			forge(t, filepath.Join(dir, "replay"), artifacts.ReplayType, func(_ *artifacts.Store, d *replayDoc, _ *artifacts.Receipt) {
+				d.Visits[0].Start = d.Sessions[0].Verified.Add(-time.Second)
+			})
+		}, "time windows", "FAILED", "visit 0 started "},
+		{"dependency not verified", func(t *testing.T, dir string) {
+			forge(t, filepath.Join(dir, "replay"), artifacts.ReplayType, func(_ *artifacts.Store, _ *replayDoc, r *artifacts.Receipt) {
+				r.ResolvedDependencies = r.ResolvedDependencies[:1]
+			})
+		}, "chain", "FAILED", "was not recorded as verified"},
+		{"impossible time", func(t *testing.T, dir string) {
+			forge(t, filepath.Join(dir, "replay"), artifacts.ReplayType, func(_ *artifacts.Store, d *replayDoc, _ *artifacts.Receipt) {
+				d.Summary[0].MinNs = 1
+			})
+		}, "physical floor", "WARNED", "gemm-16x16x16/naive: fastest sample 1 ns per op is below the memory floor"},
+		{"input replaced", func(t *testing.T, dir string) {
+			forge(t, filepath.Join(dir, "capture"), artifacts.CaptureType, func(s *artifacts.Store, d *artifacts.CaptureDoc, _ *artifacts.Receipt) {
+				d.Cases[0].Packet.Inputs[0] = retensor(t, s, s, d.Cases[0].Packet.Inputs[0])
+			})
+		}, "inputs", "FAILED", "case gemm-16x16x16 input A: stored bytes differ from the recomputed ones at byte 3"},
+		{"expected replaced", func(t *testing.T, dir string) {
+			forge(t, filepath.Join(dir, "capture"), artifacts.CaptureType, func(s *artifacts.Store, d *artifacts.CaptureDoc, _ *artifacts.Receipt) {
+				d.Cases[0].Packet.Expected[0] = retensor(t, s, s, d.Cases[0].Packet.Expected[0])
+			})
+		}, "oracle", "FAILED", "case gemm-16x16x16 expected C: stored bytes differ from the recomputed ones at byte 3"},
+		{"capture re-committed", func(t *testing.T, dir string) {
+			forge(t, filepath.Join(dir, "capture"), artifacts.CaptureType, func(*artifacts.Store, *artifacts.CaptureDoc, *artifacts.Receipt) {})
+		}, "chain", "FAILED", "prepared manifest subject: want capture manifest"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := copyRun(t, good)
+			tc.forge(t, dir)
+			code, out, _ := tp(t, auditArgs(dir)...)
+			row := "| " + tc.check + " | " + tc.status + " |"
+			if !strings.Contains(out, row) || !strings.Contains(out, tc.want) {
+				t.Errorf("audit after %s = exit %d, want row %q with evidence %q:\n%s", tc.name, code, row, tc.want, out)
+			}
+			if tc.status == "FAILED" && code != exitFailure {
+				t.Errorf("audit after %s = exit %d, want 1", tc.name, code)
+			}
+		})
+	}
+}
+
+// TestAuditWarnsOnScreen: one round over two routes cannot balance their
+// order; the audit says so (WARNED), and replay warns when it starts.
+func TestAuditWarnsOnScreen(t *testing.T) {
+	second := filepath.Join(t.TempDir(), "naive2")
+	if out, err := exec.Command("cp", "-a", filepath.Dir(testroute.Path(t)), second).CombinedOutput(); err != nil {
+		t.Fatalf("cp: %v %s", err, out)
+	}
+	dir := filepath.Join(t.TempDir(), "run")
+	args := append([]string{"run", "--cohort", tinyCohort(t, gemm16), "--routes", "", "--route-exec", testroute.Path(t),
+		"--route-exec", filepath.Join(second, "route"), "--baseline", "naive", "--rounds", "1", "--output", dir}, fast...)
+	code, out, errs := tp(t, args...)
+	if code != exitOK {
+		t.Fatalf("run = exit %d:\n%s%s", code, out, errs)
+	}
+	if !strings.Contains(out, "| balance | WARNED |") || !strings.Contains(out, "1 rounds over 2 routes is a screen, not a balanced comparison") {
+		t.Errorf("audit of a one-round two-route run lacks the balance warning:\n%s", out)
+	}
+	if !strings.Contains(errs, "this run is a screen, not a balanced comparison") {
+		t.Errorf("replay did not warn about the screen:\n%s", errs)
+	}
+}
