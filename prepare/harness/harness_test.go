@@ -1,0 +1,479 @@
+package harness
+
+import (
+	"bytes"
+	"context"
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// dim is M = N = K of the test gemm; the harness sees C as 256 elements.
+const dim = 16
+
+// compileHarness writes Source (the embedded bytes, not the file on disk)
+// to dir and compiles it with every warning an error.
+func compileHarness(t *testing.T, dir string) string {
+	t.Helper()
+	if _, err := exec.LookPath("cc"); err != nil {
+		t.Skip("no C compiler: ", err)
+	}
+	src := filepath.Join(dir, "harness.c")
+	if err := os.WriteFile(src, Source, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	obj := filepath.Join(dir, "harness.o")
+	cc(t, "-std=c11", "-O2", "-Wall", "-Wextra", "-Werror", "-c", src, "-o", obj)
+	return obj
+}
+
+// linkFault compiles testdata/fault.c with the given FAULT and links it
+// with the harness object into an executable in dir.
+func linkFault(t *testing.T, dir, harnessObj, fault string) string {
+	t.Helper()
+	obj := filepath.Join(dir, "fault-"+fault+".o")
+	d := fmt.Sprint(dim)
+	cc(t, "-std=c11", "-O2", "-ffp-contract=off", "-Wall", "-Wextra", "-Werror",
+		"-DM="+d, "-DN="+d, "-DK="+d, "-DFAULT="+fault, "-c", filepath.Join("testdata", "fault.c"), "-o", obj)
+	exe := filepath.Join(dir, "harness-"+fault)
+	cc(t, "-o", exe, harnessObj, obj)
+	return exe
+}
+
+func cc(t *testing.T, args ...string) {
+	t.Helper()
+	out, err := exec.Command("cc", args...).CombinedOutput()
+	if err != nil {
+		t.Fatalf("cc %s: %v\n%s", strings.Join(args, " "), err, out)
+	}
+}
+
+// gemmCase is one visit's files: inputs A and B, output C, and VISIT.txt.
+type gemmCase struct {
+	dir, visit, out string
+	a, b            []float32
+}
+
+// visitText is a well-formed VISIT.txt for c; tests break it on purpose.
+func (c gemmCase) visitText() string {
+	n := dim * dim * 4
+	return fmt.Sprintf(`tilepipe-visit 1
+warmup_ms 1
+sample_ms 1
+samples 3
+singles 3
+threads 2
+param input A f32 %d %s %d %d
+param input B f32 %d %s %d %d
+param output C f32 %d %s %d %d
+`, n, filepath.Join(c.dir, "A.bin"), dim, dim,
+		n, filepath.Join(c.dir, "B.bin"), dim, dim,
+		n, c.out, dim, dim)
+}
+
+// newGemmCase writes inputs and VISIT.txt under a fresh directory. The
+// inputs are small multiples of 1/8 and 1/4, so every product and sum is
+// exact and the expected C does not depend on summation order or FMA.
+func newGemmCase(t *testing.T) gemmCase {
+	t.Helper()
+	c := gemmCase{dir: t.TempDir()}
+	outDir := filepath.Join(c.dir, "out")
+	if err := os.Mkdir(outDir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	c.out = filepath.Join(outDir, "C.bin")
+	c.a = make([]float32, dim*dim)
+	c.b = make([]float32, dim*dim)
+	for i := range c.a {
+		c.a[i] = float32(i*37%17-8) / 8
+		c.b[i] = float32(i*53%19-9) / 4
+	}
+	writeFloats(t, filepath.Join(c.dir, "A.bin"), c.a)
+	writeFloats(t, filepath.Join(c.dir, "B.bin"), c.b)
+	c.visit = filepath.Join(c.dir, "visit.txt")
+	if err := os.WriteFile(c.visit, []byte(c.visitText()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+func writeFloats(t *testing.T, path string, xs []float32) {
+	t.Helper()
+	if err := os.WriteFile(path, floatBytes(xs), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func floatBytes(xs []float32) []byte {
+	b := make([]byte, 4*len(xs))
+	for i, x := range xs {
+		binary.LittleEndian.PutUint32(b[4*i:], math.Float32bits(x))
+	}
+	return b
+}
+
+// naiveGemm is C = A·B in float32, k in order; float32() keeps Go from
+// fusing the multiply-add.
+func naiveGemm(a, b []float32) []float32 {
+	c := make([]float32, dim*dim)
+	for i := range dim {
+		for j := range dim {
+			var acc float32
+			for k := range dim {
+				acc += float32(a[i*dim+k] * b[k*dim+j])
+			}
+			c[i*dim+j] = acc
+		}
+	}
+	return c
+}
+
+// report is the harness's JSON output (docs/protocol.md, "visit").
+type report struct {
+	Protocol       int               `json:"protocol"`
+	Status         string            `json:"status"`
+	Reason         string            `json:"reason"`
+	Checks         map[string]string `json:"checks"`
+	CallsPerSample int64             `json:"calls_per_sample"`
+	BatchNs        []int64           `json:"batch_ns"`
+	SingleNs       []int64           `json:"single_ns"`
+	Clock          string            `json:"clock"`
+	Threads        int               `json:"threads"`
+	OutputPolicy   string            `json:"output_policy"`
+}
+
+// run runs exe with args and returns stdout, stderr and the wait error.
+func run(t *testing.T, exe string, args ...string) (stdout, stderr []byte, err error) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	var o, e bytes.Buffer
+	cmd := exec.CommandContext(ctx, exe, args...)
+	cmd.Dir = filepath.Dir(exe) // a temp dir: somewhere for a core dump to land
+	cmd.Stdout, cmd.Stderr = &o, &e
+	err = cmd.Run()
+	return o.Bytes(), e.Bytes(), err
+}
+
+func checks(guards, poison, inputs, repeat string) map[string]string {
+	return map[string]string{"guards": guards, "poison": poison, "inputs": inputs, "repeat": repeat}
+}
+
+func TestVisitFaults(t *testing.T) {
+	hobj := compileHarness(t, t.TempDir())
+	const p, f, n = "pass", "fail", "not_run"
+	tests := []struct {
+		fault  string
+		reason string // "" for status ok
+		checks map[string]string
+		wrote  bool // the output file exists (step 8 ran)
+	}{
+		{"none", "", checks(p, p, p, p), true},
+		{"offbybound", "", checks(p, p, p, p), true},
+		{"halfwrite", "output_not_overwritten: C element 128", checks(p, f, n, n), false},
+		{"overrun", "guard_overwritten: C after byte 0", checks(f, n, n, n), false},
+		{"underrun", "guard_overwritten: C before byte 4092", checks(f, n, n, n), false},
+		{"mutate", "input_mutated: A byte 0", checks(p, p, f, n), false},
+		{"nondeterministic", "not_repeatable: C byte 0", checks(p, p, p, f), false},
+		{"failrc", "entry_failed: returned 3", checks(n, n, n, n), false},
+		{"cached", "output_not_overwritten: C element 0", checks(p, f, n, n), false},
+		{"secondfailrc", "entry_failed: returned 4", checks(p, p, p, n), false},
+		{"latefailrc", "entry_failed: returned 5 (during timing)", checks(p, p, p, p), true},
+		{"lateoverrun", "guard_overwritten: C after byte 0 (after timing)", checks(f, n, n, n), true},
+		{"latemutate", "input_mutated: A byte 0 (after timing)", checks(p, p, f, n), true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.fault, func(t *testing.T) {
+			t.Parallel()
+			exe := linkFault(t, t.TempDir(), hobj, tt.fault)
+			c := newGemmCase(t)
+			stdout, stderr, err := run(t, exe, "--visit", c.visit)
+			if err != nil {
+				t.Fatalf("harness --visit: %v\nstderr: %s", err, stderr)
+			}
+			r := parseReport(t, stdout)
+
+			wantStatus := "ok"
+			if tt.reason != "" {
+				wantStatus = "failed"
+			}
+			if r.Status != wantStatus || r.Reason != tt.reason {
+				t.Errorf("harness(%s) = %s %q, want %s %q", tt.fault, r.Status, r.Reason, wantStatus, tt.reason)
+			}
+			if !mapsEqual(r.Checks, tt.checks) {
+				t.Errorf("harness(%s).checks = %v, want %v", tt.fault, r.Checks, tt.checks)
+			}
+			if r.Protocol != 1 || r.Clock != "CLOCK_MONOTONIC" || r.Threads != 2 || r.OutputPolicy != "direct" {
+				t.Errorf("harness(%s) = protocol %d clock %q threads %d policy %q, want 1 CLOCK_MONOTONIC 2 direct",
+					tt.fault, r.Protocol, r.Clock, r.Threads, r.OutputPolicy)
+			}
+			checkTiming(t, tt.fault, r, wantStatus == "ok")
+			checkOutput(t, tt.fault, c, tt.wrote)
+		})
+	}
+}
+
+// parseReport decodes the one JSON line a visit prints, refusing keys the
+// protocol does not define.
+func parseReport(t *testing.T, stdout []byte) report {
+	t.Helper()
+	d := json.NewDecoder(bytes.NewReader(stdout))
+	d.DisallowUnknownFields()
+	var r report
+	if err := d.Decode(&r); err != nil {
+		t.Fatalf("harness --visit: bad JSON %q: %v", stdout, err)
+	}
+	if d.More() || !bytes.HasSuffix(stdout, []byte("}\n")) {
+		t.Fatalf("harness --visit: stdout %q, want one JSON object and a newline", stdout)
+	}
+	return r
+}
+
+// TestVisitI64 declares C as i64 so the i64 poison pattern is the one
+// checked: halfwrite writes the first 512 bytes, i.e. i64 elements 0-63.
+func TestVisitI64(t *testing.T) {
+	dir := t.TempDir()
+	exe := linkFault(t, dir, compileHarness(t, dir), "halfwrite")
+	c := newGemmCase(t)
+	text := strings.Replace(c.visitText(), "C f32 1024 "+c.out+" 16 16", "C i64 1024 "+c.out+" 16 8", 1)
+	if err := os.WriteFile(c.visit, []byte(text), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	stdout, stderr, err := run(t, exe, "--visit", c.visit)
+	if err != nil {
+		t.Fatalf("harness --visit: %v\nstderr: %s", err, stderr)
+	}
+	r := parseReport(t, stdout)
+	const want = "output_not_overwritten: C element 64"
+	if r.Status != "failed" || r.Reason != want {
+		t.Errorf("harness(halfwrite, C i64) = %s %q, want failed %q", r.Status, r.Reason, want)
+	}
+}
+
+// checkTiming asserts the sample counts of a visit with samples 3 and
+// singles 3: all of them, positive, for ok; none for failed.
+func checkTiming(t *testing.T, fault string, r report, ok bool) {
+	t.Helper()
+	if !ok {
+		if len(r.BatchNs) != 0 || len(r.SingleNs) != 0 || r.CallsPerSample != 0 {
+			t.Errorf("harness(%s) timing = %d %v %v, want 0 [] []", fault, r.CallsPerSample, r.BatchNs, r.SingleNs)
+		}
+		return
+	}
+	if len(r.BatchNs) != 3 || len(r.SingleNs) != 3 {
+		t.Errorf("harness(%s) samples = %d batch, %d single, want 3, 3", fault, len(r.BatchNs), len(r.SingleNs))
+	}
+	for _, ns := range append(slices.Clone(r.BatchNs), r.SingleNs...) {
+		if ns <= 0 {
+			t.Errorf("harness(%s) sample = %d ns, want > 0", fault, ns)
+		}
+	}
+	n := r.CallsPerSample
+	if n < 1 || n > 1<<30 || n&(n-1) != 0 {
+		t.Errorf("harness(%s).calls_per_sample = %d, want a power of 2 in [1, 2^30]", fault, n)
+	}
+	// Calibration stops at the first n whose batch took sample_ms (1 ms), so
+	// a batch of n calls should take about that long; allow for noise.
+	if n > 1 && slices.Max(r.BatchNs) < 100_000 {
+		t.Errorf("harness(%s) batch_ns = %v with %d calls, want about 1 ms", fault, r.BatchNs, n)
+	}
+}
+
+// checkOutput asserts that C.bin is the naive result (C[0] + 1 for
+// offbybound), written atomically, or absent when no output was written.
+func checkOutput(t *testing.T, fault string, c gemmCase, wrote bool) {
+	t.Helper()
+	entries, err := os.ReadDir(filepath.Dir(c.out))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, e := range entries {
+		names = append(names, e.Name())
+	}
+	want := []string{"C.bin"}
+	if !wrote {
+		want = nil
+	}
+	if !slices.Equal(names, want) {
+		t.Fatalf("harness(%s) out dir = %v, want %v", fault, names, want)
+	}
+	if !wrote {
+		return
+	}
+	got, err := os.ReadFile(c.out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	expect := naiveGemm(c.a, c.b)
+	if fault == "offbybound" {
+		expect[0] += 1
+	}
+	if !bytes.Equal(got, floatBytes(expect)) {
+		t.Errorf("harness(%s) C.bin differs from the naive gemm", fault)
+	}
+}
+
+func mapsEqual(a, b map[string]string) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for k, v := range a {
+		if w, ok := b[k]; !ok || v != w {
+			return false
+		}
+	}
+	return true
+}
+
+func TestVisitCrash(t *testing.T) {
+	dir := t.TempDir()
+	exe := linkFault(t, dir, compileHarness(t, dir), "crash")
+	c := newGemmCase(t)
+	stdout, _, err := run(t, exe, "--visit", c.visit)
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) {
+		t.Fatalf("harness(crash) = %v, want killed by SIGSEGV", err)
+	}
+	ws := ee.Sys().(syscall.WaitStatus)
+	if !ws.Signaled() || ws.Signal() != syscall.SIGSEGV {
+		t.Errorf("harness(crash) = %v, want killed by SIGSEGV", err)
+	}
+	if len(stdout) != 0 {
+		t.Errorf("harness(crash) stdout = %q, want empty", stdout)
+	}
+}
+
+func TestVisitMalformed(t *testing.T) {
+	dir := t.TempDir()
+	exe := linkFault(t, dir, compileHarness(t, dir), "none")
+	tests := []struct {
+		name string
+		edit func(c gemmCase) string // returns the VISIT.txt to use
+		want string                  // substring of stderr; "VISIT" stands for the visit path
+	}{
+		{"bad header", func(c gemmCase) string {
+			return strings.Replace(c.visitText(), "tilepipe-visit 1", "tilepipe-visit 2", 1)
+		}, `VISIT:1: bad header, want "tilepipe-visit 1"`},
+		{"unknown key", func(c gemmCase) string {
+			return strings.Replace(c.visitText(), "samples 3\n", "samples 3\nbatches 3\n", 1)
+		}, `VISIT:5: unknown key "batches"`},
+		{"duplicate key", func(c gemmCase) string {
+			return strings.Replace(c.visitText(), "threads 2\n", "threads 2\nthreads 4\n", 1)
+		}, `VISIT:7: duplicate key "threads"`},
+		{"missing key", func(c gemmCase) string {
+			return strings.Replace(c.visitText(), "singles 3\n", "", 1)
+		}, `VISIT: missing key "singles"`},
+		{"bad integer", func(c gemmCase) string {
+			return strings.Replace(c.visitText(), "warmup_ms 1", "warmup_ms -1", 1)
+		}, `VISIT:2: warmup_ms: want one integer`},
+		{"empty line", func(c gemmCase) string {
+			return strings.Replace(c.visitText(), "threads 2\n", "threads 2\n\n", 1)
+		}, `VISIT:7: empty line`},
+		{"bad role", func(c gemmCase) string {
+			return strings.Replace(c.visitText(), "param output", "param inout", 1)
+		}, `VISIT:9: param: role "inout", want input or output`},
+		{"bad dtype", func(c gemmCase) string {
+			return strings.Replace(c.visitText(), "A f32", "A f16", 1)
+		}, `VISIT:7: param A: dtype "f16", want f32 or i64`},
+		{"bytes not a multiple", func(c gemmCase) string {
+			return strings.Replace(c.visitText(), "A f32 1024", "A f32 1022", 1)
+		}, `VISIT:7: param A: 1022 bytes is not a multiple of f32's 4`},
+		{"dims mismatch", func(c gemmCase) string {
+			return strings.Replace(c.visitText(), "B.bin 16 16", "B.bin 16 8", 1)
+		}, `VISIT:8: param B: dims give 512 bytes, want 1024`},
+		{"no output", func(c gemmCase) string {
+			return strings.Replace(c.visitText(), "param output", "param input", 1)
+		}, `VISIT: no output param`},
+		{"duplicate param", func(c gemmCase) string {
+			return strings.Replace(c.visitText(), "param input B", "param input A", 1)
+		}, `VISIT:8: param: duplicate name "A"`},
+		{"short input file", func(c gemmCase) string {
+			a := filepath.Join(c.dir, "A.bin")
+			if err := os.WriteFile(a, make([]byte, 1000), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			return c.visitText()
+		}, "input A: DIR/A.bin has 1000 bytes, want 1024"},
+		{"missing input file", func(c gemmCase) string {
+			return strings.Replace(c.visitText(), "B.bin", "nope.bin", 1)
+		}, "input B: open DIR/nope.bin: No such file or directory"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c := newGemmCase(t)
+			if err := os.WriteFile(c.visit, []byte(tt.edit(c)), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			want := strings.NewReplacer("VISIT", c.visit, "DIR", c.dir).Replace(tt.want)
+			stdout, stderr, err := run(t, exe, "--visit", c.visit)
+			var ee *exec.ExitError
+			if !errors.As(err, &ee) || ee.ExitCode() != 2 {
+				t.Fatalf("harness --visit (%s) = %v, want exit status 2\nstderr: %s", tt.name, err, stderr)
+			}
+			msg := string(stderr)
+			if !strings.HasPrefix(msg, "harness: error: ") || !strings.Contains(msg, want) {
+				t.Errorf("harness --visit (%s) stderr = %q, want %q", tt.name, msg, "harness: error: ..."+want)
+			}
+			if len(stdout) != 0 {
+				t.Errorf("harness --visit (%s) stdout = %q, want empty", tt.name, stdout)
+			}
+		})
+	}
+}
+
+func TestUsage(t *testing.T) {
+	dir := t.TempDir()
+	exe := linkFault(t, dir, compileHarness(t, dir), "none")
+	for _, args := range [][]string{nil, {"--visit"}, {"--closure", "x"}, {"--time"}} {
+		_, stderr, err := run(t, exe, args...)
+		var ee *exec.ExitError
+		if !errors.As(err, &ee) || ee.ExitCode() != 2 || !strings.Contains(string(stderr), "harness: error: usage:") {
+			t.Errorf("harness %q = %v %q, want exit status 2 and a usage message", args, err, stderr)
+		}
+	}
+}
+
+func TestClosure(t *testing.T) {
+	dir := t.TempDir()
+	exe := linkFault(t, dir, compileHarness(t, dir), "none")
+	stdout, stderr, err := run(t, exe, "--closure")
+	if err != nil {
+		t.Fatalf("harness --closure: %v\nstderr: %s", err, stderr)
+	}
+	lines := strings.Split(strings.TrimSuffix(string(stdout), "\n"), "\n")
+	if !slices.IsSorted(lines) || len(slices.Compact(slices.Clone(lines))) != len(lines) {
+		t.Errorf("harness --closure = %q, want sorted distinct lines", lines)
+	}
+	realExe, err := filepath.EvalSymlinks(exe)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var libc bool
+	for _, l := range lines {
+		if !filepath.IsAbs(l) {
+			t.Errorf("harness --closure line %q, want an absolute path", l)
+		}
+		if fi, err := os.Stat(l); err != nil || !fi.Mode().IsRegular() {
+			t.Errorf("harness --closure line %q: not a regular file (%v)", l, err)
+		}
+		base := filepath.Base(l)
+		libc = libc || strings.HasPrefix(base, "libc.so") || strings.HasPrefix(base, "libc-")
+	}
+	if !slices.Contains(lines, realExe) {
+		t.Errorf("harness --closure = %q, want it to list %s", lines, realExe)
+	}
+	if !libc {
+		t.Errorf("harness --closure = %q, want it to list libc", lines)
+	}
+}
