@@ -1,0 +1,53 @@
+// Package oracle generates a case's inputs, computes its FP64 reference
+// with a per-element error bound, and checks binary32 outputs against it.
+// It depends on nothing but the standard library and gonum, so every stage
+// and the audit can recompute it.
+//
+// # Case
+//
+// A [Case] is one operator at one size with one input recipe: op, dims,
+// dtype, pattern, seed, numeric policy and parameters such as eps.
+// [Case.Validate] rejects unknown ops and patterns, missing dimensions and
+// sizes beyond [MaxDim] and [MaxElems].
+//
+// # Signature
+//
+// The signature of a case ([Signature]) is the ordered list of its tensors
+// ([Param]): inputs first, then outputs, each dense, row-major, f32. Routes
+// implement exactly this order; docs/protocol.md lists it per op.
+//
+// # Generator
+//
+// [Generate] produces the inputs from the pattern and seed alone, with
+// SplitMix64 streams and only exactly-rounded arithmetic, so any language
+// reproduces them bit for bit (docs/inputs.md). [Generator] names the
+// recipe; [Patterns] lists the patterns.
+//
+// # Reference
+//
+// [Reference] computes the exact-math result of the op on the binary32
+// inputs, in float64 (gonum's Dgemm for gemm). The float64 value is the
+// centre of the acceptance interval, not a binary32 answer to match bit for
+// bit.
+//
+// # Bound
+//
+// Beside each reference element, [Reference] returns a bound B with
+// |y32 - y| <= B for every binary32 implementation y32 that keeps the
+// error model of docs/oracle.md: round-to-nearest operations in any
+// evaluation order (sequential, pairwise, blocked, SIMD lanes, split
+// reductions, with or without FMA, or wider accumulators), exp, division
+// and reciprocal square root within stated ulp allowances, and subnormals
+// either kept or flushed. Where the exact result is provably produced by
+// any such order (dyadic inputs to gemm, sum, add) the bound is 0. A bound
+// of +Inf means "no guarantee" and is produced only for inputs outside the
+// derivations' domain (docs/oracle.md, "Limits").
+//
+// # Verdict
+//
+// [Compare] checks every element of every output against expected ± bound
+// and returns a [Verdict]: pass, or the first failure with a one-line
+// reason (nan, nonfinite, bound, trivial, length), plus the largest
+// error-to-bound ratio seen. [Check] regenerates inputs and reference
+// first. Reasons are specified in docs/oracle.md, "Verdicts".
+package oracle

@@ -1,0 +1,109 @@
+package oracle
+
+import "fmt"
+
+// Generator names the input recipe implemented by [Generate] and specified
+// in docs/inputs.md. Stored tensors record it beside the seed; a change to
+// any generated bit must change this name.
+const Generator = "tilepipe-splitmix64/1"
+
+// patterns lists the input patterns [Generate] knows, in documentation order.
+var patterns = []string{"normal", "dyadic"}
+
+// Patterns lists the input patterns [Generate] knows (docs/inputs.md).
+func Patterns() []string { return append([]string(nil), patterns...) }
+
+func knownPattern(p string) bool {
+	for _, q := range patterns {
+		if p == q {
+			return true
+		}
+	}
+	return false
+}
+
+// golden is SplitMix64's Weyl increment, 2^64 divided by the golden ratio.
+const golden = 0x9E3779B97F4A7C15
+
+// mix64 is SplitMix64's output function (Stafford's Mix13 variant).
+func mix64(z uint64) uint64 {
+	z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9
+	z = (z ^ (z >> 27)) * 0x94D049BB133111EB
+	return z ^ (z >> 31)
+}
+
+// splitmix is one SplitMix64 stream.
+type splitmix struct{ state uint64 }
+
+func (s *splitmix) next() uint64 {
+	s.state += golden
+	return mix64(s.state)
+}
+
+// tensorStream starts the stream of the tensor at position index of the
+// signature. Its starting state is output number index+1 (counting from 1)
+// of a SplitMix64 stream started at the case seed, so tensors of one case
+// start at unrelated points of the Weyl sequence instead of at neighbouring
+// ones, which would make them shifted copies of each other.
+func tensorStream(seed uint64, index int) splitmix {
+	return splitmix{state: mix64(seed + uint64(index+1)*golden)}
+}
+
+// Generate returns the inputs of c: one row-major slice per input param of
+// [Signature](c), in signature order. The values depend only on the pattern,
+// the seed, the tensor's position in the signature and its element count,
+// and are specified bit for bit in docs/inputs.md so that any language can
+// reproduce them.
+func Generate(c Case) ([][]float32, error) {
+	sig, err := Signature(c)
+	if err != nil {
+		return nil, err
+	}
+	var fill func(*splitmix, []float32)
+	switch c.Pattern {
+	case "normal":
+		fill = fillNormal
+	case "dyadic":
+		fill = fillDyadic
+	default:
+		// Validate rejects unknown patterns; this guards a new pattern that
+		// was added to patterns but not here.
+		return nil, fmt.Errorf("case %s: pattern: no generator for %q", c.ID, c.Pattern)
+	}
+	var inputs [][]float32
+	for i, p := range sig {
+		if p.Role != "input" {
+			continue
+		}
+		x := make([]float32, p.Elems())
+		r := tensorStream(c.Seed, i)
+		fill(&r, x)
+		inputs = append(inputs, x)
+	}
+	return inputs, nil
+}
+
+// fillNormal writes approximately standard normal values: the Irwin–Hall
+// sum of twelve 32-bit uniforms, centred. Every step is integer arithmetic
+// or an exact float64 operation followed by one round-to-nearest-even
+// conversion to float32, so every IEEE 754 language reproduces it bit for
+// bit; a Box–Muller transform would depend on the platform's log and cos.
+func fillNormal(r *splitmix, x []float32) {
+	for i := range x {
+		var s uint64
+		for k := 0; k < 6; k++ {
+			z := r.next()
+			s += z>>32 + z&0xFFFFFFFF
+		}
+		x[i] = float32(float64(int64(s)-6<<32) * 0x1p-32)
+	}
+}
+
+// fillDyadic writes k/8 for integers k uniform in [-32, 32]: values that
+// sums and products represent exactly, so exact arithmetic is checkable.
+func fillDyadic(r *splitmix, x []float32) {
+	for i := range x {
+		k := int64((r.next()>>32)*65>>32) - 32
+		x[i] = float32(k) / 8
+	}
+}

@@ -1,0 +1,375 @@
+package oracle
+
+import (
+	"fmt"
+	"math"
+	"math/bits"
+
+	"gonum.org/v1/gonum/blas"
+	"gonum.org/v1/gonum/blas/blas64"
+)
+
+// The error model of docs/oracle.md. Every bound is derived from these
+// constants; changing one changes what "strict" admits.
+const (
+	// unit is the unit roundoff of binary32 round-to-nearest, 2^-24.
+	unit = 0x1p-24
+
+	// tiny is the smallest normal binary32 value. An implementation that
+	// flushes subnormal results to zero loses at most tiny per rounding.
+	tiny = 0x1p-126
+
+	// expBase and expSlope bound a binary32 exp: for an fp32 argument d,
+	// |exp32(d) - e^d| <= (expBase + expSlope*|d|) * unit * e^d, that is
+	// 4 ulp plus 1 ulp per unit of |d|. The slope admits implementations
+	// that reduce the argument as fl(d*log2(e)) before a base-2 exponential.
+	expBase  = 8
+	expSlope = 2
+
+	// divRel bounds the relative error of a quotient a/b: 4 ulp, which
+	// covers a correctly rounded division (1/2 ulp), a*fl(1/b) (1 ulp) and
+	// an approximate reciprocal refined by one Newton step then multiplied.
+	divRel = 8 * unit
+
+	// rsqrtRel bounds the relative error of 1/sqrt(v) for a binary32 v:
+	// 2^-21 (4 ulp), which covers 1/fl(sqrt(v)), a correctly rounded
+	// rsqrt and a hardware estimate refined by one Newton step.
+	rsqrtRel = 0x1p-21
+
+	// slack multiplies every bound. It covers the float64 reference's own
+	// error and the rounding in evaluating the bound formulas, both at
+	// most 2^-15 of the binary32 bound for dimensions up to MaxDim.
+	slack = 1 + 0x1p-14
+)
+
+// gamma is Higham's gamma_n = n*u/(1-n*u) for binary32.
+func gamma(n int) float64 {
+	nu := float64(n) * unit
+	return nu / (1 - nu)
+}
+
+// Reference computes the exact-math result of c on inputs in float64 and,
+// per element, a bound on how far any conforming binary32 implementation
+// may be from it: one slice per output param of [Signature](c), in
+// signature order. docs/oracle.md derives every bound. inputs must be
+// what [Generate] returns for c, or at least have its shapes and be finite.
+func Reference(c Case, inputs [][]float32) (expected, bound [][]float64, err error) {
+	sig, err := Signature(c)
+	if err != nil {
+		return nil, nil, err
+	}
+	var in []Param
+	for _, p := range sig {
+		if p.Role == "input" {
+			in = append(in, p)
+		}
+	}
+	if len(inputs) != len(in) {
+		return nil, nil, fmt.Errorf("case %s: reference: got %d inputs, want %d", c.ID, len(inputs), len(in))
+	}
+	for i, p := range in {
+		if len(inputs[i]) != p.Elems() {
+			return nil, nil, fmt.Errorf("case %s: reference: input %s has %d elements, want %d", c.ID, p.Name, len(inputs[i]), p.Elems())
+		}
+		for j, v := range inputs[i] {
+			if math.IsNaN(float64(v)) || math.IsInf(float64(v), 0) {
+				return nil, nil, fmt.Errorf("case %s: reference: input %s[%d] = %v, want a finite value", c.ID, p.Name, j, v)
+			}
+		}
+	}
+	M, N, K := c.Dims["M"], c.Dims["N"], c.Dims["K"]
+	var want, bnd []float64
+	switch c.Op {
+	case "gemm":
+		want, bnd = refGemm(M, N, K, inputs[0], inputs[1])
+	case "add":
+		want, bnd = refAdd(inputs[0], inputs[1])
+	case "sum":
+		want, bnd = refSum(M, N, inputs[0])
+	case "softmax":
+		want, bnd = refSoftmax(M, N, inputs[0])
+	case "rmsnorm":
+		want, bnd = refRMSNorm(M, N, c.Eps(), inputs[0], inputs[1])
+	case "layernorm":
+		want, bnd = refLayerNorm(M, N, c.Eps(), inputs[0], inputs[1], inputs[2])
+	default:
+		return nil, nil, fmt.Errorf("case %s: reference: no reference for op %q", c.ID, c.Op)
+	}
+	return [][]float64{want}, [][]float64{bnd}, nil
+}
+
+// grainExp returns the largest e such that every element of x is an
+// integer multiple of 2^e (0 when x is all zeros).
+func grainExp(x []float32) int {
+	e, any := 0, false
+	for _, v := range x {
+		b := math.Float32bits(v) &^ (1 << 31)
+		if b == 0 {
+			continue
+		}
+		exp, man := int(b>>23), b&0x7FFFFF
+		var g int
+		if exp == 0 {
+			g = -149 + bits.TrailingZeros32(man)
+		} else {
+			g = exp - 150 + bits.TrailingZeros32(man|1<<23)
+		}
+		if !any || g < e {
+			e, any = g, true
+		}
+	}
+	return e
+}
+
+// exactLimit returns L such that a sum of binary32 terms that are all
+// multiples of 2^e is computed exactly, in any order, whenever the sum of
+// the terms' magnitudes is at most L: then every partial sum is a multiple
+// of 2^e of magnitude at most 2^24 * 2^e, which binary32 represents. It
+// returns -1 when the grain is subnormal (flush-to-zero could lose it) or
+// the limit would overflow.
+func exactLimit(e int) float64 {
+	if e < -126 || e+24 > 127 {
+		return -1
+	}
+	return math.Ldexp(1, 24+e)
+}
+
+func widen(x []float32) []float64 {
+	y := make([]float64, len(x))
+	for i, v := range x {
+		y[i] = float64(v)
+	}
+	return y
+}
+
+// refGemm: C = A·B. See docs/oracle.md, "gemm".
+func refGemm(M, N, K int, a, b []float32) (want, bnd []float64) {
+	a64, b64 := widen(a), widen(b)
+	want = make([]float64, M*N)
+	blas64.Gemm(blas.NoTrans, blas.NoTrans, 1,
+		blas64.General{Rows: M, Cols: K, Data: a64, Stride: K},
+		blas64.General{Rows: K, Cols: N, Data: b64, Stride: N},
+		0, blas64.General{Rows: M, Cols: N, Data: want, Stride: N})
+	for i := range a64 {
+		a64[i] = math.Abs(a64[i])
+	}
+	for i := range b64 {
+		b64[i] = math.Abs(b64[i])
+	}
+	bnd = make([]float64, M*N)
+	blas64.Gemm(blas.NoTrans, blas.NoTrans, 1,
+		blas64.General{Rows: M, Cols: K, Data: a64, Stride: K},
+		blas64.General{Rows: K, Cols: N, Data: b64, Stride: N},
+		0, blas64.General{Rows: M, Cols: N, Data: bnd, Stride: N})
+	limit := exactLimit(grainExp(a) + grainExp(b))
+	for i, s := range bnd {
+		bnd[i] = dotBound(s, want[i], K, true, limit)
+	}
+	return want, bnd
+}
+
+// dotBound bounds the binary32 error of a sum of n terms (docs/oracle.md,
+// lemmas 1-3): s is the sum of the exact terms' magnitudes, y the exact
+// sum, products tells whether each term is a product rounded on its own
+// (gemm) rather than an exact input (sum), and limit is exactLimit of the
+// terms' grain.
+func dotBound(s, y float64, n int, products bool, limit float64) float64 {
+	if s <= limit {
+		return 0
+	}
+	var rounded float64 // product roundings per term
+	if products {
+		rounded = 1
+	}
+	g := gamma(n - 1 + int(rounded))
+	// Each partial sum is a subset sum, at most max(P, N) = (s+|y|)/2 in
+	// magnitude before its own error, which g*s bounds.
+	partial := (s + math.Abs(y)) / 2
+	refined := rounded*unit*(1+unit)*s + unit*float64(n-1)*(partial+g*s)
+	floor := (float64(n-1) + rounded*float64(n)) * tiny
+	return (math.Min(g*s, refined) + floor) * slack
+}
+
+// refAdd: C = A+B, one rounding per element.
+func refAdd(a, b []float32) (want, bnd []float64) {
+	want = make([]float64, len(a))
+	bnd = make([]float64, len(a))
+	for i := range a {
+		s := float64(a[i]) + float64(b[i])
+		want[i] = s
+		switch as := math.Abs(s); {
+		case s == 0:
+			bnd[i] = 0
+		case as < tiny:
+			bnd[i] = tiny * slack
+		case float64(float32(s)) == s:
+			bnd[i] = 0
+		default:
+			bnd[i] = unit * as * slack
+		}
+	}
+	return want, bnd
+}
+
+// refSum: Y[i] = sum_j X[i,j].
+func refSum(M, N int, x []float32) (want, bnd []float64) {
+	want = make([]float64, M)
+	bnd = make([]float64, M)
+	limit := exactLimit(grainExp(x))
+	for i := 0; i < M; i++ {
+		var y, s float64
+		for _, v := range x[i*N : (i+1)*N] {
+			y += float64(v)
+			s += math.Abs(float64(v))
+		}
+		want[i] = y
+		bnd[i] = dotBound(s, y, N, false, limit)
+	}
+	return want, bnd
+}
+
+// refSoftmax: Y[i,j] = exp(X[i,j] - max_j X[i,:]) / sum_j exp(...).
+func refSoftmax(M, N int, x []float32) (want, bnd []float64) {
+	want = make([]float64, M*N)
+	bnd = make([]float64, M*N)
+	gs := gamma(N - 1)
+	for i := 0; i < M; i++ {
+		row := x[i*N : (i+1)*N]
+		y, theta := want[i*N:(i+1)*N], bnd[i*N:(i+1)*N]
+		m := float64(row[0])
+		for _, v := range row {
+			m = math.Max(m, float64(v))
+		}
+		var s float64
+		for j, v := range row {
+			d := float64(v) - m
+			y[j] = math.Exp(d)
+			s += y[j]
+			// Relative error of one computed exponential: the exp
+			// allowance at the larger of the shifted and unshifted
+			// argument, times the effect of rounding x - max.
+			D := math.Max(-d, math.Abs(float64(v)))
+			a := (expBase + expSlope*D*(1+unit)) * unit
+			theta[j] = (1+a)/(1+unit*d) - 1
+			if -unit*d >= 0.5 {
+				theta[j] = math.Inf(1)
+			}
+		}
+		phi := 2 * float64(N) * tiny
+		for j := range y {
+			y[j] /= s
+			phi += y[j] * ((1+theta[j])*(1+gs) - 1)
+		}
+		for j := range y {
+			rho := (1+theta[j])*(1+divRel)/(1-phi) - 1
+			if !(phi < 1) {
+				rho = math.Inf(1)
+			}
+			theta[j] = finite((rho*y[j] + 3*tiny) * slack)
+		}
+	}
+	return want, bnd
+}
+
+// finite maps a bound that left the domain of its derivation (NaN,
+// negative) to +Inf, "no guarantee". The patterns of this package never
+// reach it; see docs/oracle.md, "Limits".
+func finite(b float64) float64 {
+	if !(b >= 0) {
+		return math.Inf(1)
+	}
+	return b
+}
+
+// epsError bounds |fl32(eps) - eps|: half an ulp while eps is a normal
+// binary32 number, all of it when fl32(eps) may be subnormal and flushed.
+func epsError(eps float64) float64 {
+	if eps >= tiny {
+		return unit * eps
+	}
+	return eps
+}
+
+// rsqrtError bounds |r̂/r - 1| when r = 1/sqrt(v) is computed from a v̂
+// with |v̂/v - 1| <= eta.
+func rsqrtError(eta float64) float64 {
+	if eta >= 1 {
+		return math.Inf(1)
+	}
+	return (1+rsqrtRel)/math.Sqrt(1-eta) - 1
+}
+
+// refRMSNorm: Y = X * rsqrt(mean(X^2) + eps) * W, per row.
+func refRMSNorm(M, N int, eps float64, x, w []float32) (want, bnd []float64) {
+	want = make([]float64, M*N)
+	bnd = make([]float64, M*N)
+	gq, eEps := gamma(N+3), epsError(eps)
+	for i := 0; i < M; i++ {
+		row := x[i*N : (i+1)*N]
+		var q float64
+		for _, v := range row {
+			q += float64(v) * float64(v)
+		}
+		ms := q / float64(N)
+		v := ms + eps
+		r := 1 / math.Sqrt(v)
+		eV := gq*ms + eEps + unit*(v+gq*ms+eEps) + 4*tiny
+		rhoY := (1+rsqrtError(eV/v))*(1+unit)*(1+unit) - 1
+		for j, xv := range row {
+			y := float64(xv) * r * float64(w[j])
+			want[i*N+j] = y
+			floor := (2 + math.Abs(float64(xv)) + math.Abs(float64(w[j]))) * tiny
+			bnd[i*N+j] = finite((rhoY*math.Abs(y) + floor) * slack)
+		}
+	}
+	return want, bnd
+}
+
+// refLayerNorm: Y = (X - mean) * rsqrt(var + eps) * W + B, per row, with
+// the biased variance.
+func refLayerNorm(M, N int, eps float64, x, w, b []float32) (want, bnd []float64) {
+	want = make([]float64, M*N)
+	bnd = make([]float64, M*N)
+	n := float64(N)
+	gMean, gTwo, gOne := gamma(N+1), gamma(N+4), gamma(N+3)
+	eEps := epsError(eps)
+	for i := 0; i < M; i++ {
+		row := x[i*N : (i+1)*N]
+		var sx, sa float64
+		for _, v := range row {
+			sx += float64(v)
+			sa += math.Abs(float64(v))
+		}
+		mu, A := sx/n, sa/n
+		var sc float64
+		for _, v := range row {
+			d := float64(v) - mu
+			sc += d * d
+		}
+		vr := sc / n
+		q := vr + mu*mu
+		v := vr + eps
+		r := 1 / math.Sqrt(v)
+
+		eMu := gMean*A + 2*tiny
+		amu := math.Abs(mu)
+		twoPass := gTwo*vr + (1+gTwo)*eMu*eMu + 5*tiny
+		onePass := (1+unit)*(gOne*q+eMu*(2*amu+eMu)+unit*(amu+eMu)*(amu+eMu)) + unit*vr + 5*tiny
+		eVar := math.Max(twoPass, onePass)
+		eV := eVar + eEps + unit*(v+eVar+eEps) + tiny
+		rhoR := rsqrtError(eV / v)
+		rHi := r * (1 + rhoR)
+		for j, xv := range row {
+			c := float64(xv) - mu
+			aw := math.Abs(float64(w[j]))
+			y := c*r*float64(w[j]) + float64(b[j])
+			pre := math.Abs(c)*r*rhoR*aw + eMu*rHi*aw +
+				3*unit*(1+unit)*(1+unit)*(math.Abs(float64(xv))+amu+eMu)*rHi*aw +
+				unit*math.Abs(float64(b[j]))
+			want[i*N+j] = y
+			floor := (6 + math.Abs(float64(xv)) + amu + aw) * tiny
+			bnd[i*N+j] = finite(((1+unit)*pre + unit*math.Abs(y) + floor) * slack)
+		}
+	}
+	return want, bnd
+}
