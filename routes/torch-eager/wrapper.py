@@ -1,12 +1,11 @@
 """tilepipe timer for the torch-eager route (docs/protocol.md, "visit").
 
     python wrapper.py --op OP --device cpu [--dims M=..,N=..[,K=..]] [--eps EPS] --visit VISIT.txt
-    python wrapper.py --op OP --policy
     python wrapper.py [--op OP ...] --closure
 
---visit runs one timed visit and prints the JSON report. --policy prints the
-op's output policy (`out` or `copy`) for the installed torch; the route asks
-this at build time so build and visit cannot disagree. --closure prints the
+--visit runs one timed visit and prints the JSON report. The route's probe
+calls output_policy() at build time, so build and visit cannot disagree on
+an op's output policy (`out` or `copy`). --closure prints the
 files mapped into a process that has imported torch and run every op once.
 
 Ops whose name starts with an underscore exist only for tests: each one
@@ -491,7 +490,7 @@ def parse_args(argv):
     i = 0
     while i < len(argv):
         a = argv[i]
-        if a in ("--policy", "--closure"):
+        if a == "--closure":
             opts["mode"] = a[2:]
             i += 1
             continue
@@ -522,8 +521,8 @@ def parse_args(argv):
         else:
             raise Usage("unknown argument %r" % a)
     if opts["mode"] is None:
-        raise Usage("want --visit VISIT, --policy or --closure")
-    if opts["mode"] in ("visit", "policy") and opts["op"] not in OPS + TEST_OPS:
+        raise Usage("want --visit VISIT or --closure")
+    if opts["mode"] == "visit" and opts["op"] not in OPS + TEST_OPS:
         raise Usage("--op: want one of %s, got %r" % (", ".join(OPS), opts["op"]))
     return opts
 
@@ -537,10 +536,6 @@ def main(argv):
         if opts["mode"] == "closure":
             for p in closure(opts):
                 print(p)
-            return 0
-        if opts["mode"] == "policy":
-            import torch
-            print(output_policy(opts["op"], torch))
             return 0
         if opts["device"] == "cuda":
             print("wrapper.py: --device cuda: cuda not implemented yet", file=sys.stderr)
