@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"sort"
@@ -20,6 +21,9 @@ const MaxOutputBytes = 64 << 20
 // non-zero exit, a signal or the timeout is not an error: it is in
 // Command.Exit and the returned reason. err is for "could not run".
 func (s *Store) Run(ctx context.Context, argv []string, dir string, envDelta map[string]string, timeout time.Duration) (cmd Command, stdout []byte, reason string, err error) {
+	if len(argv) == 0 {
+		return Command{}, nil, "", errors.New("run: empty argv")
+	}
 	if timeout > 0 {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, timeout)
@@ -97,6 +101,12 @@ type limitedBuffer struct {
 	bytes.Buffer
 	limit int
 	over  bool
+}
+
+// ReadFrom shadows bytes.Buffer's, which io.Copy (used by os/exec) would
+// otherwise call, bypassing the limit in Write.
+func (b *limitedBuffer) ReadFrom(r io.Reader) (int64, error) {
+	return io.Copy(struct{ io.Writer }{b}, r)
 }
 
 func (b *limitedBuffer) Write(p []byte) (int, error) {

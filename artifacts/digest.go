@@ -3,6 +3,7 @@ package artifacts
 import (
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/opencontainers/go-digest"
 )
@@ -23,10 +24,11 @@ func ParseDigest(s string) (Digest, error) {
 	return d, nil
 }
 
-// Short is the first 12 hex digits of d, for messages.
+// Short is the first 12 hex digits of d, for messages. A malformed d (as
+// read from a forged document) is returned whole rather than panicking.
 func Short(d Digest) string {
-	h := d.Encoded()
-	if len(h) > 12 {
+	_, h, ok := strings.Cut(string(d), ":")
+	if ok && len(h) > 12 {
 		return h[:12]
 	}
 	return string(d)

@@ -1,6 +1,7 @@
 package artifacts
 
 import (
+	"fmt"
 	"time"
 
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
@@ -19,6 +20,16 @@ func (s *Store) Finish(artifactType string, doc any, r Receipt, subject *ocispec
 	layers, err := s.Layers()
 	if err != nil {
 		return ocispec.Descriptor{}, err
+	}
+	// OpenStage refuses a manifest with two layers of one title, so
+	// refuse to commit one (two different blobs given the same Name).
+	seen := map[string]bool{}
+	for i, l := range layers {
+		title := l.Annotations[AnnotationTitle]
+		if seen[title] {
+			return ocispec.Descriptor{}, fmt.Errorf("finish stage: layers[%d]: duplicate title %q", i, title)
+		}
+		seen[title] = true
 	}
 	st := Statement[Receipt]{Type: StatementType, PredicateType: ReceiptPredicate}
 	for _, l := range layers {

@@ -16,6 +16,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/ipc"
 	"github.com/apache/arrow-go/v18/arrow/memory"
+	"github.com/tilepipe/tilepipe/artifacts/internal/footer"
 )
 
 // ExtensionName is the canonical Arrow extension for fixed-shape tensors.
@@ -142,7 +143,15 @@ func Write(w io.Writer, m Meta, data []byte) error {
 	if err != nil {
 		return fmt.Errorf("write tensor %s: %w", m.Name, err)
 	}
-	n := m.Elems()
+	// Refuse what Arrow cannot hold (a zero-length list panics) or what
+	// ReadFile would refuse, rather than write an unreadable file.
+	n := 1
+	for _, d := range m.Shape {
+		if d < 1 || d > MaxElems/n {
+			return fmt.Errorf("write tensor %s: shape %v: want dimensions >= 1 and at most %d elements", m.Name, m.Shape, MaxElems)
+		}
+		n *= d
+	}
 	if len(data) != n*size {
 		return fmt.Errorf("write tensor %s: %d bytes, shape %v wants %d", m.Name, len(data), m.Shape, n*size)
 	}
@@ -217,9 +226,23 @@ func ReadFile(path string, mem memory.Allocator) (*Tensor, error) {
 	return t, nil
 }
 
-func read(r ipc.ReadAtSeeker, mem memory.Allocator) (*Tensor, error) {
+func read(r ipc.ReadAtSeeker, mem memory.Allocator) (t *Tensor, err error) {
+	// Arrow's IPC reader panics on some malformed flatbuffers (found by
+	// FuzzReadTensor); a foreign file must give an error, not a crash.
+	defer func() {
+		if p := recover(); p != nil {
+			t, err = nil, fmt.Errorf("arrow ipc: malformed file: %v", p)
+		}
+	}()
 	if mem == nil {
 		mem = memory.DefaultAllocator
+	}
+	end, err := r.Seek(0, io.SeekEnd)
+	if err != nil {
+		return nil, err
+	}
+	if err := footer.Check(r, end, MaxMetadataBytes); err != nil {
+		return nil, fmt.Errorf("arrow ipc: %w", err)
 	}
 	fr, err := ipc.NewFileReader(r, ipc.WithAllocator(mem),
 		ipc.WithMetadataSizeLimit(MaxMetadataBytes), ipc.WithBodySizeLimit(MaxBodyBytes))

@@ -1,0 +1,199 @@
+package artifacts_test
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os/exec"
+	"reflect"
+	"runtime"
+	"testing"
+	"time"
+
+	"github.com/opencontainers/go-digest"
+	"github.com/tilepipe/tilepipe/artifacts"
+)
+
+func TestRun(t *testing.T) {
+	if _, err := exec.LookPath("sh"); err != nil {
+		t.Skip("no sh")
+	}
+	t.Setenv("TP_TEST_OLD", "old")
+	tests := []struct {
+		name       string
+		argv       []string
+		env        map[string]string
+		timeout    time.Duration
+		wantExit   int
+		wantReason string
+		wantStdout string
+		wantStderr string
+	}{
+		{
+			name:       "success",
+			argv:       []string{"sh", "-c", "printf out; printf err >&2"},
+			wantStdout: "out",
+			wantStderr: "err",
+		},
+		{
+			name:       "non-zero exit",
+			argv:       []string{"sh", "-c", "echo first >&2; echo boom >&2; exit 3"},
+			wantExit:   3,
+			wantReason: "exited: status 3: boom",
+			wantStderr: "first\nboom\n",
+		},
+		{
+			name:       "non-zero exit, silent",
+			argv:       []string{"sh", "-c", "exit 1"},
+			wantExit:   1,
+			wantReason: "exited: status 1",
+		},
+		{
+			name:       "killed by SIGKILL",
+			argv:       []string{"sh", "-c", "kill -KILL $$"},
+			wantExit:   -1,
+			wantReason: "crashed: killed by signal 9 (killed)",
+		},
+		{
+			name:       "killed by SIGSEGV",
+			argv:       []string{"sh", "-c", "kill -SEGV $$"},
+			wantExit:   -1,
+			wantReason: "crashed: killed by signal 11 (segmentation fault)",
+		},
+		{
+			name:       "timeout",
+			argv:       []string{"sleep", "10"},
+			timeout:    50 * time.Millisecond,
+			wantExit:   -1,
+			wantReason: "timed_out: after 50ms",
+		},
+		{
+			name:       "env delta added and overriding",
+			argv:       []string{"sh", "-c", `printf '%s,%s' "$TP_TEST_NEW" "$TP_TEST_OLD"`},
+			env:        map[string]string{"TP_TEST_NEW": "new", "TP_TEST_OLD": "replaced"},
+			wantStdout: "new,replaced",
+		},
+		{
+			name:       "env inherited",
+			argv:       []string{"sh", "-c", `printf '%s' "$TP_TEST_OLD"`},
+			wantStdout: "old",
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s := artifacts.TestStore(t)
+			dir := t.TempDir()
+			cmd, stdout, reason, err := s.Run(context.Background(), tt.argv, dir, tt.env, tt.timeout)
+			if err != nil {
+				t.Fatalf("Run(%q) error = %v, want nil", tt.argv, err)
+			}
+			if cmd.Exit != tt.wantExit || reason != tt.wantReason {
+				t.Errorf("Run(%q) = exit %d, reason %q, want exit %d, reason %q", tt.argv, cmd.Exit, reason, tt.wantExit, tt.wantReason)
+			}
+			if string(stdout) != tt.wantStdout {
+				t.Errorf("Run(%q) stdout = %q, want %q", tt.argv, stdout, tt.wantStdout)
+			}
+			if !reflect.DeepEqual(cmd.Argv, tt.argv) || !reflect.DeepEqual(cmd.EnvDelta, tt.env) || cmd.Dir != dir {
+				t.Errorf("Run(%q) command = %+v, want argv, env delta and dir recorded", tt.argv, cmd)
+			}
+			for _, o := range []struct {
+				name string
+				d    artifacts.Digest
+				want string
+			}{{"stdout", cmd.Stdout, tt.wantStdout}, {"stderr", cmd.Stderr, tt.wantStderr}} {
+				if o.d != digest.FromString(o.want) {
+					t.Errorf("Run(%q) %s digest = %s, want digest of %q", tt.argv, o.name, o.d, o.want)
+					continue
+				}
+				b, err := s.ReadVerified(o.d, o.name, 1<<20)
+				if err != nil || string(b) != o.want {
+					t.Errorf("stored %s = %q, %v, want %q", o.name, b, err, o.want)
+				}
+			}
+		})
+	}
+}
+
+func TestRunCouldNotRun(t *testing.T) {
+	s := artifacts.TestStore(t)
+	tests := []struct {
+		name string
+		ctx  func() context.Context
+		argv []string
+		want string
+	}{
+		{
+			name: "no such program",
+			ctx:  context.Background,
+			argv: []string{"/nonexistent/tilepipe-test-prog"},
+			want: "run /nonexistent/tilepipe-test-prog: fork/exec /nonexistent/tilepipe-test-prog: no such file or directory",
+		},
+		{
+			name: "empty argv",
+			ctx:  context.Background,
+			argv: nil,
+			want: "run: empty argv",
+		},
+		{
+			name: "cancelled",
+			ctx: func() context.Context {
+				ctx, cancel := context.WithCancel(context.Background())
+				cancel()
+				return ctx
+			},
+			argv: []string{"sleep", "10"},
+			want: "context canceled",
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, _, _, err := s.Run(tt.ctx(), tt.argv, "", nil, 0)
+			if errString(err) != tt.want {
+				t.Errorf("Run(%q) = %v, want %s", tt.argv, err, tt.want)
+			}
+		})
+	}
+}
+
+func TestRunOutputTooLarge(t *testing.T) {
+	if testing.Short() {
+		t.Skip("writes 64 MiB")
+	}
+	if _, err := exec.LookPath("head"); err != nil {
+		t.Skip("no head")
+	}
+	s := artifacts.TestStore(t)
+	argv := []string{"head", "-c", fmt.Sprint(artifacts.MaxOutputBytes + 1), "/dev/zero"}
+	cmd, stdout, reason, err := s.Run(context.Background(), argv, "", nil, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := fmt.Sprintf("output_too_large: more than %d bytes", artifacts.MaxOutputBytes)
+	if cmd.Exit != -1 || reason != want || len(stdout) != artifacts.MaxOutputBytes {
+		t.Errorf("Run(%q) = exit %d, reason %q, %d bytes, want exit -1, reason %q, %d bytes", argv, cmd.Exit, reason, len(stdout), want, artifacts.MaxOutputBytes)
+	}
+	if !bytes.Equal(stdout[:16], make([]byte, 16)) {
+		t.Errorf("stdout starts %x, want zeros", stdout[:16])
+	}
+}
+
+func TestFingerprint(t *testing.T) {
+	if runtime.GOOS != "linux" {
+		t.Skip("reads /proc")
+	}
+	e := artifacts.Fingerprint()
+	if e.Kernel == "" || e.CPUs <= 0 || e.MemTotalKB <= 0 || e.OS != "linux" || e.Governor == "" {
+		t.Errorf("Fingerprint() = kernel %q, cpus %d, memTotalKB %d, os %q, governor %q, want all set", e.Kernel, e.CPUs, e.MemTotalKB, e.OS, e.Governor)
+	}
+	t.Setenv("OMP_NUM_THREADS", "3")
+	if got := artifacts.Fingerprint().EnvVars["OMP_NUM_THREADS"]; got != "3" {
+		t.Errorf("Fingerprint().EnvVars[OMP_NUM_THREADS] = %q, want 3", got)
+	}
+}
+
+func TestToolInfo(t *testing.T) {
+	ti := artifacts.ToolInfo()
+	if ti.Name != "tilepipe" || ti.Version == "" || ti.Go != runtime.Version() {
+		t.Errorf("ToolInfo() = %+v, want name tilepipe, a version and Go %s", ti, runtime.Version())
+	}
+}

@@ -1,0 +1,185 @@
+// Package footer checks the footer of an Arrow IPC file before Arrow's Go
+// reader decodes it.
+//
+// # Why
+//
+// The footer is an unverified flatbuffer. arrow-go's reader sizes slices
+// from vector lengths stored in it (schema fields, field children, custom
+// metadata) before reading them, so a file of a few hundred bytes can claim
+// billions of fields and kill the process with one allocation (found by
+// tensor.FuzzReadTensor). [Check] walks exactly those vectors with the
+// reader's own offset arithmetic and refuses a length that cannot fit in
+// the footer, and a schema with more than [MaxFields] fields in all.
+package footer
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+)
+
+// MaxFields bounds the fields (with children, counted per visit) of a
+// footer schema; tilepipe's files have a handful.
+const MaxFields = 1024
+
+const (
+	magic   = "ARROW1"
+	tailLen = 4 + len(magic) // int32 footer length, then the magic
+)
+
+// vtable offsets of the flatbuffer fields Arrow reads (Footer.fbs,
+// Schema.fbs).
+const (
+	footerSchema        = 6
+	schemaFields        = 6
+	schemaCustomMeta    = 8
+	fieldChildren       = 14
+	fieldCustomMetadata = 16
+)
+
+// Check reads the footer of the Arrow IPC file r of size bytes. It returns
+// an error for a footer larger than limit or one whose schema vectors
+// cannot be what they claim. Files too malformed to have a footer pass:
+// Arrow's reader reports those itself.
+func Check(r io.ReaderAt, size, limit int64) error {
+	if size < int64(tailLen)+8 {
+		return nil
+	}
+	var tail [tailLen]byte
+	if _, err := r.ReadAt(tail[:], size-int64(tailLen)); err != nil {
+		return fmt.Errorf("footer: %w", err)
+	}
+	if string(tail[4:]) != magic {
+		return nil
+	}
+	n := int64(int32(binary.LittleEndian.Uint32(tail[:4])))
+	if n <= 0 || n > size-int64(tailLen) {
+		return nil
+	}
+	if n > limit {
+		return fmt.Errorf("footer: %d bytes, limit %d", n, limit)
+	}
+	buf := make([]byte, n)
+	if _, err := r.ReadAt(buf, size-int64(tailLen)-n); err != nil {
+		return fmt.Errorf("footer: %w", err)
+	}
+	c := &checker{b: buf}
+	if err := c.check(); err != nil {
+		return fmt.Errorf("footer: %w", err)
+	}
+	return nil
+}
+
+type checker struct {
+	b      []byte
+	fields int
+}
+
+var errBounds = errors.New("offset outside the footer")
+
+func (c *checker) u32(pos uint32) (uint32, error) {
+	if uint64(pos)+4 > uint64(len(c.b)) {
+		return 0, errBounds
+	}
+	return binary.LittleEndian.Uint32(c.b[pos:]), nil
+}
+
+func (c *checker) u16(pos uint32) (uint16, error) {
+	if uint64(pos)+2 > uint64(len(c.b)) {
+		return 0, errBounds
+	}
+	return binary.LittleEndian.Uint16(c.b[pos:]), nil
+}
+
+// field is flatbuffers' Table.Offset: the position of a table's field, or
+// 0 when the field is absent.
+func (c *checker) field(table uint32, voff uint16) (uint32, error) {
+	so, err := c.u32(table)
+	if err != nil {
+		return 0, err
+	}
+	vt := uint32(int32(table) - int32(so))
+	vsize, err := c.u16(vt)
+	if err != nil {
+		return 0, err
+	}
+	if voff >= vsize {
+		return 0, nil
+	}
+	o, err := c.u16(vt + uint32(voff))
+	if err != nil || o == 0 {
+		return 0, err
+	}
+	return table + uint32(o), nil
+}
+
+// indirect follows the offset stored at pos.
+func (c *checker) indirect(pos uint32) (uint32, error) {
+	o, err := c.u32(pos)
+	return pos + o, err
+}
+
+// vector returns the first element and length of a table's vector field of
+// 4-byte elements, refusing a length that overruns the footer.
+func (c *checker) vector(table uint32, voff uint16, what string) (uint32, int, error) {
+	pos, err := c.field(table, voff)
+	if err != nil || pos == 0 {
+		return 0, 0, err
+	}
+	v, err := c.indirect(pos)
+	if err != nil {
+		return 0, 0, err
+	}
+	n, err := c.u32(v)
+	if err != nil {
+		return 0, 0, err
+	}
+	if room := (int64(len(c.b)) - int64(v) - 4) / 4; int64(n) > room {
+		return 0, 0, fmt.Errorf("%s: %d entries cannot fit in %d bytes", what, n, len(c.b))
+	}
+	return v + 4, int(n), nil
+}
+
+func (c *checker) check() error {
+	root, err := c.u32(0)
+	if err != nil {
+		return err
+	}
+	sp, err := c.field(root, footerSchema)
+	if err != nil || sp == 0 {
+		return err
+	}
+	schema, err := c.indirect(sp)
+	if err != nil {
+		return err
+	}
+	if _, _, err := c.vector(schema, schemaCustomMeta, "schema metadata"); err != nil {
+		return err
+	}
+	return c.fieldList(schema, schemaFields, "schema fields")
+}
+
+func (c *checker) fieldList(table uint32, voff uint16, what string) error {
+	start, n, err := c.vector(table, voff, what)
+	if err != nil {
+		return err
+	}
+	for i := range n {
+		c.fields++
+		if c.fields > MaxFields {
+			return fmt.Errorf("schema: more than %d fields", MaxFields)
+		}
+		f, err := c.indirect(start + 4*uint32(i))
+		if err != nil {
+			return err
+		}
+		if _, _, err := c.vector(f, fieldCustomMetadata, "field metadata"); err != nil {
+			return err
+		}
+		if err := c.fieldList(f, fieldChildren, "field children"); err != nil {
+			return err
+		}
+	}
+	return nil
+}

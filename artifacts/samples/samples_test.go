@@ -1,0 +1,255 @@
+package samples
+
+import (
+	"bytes"
+	"math"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/ipc"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+)
+
+func errString(err error) string {
+	if err == nil {
+		return "<nil>"
+	}
+	return err.Error()
+}
+
+func testRows() []Row {
+	return []Row{
+		{Visit: 0, Round: 0, Position: 0, Case: "gemm-64x64x64", Route: "naive", Kind: "batch", Index: 0, Calls: 100, TotalNs: 123456},
+		{Visit: 0, Round: 0, Position: 0, Case: "gemm-64x64x64", Route: "naive", Kind: "batch", Index: 1, Calls: 3, TotalNs: 10},
+		{Visit: 1, Round: 2, Position: 1, Case: "add-64x1000", Route: "openblas", Kind: "single", Index: 0, Calls: 1, TotalNs: 0},
+		{Visit: math.MaxInt32, Round: 7, Position: 3, Case: "", Route: "r", Kind: "single", Index: 9, Calls: math.MaxInt64, TotalNs: math.MaxInt64},
+	}
+}
+
+func writeFile(t testing.TB, b []byte) string {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), "samples.arrow")
+	if err := os.WriteFile(p, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func encode(t testing.TB, rows []Row) []byte {
+	t.Helper()
+	var buf bytes.Buffer
+	if err := Write(&buf, rows); err != nil {
+		t.Fatalf("Write = %v", err)
+	}
+	return buf.Bytes()
+}
+
+func TestRoundTrip(t *testing.T) {
+	tests := []struct {
+		name string
+		rows []Row
+	}{
+		{"both kinds", testRows()},
+		{"empty", nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+			defer mem.AssertSize(t, 0)
+			got, err := ReadFile(writeFile(t, encode(t, tt.rows)), mem)
+			if err != nil {
+				t.Fatalf("ReadFile(Write(rows)) = %v", err)
+			}
+			if !reflect.DeepEqual(got, tt.rows) {
+				t.Errorf("ReadFile(Write(rows)) = %+v, want %+v", got, tt.rows)
+			}
+		})
+	}
+}
+
+func TestPerOpNs(t *testing.T) {
+	if got := (Row{Calls: 4, TotalNs: 10}).PerOpNs(); got != 2.5 {
+		t.Errorf("PerOpNs(10 ns, 4 calls) = %g, want 2.5", got)
+	}
+}
+
+// table is a hand-built sample table, one record batch per entry of
+// batches; per_op_ns is taken from perOp where set, else computed.
+type table struct {
+	schema  *arrow.Schema
+	batches [][]Row
+	perOp   map[int]float64 // by row index within the batch
+	nullCol int             // column index to set null in row 0, or -1
+}
+
+func (tb table) build(t testing.TB) []byte {
+	t.Helper()
+	mem := memory.NewGoAllocator()
+	var buf bytes.Buffer
+	fw, err := ipc.NewFileWriter(&buf, ipc.WithSchema(tb.schema), ipc.WithAllocator(mem))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, rows := range tb.batches {
+		b := array.NewRecordBuilder(mem, tb.schema)
+		for i, r := range rows {
+			vals := []any{r.Visit, r.Round, r.Position, r.Case, r.Route, r.Kind, r.Index, r.Calls, r.TotalNs, r.PerOpNs()}
+			if v, ok := tb.perOp[i]; ok {
+				vals[9] = v
+			}
+			for c := range tb.schema.NumFields() {
+				fb := b.Field(c)
+				if i == 0 && c == tb.nullCol {
+					fb.AppendNull()
+					continue
+				}
+				switch fb := fb.(type) {
+				case *array.Int32Builder:
+					fb.Append(vals[c].(int32))
+				case *array.Int64Builder:
+					fb.Append(vals[c].(int64))
+				case *array.StringBuilder:
+					fb.Append(vals[c].(string))
+				case *array.Float64Builder:
+					fb.Append(vals[c].(float64))
+				default:
+					t.Fatalf("table: column %d builder %T", c, fb)
+				}
+			}
+		}
+		rec := b.NewRecordBatch()
+		b.Release()
+		if err := fw.Write(rec); err != nil {
+			t.Fatal(err)
+		}
+		rec.Release()
+	}
+	if err := fw.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return buf.Bytes()
+}
+
+func goodTable(batches ...[]Row) table {
+	return table{schema: Schema, batches: batches, nullCol: -1}
+}
+
+func TestReadViolations(t *testing.T) {
+	rows := testRows()
+	batch := rows[:1]
+	bad := func(mod func(r *Row)) []Row {
+		r := rows[0]
+		mod(&r)
+		return []Row{rows[1], r}
+	}
+	otherSchema := arrow.NewSchema(append(append([]arrow.Field{}, Schema.Fields()[:9]...), arrow.Field{Name: "per_op_ns", Type: arrow.PrimitiveTypes.Float32}), nil)
+	tests := []struct {
+		name  string
+		table table
+		raw   []byte
+		want  string // after "samples <path>: "
+	}{
+		{name: "hand-built good table", table: goodTable(rows[:2], rows[2:]), want: ""},
+		{name: "per_op_ns inconsistent", table: func() table {
+			tb := goodTable(rows[:2])
+			tb.perOp = map[int]float64{1: 4}
+			return tb
+		}(), want: "row 1: per_op_ns 4 disagrees with total_ns/calls 3.3333333333333335"},
+		{name: "per_op_ns NaN", table: func() table {
+			tb := goodTable(rows[:1])
+			tb.perOp = map[int]float64{0: math.NaN()}
+			return tb
+		}(), want: "row 0: per_op_ns NaN disagrees with total_ns/calls 1234.56"},
+		{name: "row index counts across batches", table: func() table {
+			tb := goodTable(rows[:2], rows[:2])
+			tb.perOp = map[int]float64{1: 4}
+			return tb
+		}(), want: "row 1: per_op_ns 4 disagrees with total_ns/calls 3.3333333333333335"},
+		{name: "calls 0", table: goodTable(bad(func(r *Row) { r.Calls = 0; r.TotalNs = 5 })), want: "row 1: calls=0 total_ns=5: want calls >= 1 and total_ns >= 0"},
+		{name: "calls negative", table: goodTable(bad(func(r *Row) { r.Calls = -1 })), want: "row 1: calls=-1 total_ns=123456: want calls >= 1 and total_ns >= 0"},
+		{name: "total_ns negative", table: goodTable(bad(func(r *Row) { r.TotalNs = -7 })), want: "row 1: calls=100 total_ns=-7: want calls >= 1 and total_ns >= 0"},
+		{name: "unknown kind", table: goodTable(bad(func(r *Row) { r.Kind = "warmup" })), want: `row 1: kind "warmup": want batch or single`},
+		{name: "empty kind", table: goodTable(bad(func(r *Row) { r.Kind = "" })), want: `row 1: kind "": want batch or single`},
+		{name: "null calls", table: func() table {
+			tb := goodTable(batch)
+			tb.nullCol = 7
+			return tb
+		}(), want: "column calls has nulls"},
+		{name: "null case", table: func() table {
+			tb := goodTable(batch)
+			tb.nullCol = 3
+			return tb
+		}(), want: "column case has nulls"},
+		{name: "wrong schema", table: table{schema: otherSchema, batches: [][]Row{}, nullCol: -1}, want: "schema: want " + Schema.String() + ", got " + otherSchema.String()},
+		{name: "missing column", table: table{schema: arrow.NewSchema(Schema.Fields()[:9], nil), nullCol: -1}, want: "schema: want " + Schema.String() + ", got " + arrow.NewSchema(Schema.Fields()[:9], nil).String()},
+		{name: "not arrow", raw: []byte("visit,round\n1,2\n"), want: "arrow ipc: arrow/ipc: could not decode footer: arrow/ipc: not an Arrow file"},
+		{name: "truncated", raw: func() []byte { b := encode(t, rows); return b[:len(b)/2] }(), want: "arrow ipc: arrow/ipc: could not decode footer: arrow/ipc: not an Arrow file"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+			defer mem.AssertSize(t, 0)
+			b := tt.raw
+			if b == nil {
+				b = tt.table.build(t)
+			}
+			path := writeFile(t, b)
+			got, err := ReadFile(path, mem)
+			want := "<nil>"
+			if tt.want != "" {
+				want = "samples " + path + ": " + tt.want
+			}
+			if errString(err) != want {
+				t.Errorf("ReadFile(%s) = %v, want %s", tt.name, err, want)
+			}
+			if err != nil && got != nil {
+				t.Errorf("ReadFile(%s) = %d rows with an error, want none", tt.name, len(got))
+			}
+		})
+	}
+}
+
+func TestReadFileMissing(t *testing.T) {
+	p := filepath.Join(t.TempDir(), "none.arrow")
+	_, err := ReadFile(p, nil)
+	if want := "open " + p + ": no such file or directory"; errString(err) != want {
+		t.Errorf("ReadFile(%s) = %v, want %s", p, err, want)
+	}
+}
+
+func FuzzReadFile(f *testing.F) {
+	f.Add(encode(f, testRows()))
+	f.Add(encode(f, nil))
+	tb := goodTable(testRows()[:2], testRows()[2:])
+	f.Add(tb.build(f))
+	tb.perOp = map[int]float64{0: 1}
+	f.Add(tb.build(f))
+	f.Add([]byte("ARROW1\x00\x00"))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		path := writeFile(t, b)
+		mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+		rows, err := ReadFile(path, mem)
+		if err != nil {
+			if !strings.Contains(err.Error(), ": arrow ipc: malformed file: ") {
+				mem.AssertSize(t, 0)
+			}
+			return
+		}
+		mem.AssertSize(t, 0)
+		for i, r := range rows {
+			if r.Calls < 1 || r.TotalNs < 0 || (r.Kind != "batch" && r.Kind != "single") {
+				t.Fatalf("ReadFile accepted row %d = %+v", i, r)
+			}
+		}
+		// What ReadFile accepts, Write reproduces.
+		again, err := ReadFile(writeFile(t, encode(t, rows)), nil)
+		if err != nil || !reflect.DeepEqual(again, rows) {
+			t.Fatalf("ReadFile(Write(ReadFile(b))) = %d rows, %v, want the same %d rows", len(again), err, len(rows))
+		}
+	})
+}
