@@ -12,6 +12,7 @@ import (
 	"runtime"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/tilepipe/tilepipe/artifacts"
@@ -19,6 +20,7 @@ import (
 	"github.com/tilepipe/tilepipe/capture/cohort"
 	"github.com/tilepipe/tilepipe/internal/progress"
 	"github.com/tilepipe/tilepipe/oracle"
+	"golang.org/x/sync/errgroup"
 )
 
 // Config says what to capture. See [DefaultConfig].
@@ -29,6 +31,7 @@ type Config struct {
 	RoutesDir    string        // where built-in routes live (DIR/NAME/route)
 	Output       string        // new stage directory
 	Threads      int           // passed to routes in the case file
+	Jobs         int           // route builds run at once
 	BuildTimeout time.Duration // per route build
 	Progress     *progress.Reporter
 }
@@ -38,6 +41,7 @@ var DefaultConfig = Config{
 	Cohort:       "quick",
 	Routes:       []string{"halide", "openblas", "torch-eager"},
 	Threads:      runtime.NumCPU(),
+	Jobs:         runtime.NumCPU(),
 	BuildTimeout: 10 * time.Minute,
 }
 
@@ -105,34 +109,52 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	}
 
 	res := &Result{Counts: map[string]int{}}
-	total := len(co.Cases) * (1 + len(doc.Routes))
-	step := 0
-	for _, c := range co.Cases {
-		step++
-		cfg.Progress.Step("capture", step, total, c.ID+" packet")
-		cc, err := packet(s, c)
-		if err != nil {
+	cases := make([]*artifacts.CapturedCase, len(co.Cases))
+	cmds := make([][]*artifacts.Command, len(co.Cases))
+	caseFiles := make([]string, len(co.Cases))
+	for i, c := range co.Cases {
+		cfg.Progress.Step("capture", i+1, len(co.Cases), c.ID+" packet")
+		if cases[i], err = packet(s, c); err != nil {
 			return nil, err
 		}
-		caseFile := filepath.Join(tmp, c.ID+".json")
-		if err := writeCaseFile(caseFile, c, cc.Signature, cfg.Threads); err != nil {
+		caseFiles[i] = filepath.Join(tmp, c.ID+".json")
+		if err := writeCaseFile(caseFiles[i], c, cases[i].Signature, cfg.Threads); err != nil {
 			return nil, err
 		}
-		for _, r := range doc.Routes {
-			step++
-			cfg.Progress.Step("capture", step, total, c.ID+" "+r.Name)
-			b, cmd, err := build(ctx, s, cfg, r, c, cc.Signature, caseFile, filepath.Join(tmp, c.ID+"."+r.Name))
-			if err != nil {
-				return nil, err
-			}
-			if cmd != nil {
-				rec.Commands = append(rec.Commands, *cmd)
-			}
-			if b.Status == artifacts.StatusFailed {
-				cfg.Progress.Printf("capture: %s %s failed: %s", c.ID, r.Name, b.Reason)
-			}
+		cases[i].Builds = make([]artifacts.Build, len(doc.Routes))
+		cmds[i] = make([]*artifacts.Command, len(doc.Routes))
+	}
+	// Builds are independent (each has its own work directory), so they run
+	// cfg.Jobs at a time; results keep the cohort's and the routes' order.
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(max(1, cfg.Jobs))
+	var done atomic.Int64
+	total := len(co.Cases) * len(doc.Routes)
+	for i, c := range co.Cases {
+		for j, r := range doc.Routes {
+			g.Go(func() error {
+				b, cmd, err := build(gctx, s, cfg, r, c, cases[i].Signature, caseFiles[i], filepath.Join(tmp, c.ID+"."+r.Name))
+				if err != nil {
+					return err
+				}
+				cases[i].Builds[j], cmds[i][j] = b, cmd
+				cfg.Progress.Step("capture", int(done.Add(1)), total, c.ID+" "+r.Name+": "+b.Status)
+				if b.Status == artifacts.StatusFailed {
+					cfg.Progress.Printf("capture: %s %s failed: %s", c.ID, r.Name, b.Reason)
+				}
+				return nil
+			})
+		}
+	}
+	if err := g.Wait(); err != nil {
+		return nil, err
+	}
+	for i, cc := range cases {
+		for j, b := range cc.Builds {
 			res.Counts[b.Status]++
-			cc.Builds = append(cc.Builds, b)
+			if cmds[i][j] != nil {
+				rec.Commands = append(rec.Commands, *cmds[i][j])
+			}
 		}
 		doc.Cases = append(doc.Cases, *cc)
 	}

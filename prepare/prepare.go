@@ -6,15 +6,18 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"time"
 
-	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 	"github.com/tilepipe/tilepipe/artifacts"
 	"github.com/tilepipe/tilepipe/artifacts/tensor"
 	"github.com/tilepipe/tilepipe/internal/progress"
 	"github.com/tilepipe/tilepipe/prepare/harness"
+	"golang.org/x/sync/errgroup"
 )
 
 // Config says what to prepare. See [DefaultConfig].
@@ -24,11 +27,12 @@ type Config struct {
 	CC       string   // C compiler for the harness and the link
 	CFlags   []string // harness compile flags
 	Timeout  time.Duration
+	Jobs     int // entries prepared at once
 	Progress *progress.Reporter
 }
 
 // DefaultConfig compiles the harness with cc -O2 -std=c11.
-var DefaultConfig = Config{CC: "cc", CFlags: []string{"-O2", "-std=c11"}, Timeout: 5 * time.Minute}
+var DefaultConfig = Config{CC: "cc", CFlags: []string{"-O2", "-std=c11"}, Timeout: 5 * time.Minute, Jobs: runtime.NumCPU()}
 
 // Result is what prepare made.
 type Result struct {
@@ -43,7 +47,8 @@ type preparer struct {
 	s       *artifacts.Store
 	tmp     string
 	rec     *artifacts.Receipt
-	harness string // path of harness.o
+	harness string     // path of harness.o
+	mu      sync.Mutex // guards rec.Commands
 }
 
 // Run verifies every blob of the capture, then links each object build into
@@ -80,20 +85,20 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	if err := p.compileHarness(ctx, &doc); err != nil {
 		return nil, err
 	}
-	res := &Result{Counts: map[string]int{}}
-	total, step := 0, 0
-	for _, c := range cdoc.Cases {
-		total += len(c.Builds)
-	}
-	for _, c := range cdoc.Cases {
+	// Raw inputs first (one per case), then every entry; entries are
+	// independent (each has its own work directory) and run cfg.Jobs at a
+	// time, keeping the capture's order in the document.
+	var entries []*artifacts.Prepared
+	var builds []artifacts.Build
+	var cases []*artifacts.CapturedCase
+	for i := range cdoc.Cases {
+		c := &cdoc.Cases[i]
 		var inputs []artifacts.TensorRef
 		for _, b := range c.Builds {
-			step++
-			cfg.Progress.Step("prepare", step, total, c.Case.ID+" "+b.Route)
-			e := artifacts.Prepared{Case: c.Case.ID, Route: b.Route, Kind: b.Kind, Status: b.Status, Reason: b.Reason}
+			e := &artifacts.Prepared{Case: c.Case.ID, Route: b.Route, Kind: b.Kind, Status: b.Status, Reason: b.Reason}
 			if b.Status == artifacts.StatusBuilt {
 				if inputs == nil {
-					if inputs, err = p.rawInputs(c); err != nil {
+					if inputs, err = p.rawInputs(*c); err != nil {
 						return nil, err
 					}
 				}
@@ -103,28 +108,48 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 						e.Outputs = append(e.Outputs, sp)
 					}
 				}
-				var why string
-				switch b.Kind {
-				case "object":
-					why, err = p.object(ctx, c, b, &e)
-				case "process":
-					why, err = p.process(ctx, c, b, &e)
-				default:
-					why = fmt.Sprintf("kind %q cannot be prepared", b.Kind)
-				}
-				if err != nil {
-					return nil, err
-				}
-				e.Status, e.Reason = artifacts.StatusPrepared, ""
-				if why != "" {
-					e.Status, e.Reason = artifacts.StatusFailed, why
-					e.Program, e.Closure = nil, nil
-					cfg.Progress.Printf("prepare: %s %s failed: %s", c.Case.ID, b.Route, why)
-				}
 			}
-			res.Counts[e.Status]++
-			doc.Entries = append(doc.Entries, e)
+			entries, builds, cases = append(entries, e), append(builds, b), append(cases, c)
 		}
+	}
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(max(1, cfg.Jobs))
+	var done atomic.Int64
+	for i, e := range entries {
+		if e.Status != artifacts.StatusBuilt {
+			continue
+		}
+		g.Go(func() error {
+			var why string
+			var err error
+			switch b := builds[i]; b.Kind {
+			case "object":
+				why, err = p.object(gctx, *cases[i], b, e)
+			case "process":
+				why, err = p.process(gctx, *cases[i], b, e)
+			default:
+				why = fmt.Sprintf("kind %q cannot be prepared", b.Kind)
+			}
+			if err != nil {
+				return err
+			}
+			e.Status, e.Reason = artifacts.StatusPrepared, ""
+			if why != "" {
+				e.Status, e.Reason = artifacts.StatusFailed, why
+				e.Program, e.Closure = nil, nil
+				cfg.Progress.Printf("prepare: %s %s failed: %s", e.Case, e.Route, why)
+			}
+			cfg.Progress.Step("prepare", int(done.Add(1)), len(entries), e.Case+" "+e.Route+": "+e.Status)
+			return nil
+		})
+	}
+	if err := g.Wait(); err != nil {
+		return nil, err
+	}
+	res := &Result{Counts: map[string]int{}}
+	for _, e := range entries {
+		res.Counts[e.Status]++
+		doc.Entries = append(doc.Entries, *e)
 	}
 	cfg.Progress.Done()
 	p.rec.ResolvedDependencies = deps.List()
@@ -141,7 +166,9 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 func (p *preparer) run(ctx context.Context, argv []string, dir string, env map[string]string) (artifacts.Command, []byte, string, error) {
 	cmd, out, reason, err := p.s.Run(ctx, argv, dir, env, p.cfg.Timeout)
 	if err == nil {
+		p.mu.Lock()
 		p.rec.Commands = append(p.rec.Commands, cmd)
+		p.mu.Unlock()
 	}
 	return cmd, out, reason, err
 }
@@ -368,5 +395,3 @@ func (p *preparer) closure(ctx context.Context, argv []string, dir string, env m
 	}
 	return "", nil
 }
-
-var _ = ocispec.Descriptor{}

@@ -117,8 +117,16 @@ func Parse(file string, b []byte) (*Cohort, error) {
 	}
 	c := &Cohort{Schema: 1, Name: raw.Name, Description: raw.Description}
 	seen := map[string]int{}
+	// Cases appear in order, so search each after the previous one: a
+	// byte-identical duplicate must get its own line, not the first's.
+	from := 0
 	for _, rc := range raw.Cases {
-		line := lineOf(b, int64(bytes.Index(b, rc)))
+		at := from
+		if i := bytes.Index(b[from:], rc); i >= 0 {
+			at = from + i
+			from = at + len(rc)
+		}
+		line := lineOf(b, int64(at))
 		var cs oracle.Case
 		d := json.NewDecoder(bytes.NewReader(rc))
 		d.DisallowUnknownFields()

@@ -17,12 +17,13 @@ func captureFlags() []cli.Flag {
 		&cli.StringFlag{Name: "routes", Value: strings.Join(d.Routes, ","), Usage: "comma-separated built-in routes"},
 		&cli.StringSliceFlag{Name: "route-exec", Usage: "PATH of a route program speaking docs/protocol.md (repeatable)"},
 		&cli.IntFlag{Name: "threads", Value: d.Threads, Usage: "threads per timed process (also recorded at capture)"},
+		&cli.IntFlag{Name: "jobs", Value: d.Jobs, Usage: "route builds run at once"},
 	}
 }
 
 func captureConfig(c *cli.Context, output string) capture.Config {
 	cfg := capture.DefaultConfig
-	cfg.Cohort, cfg.Output, cfg.Threads = c.String("cohort"), output, c.Int("threads")
+	cfg.Cohort, cfg.Output, cfg.Threads, cfg.Jobs = c.String("cohort"), output, c.Int("threads"), c.Int("jobs")
 	cfg.Routes = nil
 	for _, r := range strings.Split(c.String("routes"), ",") {
 		if r = strings.TrimSpace(r); r != "" {

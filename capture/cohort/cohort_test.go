@@ -1,0 +1,271 @@
+package cohort
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+
+	"github.com/tilepipe/tilepipe/oracle"
+)
+
+func errString(err error) string {
+	if err == nil {
+		return "<nil>"
+	}
+	return err.Error()
+}
+
+func TestBuiltin(t *testing.T) {
+	if got, want := Builtin(), []string{"cpu-default", "quick"}; !reflect.DeepEqual(got, want) {
+		t.Errorf("Builtin() = %v, want %v", got, want)
+	}
+}
+
+func TestLoadBuiltins(t *testing.T) {
+	for _, name := range Builtin() {
+		t.Run(name, func(t *testing.T) {
+			c, raw, err := Load(name)
+			if err != nil {
+				t.Fatalf("Load(%s) = %v, want nil", name, err)
+			}
+			if c.Name != name || c.Schema != 1 || len(c.Cases) == 0 {
+				t.Errorf("Load(%s) = name %q, schema %d, %d cases, want name %s, schema 1, cases", name, c.Name, c.Schema, len(c.Cases), name)
+			}
+			want, err := builtin.ReadFile("builtin/" + name + ".json")
+			if err != nil || string(raw) != string(want) {
+				t.Errorf("Load(%s) raw bytes differ from the embedded file", name)
+			}
+			for _, cs := range c.Cases {
+				if err := cs.Validate(); err != nil {
+					t.Errorf("Load(%s) case %s: Validate() = %v", name, cs.ID, err)
+				}
+				if cs.ID != DefaultID(cs) {
+					t.Errorf("Load(%s) case id %s, want the default %s", name, cs.ID, DefaultID(cs))
+				}
+			}
+		})
+	}
+}
+
+func TestLoadFile(t *testing.T) {
+	dir := t.TempDir()
+	good := filepath.Join(dir, "mine.json")
+	if err := os.WriteFile(good, []byte(`{"schema": 1, "name": "mine", "cases": [{"op": "sum", "dims": {"M": 2, "N": 3}}]}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	c, _, err := Load(good)
+	if err != nil || len(c.Cases) != 1 || c.Cases[0].ID != "sum-2x3" {
+		t.Errorf("Load(%s) = %+v, %v, want one case sum-2x3", good, c, err)
+	}
+
+	bad := filepath.Join(dir, "bad.json")
+	if err := os.WriteFile(bad, []byte("{\n\"schema\": 2}"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_, _, err = Load(bad)
+	if want := bad + ":1: schema: want 1, got 2"; errString(err) != want {
+		t.Errorf("Load(%s) = %v, want %s", bad, err, want)
+	}
+
+	missing := filepath.Join(dir, "nope.json")
+	_, _, err = Load(missing)
+	want := `cohort "` + missing + `": not a built-in cohort (cpu-default, quick) and not a readable file: stat ` + missing + `: no such file or directory`
+	if errString(err) != want {
+		t.Errorf("Load(%s) = %v, want %s", missing, err, want)
+	}
+
+	big := filepath.Join(dir, "big.json")
+	if err := os.WriteFile(big, make([]byte, MaxFileBytes+1), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_, _, err = Load(big)
+	if want := "cohort " + big + ": 4194305 bytes, limit 4194304"; errString(err) != want {
+		t.Errorf("Load(%s) = %v, want %s", big, err, want)
+	}
+}
+
+func TestParseDefaults(t *testing.T) {
+	in := `{"schema": 1, "name": "d", "cases": [
+  {"op": "gemm", "dims": {"M": 64, "N": 64, "K": 64}, "seed": 1},
+  {"op": "gemm", "dims": {"K": 64, "N": 64, "M": 64}, "pattern": "dyadic"},
+  {"op": "add", "dims": {"M": 64, "N": 1000}},
+  {"id": "mine", "op": "rmsnorm", "dims": {"M": 2, "N": 8}, "params": {"eps": 0.001}}
+]}`
+	c, err := Parse("d.json", []byte(in))
+	if err != nil {
+		t.Fatalf("Parse = %v", err)
+	}
+	want := []oracle.Case{
+		{ID: "gemm-64x64x64", Op: "gemm", Dims: map[string]int{"M": 64, "N": 64, "K": 64}, Dtype: "f32", Pattern: "normal", Seed: 1, Policy: "strict"},
+		{ID: "gemm-64x64x64-dyadic", Op: "gemm", Dims: map[string]int{"M": 64, "N": 64, "K": 64}, Dtype: "f32", Pattern: "dyadic", Policy: "strict"},
+		{ID: "add-64x1000", Op: "add", Dims: map[string]int{"M": 64, "N": 1000}, Dtype: "f32", Pattern: "normal", Policy: "strict"},
+		{ID: "mine", Op: "rmsnorm", Dims: map[string]int{"M": 2, "N": 8}, Dtype: "f32", Pattern: "normal", Policy: "strict", Params: map[string]float64{"eps": 0.001}},
+	}
+	if !reflect.DeepEqual(c.Cases, want) {
+		t.Errorf("Parse cases = %+v, want %+v", c.Cases, want)
+	}
+	if c.Name != "d" || c.Schema != 1 {
+		t.Errorf("Parse = name %q, schema %d, want d, 1", c.Name, c.Schema)
+	}
+}
+
+func TestDefaultID(t *testing.T) {
+	tests := []struct {
+		c    oracle.Case
+		want string
+	}{
+		{oracle.Case{Op: "gemm", Dims: map[string]int{"K": 3, "N": 2, "M": 1}, Pattern: "normal"}, "gemm-1x2x3"},
+		{oracle.Case{Op: "softmax", Dims: map[string]int{"M": 4, "N": 5}, Pattern: "dyadic"}, "softmax-4x5-dyadic"},
+	}
+	for _, tt := range tests {
+		if got := DefaultID(tt.c); got != tt.want {
+			t.Errorf("DefaultID(%s %v %s) = %s, want %s", tt.c.Op, tt.c.Dims, tt.c.Pattern, got, tt.want)
+		}
+	}
+}
+
+func TestParseErrors(t *testing.T) {
+	knownOps := "[add gemm layernorm rmsnorm softmax sum]"
+	tests := []struct {
+		name string
+		in   string
+		want string // after "c.json:"
+	}{
+		{
+			name: "syntax error on line 3",
+			in:   "{\n  \"schema\": 1,\n  \"name\": nope\n}",
+			want: "3: invalid character 'o' in literal null (expecting 'u')",
+		},
+		{
+			name: "truncated",
+			in:   "{\n  \"schema\": 1,\n",
+			want: "1: unexpected EOF",
+		},
+		{
+			name: "wrong type on line 2",
+			in:   "{\n  \"schema\": \"1\"\n}",
+			want: "2: schema: want int",
+		},
+		{
+			name: "unknown top-level field",
+			in:   `{"schema": 1, "name": "x", "colour": "red", "cases": []}`,
+			want: `1: json: unknown field "colour"`,
+		},
+		{
+			name: "schema 2",
+			in:   `{"schema": 2, "cases": [{"op": "sum", "dims": {"M": 1, "N": 1}}]}`,
+			want: "1: schema: want 1, got 2",
+		},
+		{
+			name: "schema missing",
+			in:   `{"cases": [{"op": "sum", "dims": {"M": 1, "N": 1}}]}`,
+			want: "1: schema: want 1, got 0",
+		},
+		{
+			name: "no cases",
+			in:   `{"schema": 1, "name": "x", "cases": []}`,
+			want: "1: cases: want at least one case",
+		},
+		{
+			name: "unknown field in a case",
+			in:   "{\"schema\": 1, \"cases\": [\n  {\"op\": \"sum\", \"dims\": {\"M\": 1, \"N\": 1}},\n  {\"op\": \"sum\", \"dims\": {\"M\": 2, \"N\": 1}, \"colour\": 1}\n]}",
+			want: `3: case: json: unknown field "colour"`,
+		},
+		{
+			name: "unknown op on line 4",
+			in:   "{\"schema\": 1,\n \"cases\": [\n  {\"op\": \"sum\", \"dims\": {\"M\": 1, \"N\": 1}},\n  {\"op\": \"conv\", \"dims\": {\"M\": 8, \"N\": 8}}\n]}",
+			want: `4: case conv-8x8: op: unknown op "conv" (known: ` + knownOps + `)`,
+		},
+		{
+			name: "dims out of range",
+			in:   "{\"schema\": 1, \"cases\": [\n{\"op\": \"add\", \"dims\": {\"M\": 0, \"N\": 8}}]}",
+			want: "2: case add-0x8: dims: M=0 outside [1, 16384]",
+		},
+		{
+			name: "missing dim",
+			in:   "{\"schema\": 1, \"cases\": [\n{\"op\": \"gemm\", \"dims\": {\"M\": 1, \"N\": 8, \"X\": 2}}]}",
+			want: "2: case gemm-1x8: dims: missing K (op gemm wants [M N K])",
+		},
+		{
+			name: "dtype f64",
+			in:   "{\"schema\": 1, \"cases\": [\n{\"op\": \"sum\", \"dims\": {\"M\": 1, \"N\": 8}, \"dtype\": \"f64\"}]}",
+			want: `2: case sum-1x8: dtype: want f32, got "f64"`,
+		},
+		{
+			name: "unknown pattern",
+			in:   "{\"schema\": 1, \"cases\": [\n{\"op\": \"sum\", \"dims\": {\"M\": 1, \"N\": 8}, \"pattern\": \"ones\"}]}",
+			want: `2: case sum-1x8-ones: pattern: unknown pattern "ones"`,
+		},
+		{
+			name: "duplicate explicit id",
+			in:   "{\"schema\": 1, \"cases\": [\n  {\"id\": \"x\", \"op\": \"sum\", \"dims\": {\"M\": 1, \"N\": 8}},\n  {\"op\": \"sum\", \"dims\": {\"M\": 2, \"N\": 8}},\n  {\"id\": \"x\", \"op\": \"add\", \"dims\": {\"M\": 1, \"N\": 8}}\n]}",
+			want: `4: id: "x" already used at line 2`,
+		},
+		{
+			name: "duplicate default id",
+			in:   "{\"schema\": 1, \"cases\": [\n  {\"op\": \"gemm\", \"dims\": {\"M\": 64, \"N\": 64, \"K\": 64}, \"seed\": 1},\n  {\"op\": \"gemm\", \"dims\": {\"M\": 64, \"N\": 64, \"K\": 64}, \"seed\": 2}\n]}",
+			want: `3: id: "gemm-64x64x64" already used at line 2`,
+		},
+		{
+			// Byte-identical cases: the second must be reported at its own
+			// line, not found again at the first one's.
+			name: "identical cases",
+			in:   "{\"schema\": 1, \"cases\": [\n  {\"op\": \"sum\", \"dims\": {\"M\": 1, \"N\": 8}},\n  {\"op\": \"sum\", \"dims\": {\"M\": 1, \"N\": 8}}\n]}",
+			want: `3: id: "sum-1x8" already used at line 2`,
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c, err := Parse("c.json", []byte(tt.in))
+			if want := "c.json:" + tt.want; errString(err) != want {
+				t.Errorf("Parse(%s) = %v, want %s", tt.name, err, want)
+			}
+			if c != nil {
+				t.Errorf("Parse(%s) = %+v with an error, want nil", tt.name, c)
+			}
+			var se *SyntaxError
+			if !errors.As(err, &se) || se.File != "c.json" {
+				t.Errorf("Parse(%s) error %T, want *SyntaxError naming c.json", tt.name, err)
+			}
+		})
+	}
+}
+
+func FuzzParse(f *testing.F) {
+	for _, name := range Builtin() {
+		b, err := builtin.ReadFile("builtin/" + name + ".json")
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(b)
+	}
+	f.Add([]byte("{\"schema\": 1, \"cases\": [\n  {\"op\": \"sum\", \"dims\": {\"M\": 1, \"N\": 8}},\n  {\"op\": \"sum\", \"dims\": {\"M\": 1, \"N\": 8}}\n]}"))
+	f.Add([]byte(`{"schema": 1, "cases": [{"op": "rmsnorm", "dims": {"M": 1, "N": 8}, "params": {"eps": 2}}]}`))
+	f.Add([]byte("{\n  \"schema\": 1,\n  \"name\": nope\n}"))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		c, err := Parse("f.json", b)
+		if err != nil {
+			var se *SyntaxError
+			if !errors.As(err, &se) {
+				t.Fatalf("Parse error %T %v, want *SyntaxError", err, err)
+			}
+			if se.Line < 1 || se.Line > strings.Count(string(b), "\n")+1 {
+				t.Fatalf("Parse error line %d outside the %d-line input", se.Line, strings.Count(string(b), "\n")+1)
+			}
+			return
+		}
+		seen := map[string]bool{}
+		for _, cs := range c.Cases {
+			if err := cs.Validate(); err != nil {
+				t.Fatalf("Parse accepted an invalid case: %v", err)
+			}
+			if seen[cs.ID] {
+				t.Fatalf("Parse accepted duplicate id %s", cs.ID)
+			}
+			seen[cs.ID] = true
+		}
+	})
+}
