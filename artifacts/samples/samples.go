@@ -6,11 +6,13 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strings"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/ipc"
 	"github.com/apache/arrow-go/v18/arrow/memory"
+	"github.com/tilepipe/tilepipe/artifacts/internal/footer"
 )
 
 // Row is one timing sample of one visit.
@@ -80,14 +82,28 @@ const (
 
 // ReadFile reads every row of the sample table at path, checking the schema
 // and that per_op_ns agrees with total_ns/calls.
-func ReadFile(path string, mem memory.Allocator) ([]Row, error) {
+func ReadFile(path string, mem memory.Allocator) (rows []Row, err error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, err
 	}
 	defer f.Close()
+	// Arrow's IPC reader panics on some malformed flatbuffers; a foreign
+	// file must give an error, not a crash.
+	defer func() {
+		if p := recover(); p != nil {
+			rows, err = nil, fmt.Errorf("samples %s: arrow ipc: malformed file: %v", path, p)
+		}
+	}()
 	if mem == nil {
 		mem = memory.DefaultAllocator
+	}
+	fi, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	if err := footer.Check(f, fi.Size(), MaxMetadataBytes); err != nil {
+		return nil, fmt.Errorf("samples %s: arrow ipc: %w", path, err)
 	}
 	fr, err := ipc.NewFileReader(f, ipc.WithAllocator(mem), ipc.WithMetadataSizeLimit(MaxMetadataBytes), ipc.WithBodySizeLimit(MaxBodyBytes))
 	if err != nil {
@@ -97,7 +113,6 @@ func ReadFile(path string, mem memory.Allocator) ([]Row, error) {
 	if !fr.Schema().Equal(Schema) {
 		return nil, fmt.Errorf("samples %s: schema: want %s, got %s", path, Schema, fr.Schema())
 	}
-	var rows []Row
 	for i := 0; i < fr.NumRecords(); i++ {
 		rec, err := fr.RecordBatch(i)
 		if err != nil {
@@ -119,7 +134,8 @@ func ReadFile(path string, mem memory.Allocator) ([]Row, error) {
 		total := rec.Column(8).(*array.Int64)
 		perop := rec.Column(9).(*array.Float64)
 		for j := 0; j < int(rec.NumRows()); j++ {
-			r := Row{visit.Value(j), round.Value(j), pos.Value(j), cs.Value(j), rt.Value(j), kind.Value(j), idx.Value(j), calls.Value(j), total.Value(j)}
+			// Clone: Arrow's strings alias its buffers, which mem may free.
+			r := Row{visit.Value(j), round.Value(j), pos.Value(j), strings.Clone(cs.Value(j)), strings.Clone(rt.Value(j)), strings.Clone(kind.Value(j)), idx.Value(j), calls.Value(j), total.Value(j)}
 			if r.Calls < 1 || r.TotalNs < 0 {
 				return nil, fmt.Errorf("samples %s: row %d: calls=%d total_ns=%d: want calls >= 1 and total_ns >= 0", path, len(rows), r.Calls, r.TotalNs)
 			}

@@ -1,0 +1,13 @@
+// Package depcheck holds no code: its test enforces tilepipe's dependency
+// directions (STYLE.md, "Layout and dependency direction").
+//
+// # Rules
+//
+// A stage is one of capture, prepare, replay and audit, with its
+// sub-packages. Stages never import each other; they meet only through the
+// store, package artifacts. Only cmd/tilepipe strings stages together, so
+// no other package imports a stage. oracle is a leaf: the standard library
+// and gonum only. artifacts (and its sub-packages) import no stage.
+//
+// Only non-test imports count: tests may reach across to build fixtures.
+package depcheck
