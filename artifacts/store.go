@@ -49,6 +49,12 @@ type Store struct {
 // Create makes dir, which must not exist, as a new empty layout. The parent
 // must exist. Creation is exclusive: two stages cannot share a directory.
 func Create(dir string) (*Store, error) {
+	// Paths into the store are handed to child processes that run in other
+	// directories, so the store always knows itself by an absolute path.
+	dir, err := filepath.Abs(dir)
+	if err != nil {
+		return nil, err
+	}
 	if err := os.Mkdir(dir, 0o755); err != nil {
 		if errors.Is(err, fs.ErrExist) {
 			return nil, fmt.Errorf("output directory %s already exists; stages never overwrite, choose a new one", dir)
@@ -81,6 +87,10 @@ func Open(dir string) (*Store, error) {
 // OpenIncomplete opens a layout that may not have been committed yet, for
 // resuming the stage that writes it.
 func OpenIncomplete(dir string) (*Store, error) {
+	dir, err := filepath.Abs(dir)
+	if err != nil {
+		return nil, err
+	}
 	fi, err := os.Lstat(dir)
 	if err != nil {
 		return nil, fmt.Errorf("open stage: %w", err)

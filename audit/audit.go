@@ -188,8 +188,20 @@ func (a *auditor) chain() {
 			continue
 		}
 		consumed := map[artifacts.Digest]time.Time{}
+		allowed := map[artifacts.Digest]bool{}
+		for _, pst := range []*artifacts.Stage{st.pred, st.also} {
+			if pst != nil {
+				allowed[pst.Descriptor.Digest], allowed[pst.Manifest.Config.Digest] = true, true
+				for _, l := range pst.Layers {
+					allowed[l.Digest] = true
+				}
+			}
+		}
 		for _, d := range r.Predicate.ResolvedDependencies {
 			consumed[d.Digest] = d.VerifiedAt
+			if !allowed[d.Digest] {
+				p = append(p, fmt.Sprintf("%s receipt: consumed %s (%s), which no predecessor stage produced", st.name, d.Name, artifacts.Short(d.Digest)))
+			}
 		}
 		for _, pst := range []*artifacts.Stage{st.pred, st.also} {
 			if pst == nil {

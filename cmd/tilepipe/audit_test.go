@@ -96,6 +96,11 @@ func TestAuditRecomputes(t *testing.T) {
 				r.ResolvedDependencies = r.ResolvedDependencies[:1]
 			})
 		}, "chain", "FAILED", "was not recorded as verified"},
+		{"foreign dependency", func(t *testing.T, dir string) {
+			forge(t, filepath.Join(dir, "replay"), artifacts.ReplayType, func(_ *artifacts.Store, _ *replayDoc, r *artifacts.Receipt) {
+				r.ResolvedDependencies = append(r.ResolvedDependencies, artifacts.Dependency{Name: "elsewhere", Digest: artifacts.Digest("sha256:" + strings.Repeat("ab", 32)), VerifiedAt: r.StartedOn})
+			})
+		}, "chain", "FAILED", "replay receipt: consumed elsewhere (abababababab), which no predecessor stage produced"},
 		{"impossible time", func(t *testing.T, dir string) {
 			forge(t, filepath.Join(dir, "replay"), artifacts.ReplayType, func(_ *artifacts.Store, d *replayDoc, _ *artifacts.Receipt) {
 				d.Summary[0].MinNs = 1

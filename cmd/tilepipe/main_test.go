@@ -102,6 +102,24 @@ func TestRunNaivePasses(t *testing.T) {
 	}
 }
 
+// TestRelativePaths runs every stage with paths relative to the working
+// directory; timers run in other directories and must still find them.
+func TestRelativePaths(t *testing.T) {
+	t.Chdir(t.TempDir())
+	cohort := tinyCohort(t, gemm16)
+	steps := [][]string{
+		{"capture", "--cohort", cohort, "--routes", "", "--route-exec", testroute.Path(t), "--output", "c"},
+		{"prepare", "--capture", "c", "--output", "p"},
+		append([]string{"replay", "--prepared", "p", "--output", "r", "--baseline", "naive", "--rounds", "1"}, fast...),
+		{"audit", "--capture", "c", "--prepared", "p", "--replay", "r", "--output", "audit.json"},
+	}
+	for _, args := range steps {
+		if code, out, errs := tp(t, args...); code != 0 {
+			t.Fatalf("tilepipe %v = exit %d, want 0\n%s%s", args, code, out, errs)
+		}
+	}
+}
+
 func TestUnsupportedRowsExit3(t *testing.T) {
 	t.Setenv("TILEPIPE_TEST_OPS", "gemm")
 	cohort := tinyCohort(t, gemm16+`, {"op": "sum", "dims": {"M": 4, "N": 10}, "seed": 4}`)
