@@ -41,8 +41,10 @@ run: build
 	@mkdir -p runs
 	$(BIN)/tilepipe run --cohort $(COHORT) --routes $(ROUTES) --output $(RUN_DIR) || [ $$? -eq 3 ]
 
+# -count=1: tests run route programs and timers whose files the go test
+# cache cannot see, so a cached pass could hide a changed route.
 test: build
-	TILEPIPE_ROUTES=$(BIN)/routes TILEPIPE_REQUIRE_ROUTES=1 $(GO) test ./...
+	TILEPIPE_ROUTES=$(BIN)/routes TILEPIPE_REQUIRE_ROUTES=1 $(GO) test -count=1 ./...
 
 test-oracle:
 	$(GO) test ./oracle/ -run TestTightness -v -count=1

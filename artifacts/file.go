@@ -88,6 +88,10 @@ func writeFileAtomic(path string, b []byte) error {
 	if err := f.Close(); err != nil {
 		return err
 	}
+	// CreateTemp makes 0600 files; these are documents for others to read.
+	if err := os.Chmod(f.Name(), 0o644); err != nil {
+		return err
+	}
 	if err := os.Rename(f.Name(), path); err != nil {
 		return err
 	}
