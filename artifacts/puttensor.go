@@ -2,6 +2,7 @@ package artifacts
 
 import (
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
+	"github.com/tilepipe/tilepipe/artifacts/samples"
 	"github.com/tilepipe/tilepipe/artifacts/tensor"
 )
 
@@ -25,4 +26,17 @@ func (s *Store) OpenTensor(d Digest, name string) (*tensor.Tensor, error) {
 		return nil, err
 	}
 	return tensor.ReadFile(s.Path(d), nil)
+}
+
+// PutSamples streams rows as one Arrow sample table into the store.
+func PutSamples(s *Store, rows []samples.Row) (ocispec.Descriptor, error) {
+	w, err := s.NewWriter(MediaArrow)
+	if err != nil {
+		return ocispec.Descriptor{}, err
+	}
+	if err := samples.Write(w, rows); err != nil {
+		w.Abort()
+		return ocispec.Descriptor{}, err
+	}
+	return w.Commit()
 }

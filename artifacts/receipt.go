@@ -7,6 +7,7 @@ import (
 	"runtime"
 	"runtime/debug"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 
@@ -91,6 +92,7 @@ type Environment struct {
 	Kernel     string            `json:"kernel"`
 	CPUModel   string            `json:"cpuModel"`
 	CPUFlags   []string          `json:"cpuFlags"`
+	CPUMHz     float64           `json:"cpuMHz"` // highest clock /proc/cpuinfo reports
 	CPUs       int               `json:"cpus"`
 	Governor   string            `json:"governor"`
 	MemTotalKB int64             `json:"memTotalKB"`
@@ -142,6 +144,10 @@ func Fingerprint() Environment {
 			switch {
 			case k == "model name" && e.CPUModel == "":
 				e.CPUModel = v
+			case k == "cpu MHz":
+				if x, err := strconv.ParseFloat(v, 64); err == nil && x > e.CPUMHz {
+					e.CPUMHz = x
+				}
 			case k == "flags" && e.CPUFlags == nil:
 				e.CPUFlags = strings.Fields(v)
 				sort.Strings(e.CPUFlags)

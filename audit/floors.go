@@ -1,12 +1,9 @@
 package audit
 
 import (
-	"bufio"
 	"fmt"
-	"os"
 	"runtime"
-	"strconv"
-	"strings"
+	"slices"
 	"sync"
 	"time"
 
@@ -19,7 +16,13 @@ import (
 // the flops of a matrix op divided by the machine's nominal FP32 peak. A
 // time below a floor means the kernel skipped work (or cached its answer).
 func (a *auditor) floors() {
-	peak, peakWhy := fp32Peak()
+	// The compute floor is the replay machine's (from its receipt); the
+	// memory floor is measured here, on the auditor's machine.
+	var env artifacts.Environment
+	if r, err := a.rep.Receipt(); err == nil {
+		env = r.Predicate.Environment
+	}
+	peak, peakWhy := fp32Peak(env)
 	var w []string
 	cases := map[string]artifacts.CapturedCase{}
 	for _, c := range a.cdoc.Cases {
@@ -127,43 +130,22 @@ func warmUp(d time.Duration) {
 	wg.Wait()
 }
 
-// fp32Peak is cores x clock x FP32 flops per cycle from /proc/cpuinfo (two
-// FMA units of 16 lanes with AVX-512, 8 with AVX2+FMA, else 4 lanes, no FMA).
-func fp32Peak() (float64, string) {
-	f, err := os.Open("/proc/cpuinfo")
-	if err != nil {
-		return 0, "unknown CPU"
+// fp32Peak is cores x clock x FP32 flops per cycle of the machine env
+// describes (two FMA units of 16 lanes with AVX-512, 8 with AVX2+FMA, else
+// 4 lanes without FMA).
+func fp32Peak(env artifacts.Environment) (float64, string) {
+	if env.CPUMHz == 0 || env.CPUs == 0 {
+		return 0, "unknown clock: no compute floor"
 	}
-	defer f.Close()
-	var mhz float64
-	var flags string
-	sc := bufio.NewScanner(f)
-	sc.Buffer(make([]byte, 1<<20), 1<<20)
-	for sc.Scan() {
-		k, v, ok := strings.Cut(sc.Text(), ":")
-		if !ok {
-			continue
-		}
-		switch strings.TrimSpace(k) {
-		case "cpu MHz":
-			if x, err := strconv.ParseFloat(strings.TrimSpace(v), 64); err == nil && x > mhz {
-				mhz = x
-			}
-		case "flags":
-			flags = " " + v + " "
-		}
-	}
+	has := func(f string) bool { return slices.Contains(env.CPUFlags, f) }
 	perCycle, isa := 8.0, "SSE"
 	switch {
-	case strings.Contains(flags, " avx512f "):
+	case has("avx512f"):
 		perCycle, isa = 64, "AVX-512 FMA"
-	case strings.Contains(flags, " avx2 ") && strings.Contains(flags, " fma "):
+	case has("avx2") && has("fma"):
 		perCycle, isa = 32, "AVX2 FMA"
 	}
-	if mhz == 0 {
-		return 0, "unknown clock"
-	}
 	// Turbo can exceed the reported clock; allow 1.5x.
-	peak := float64(runtime.NumCPU()) * mhz * 1e6 * 1.5 * perCycle
-	return peak, fmt.Sprintf("%.0f GFLOP/s = %d cores x %.0f MHz x 1.5 turbo x %g flop/cycle %s", peak/1e9, runtime.NumCPU(), mhz, perCycle, isa)
+	peak := float64(env.CPUs) * env.CPUMHz * 1e6 * 1.5 * perCycle
+	return peak, fmt.Sprintf("%.0f GFLOP/s = %d cores x %.0f MHz x 1.5 turbo x %g flop/cycle %s", peak/1e9, env.CPUs, env.CPUMHz, perCycle, isa)
 }

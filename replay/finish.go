@@ -44,15 +44,7 @@ func (r *replayer) finish(pr planRecord, done map[int]*artifacts.VisitResult, cl
 			res.Failed++
 		}
 	}
-	w, err := r.s.NewWriter(artifacts.MediaArrow)
-	if err != nil {
-		return nil, err
-	}
-	if err := samples.Write(w, all); err != nil {
-		w.Abort()
-		return nil, err
-	}
-	sd, err := w.Commit()
+	sd, err := artifacts.PutSamples(r.s, all)
 	if err != nil {
 		return nil, err
 	}

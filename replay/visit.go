@@ -178,15 +178,7 @@ func (r *replayer) visit(ctx context.Context, v artifacts.Visit, programs map[[2
 			return fail(fmt.Sprintf("timer report: non-positive sample %d ns", row.TotalNs))
 		}
 	}
-	w, err := r.s.NewWriter(artifacts.MediaArrow)
-	if err != nil {
-		return nil, err
-	}
-	if err := samples.Write(w, rows); err != nil {
-		w.Abort()
-		return nil, err
-	}
-	sd, err := w.Commit()
+	sd, err := artifacts.PutSamples(r.s, rows)
 	if err != nil {
 		return nil, err
 	}

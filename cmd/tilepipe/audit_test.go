@@ -106,6 +106,11 @@ func TestAuditRecomputes(t *testing.T) {
 				d.Summary[0].MinNs = 1
 			})
 		}, "physical floor", "WARNED", "gemm-16x16x16/naive: fastest sample 1 ns per op is below the memory floor"},
+		{"impossible flops", func(t *testing.T, dir string) {
+			forge(t, filepath.Join(dir, "replay"), artifacts.ReplayType, func(_ *artifacts.Store, d *replayDoc, _ *artifacts.Receipt) {
+				d.Summary[0].MinNs = 1
+			})
+		}, "physical floor", "WARNED", "gemm-16x16x16/naive: fastest sample 1 ns per op is below the compute floor"},
 		{"input replaced", func(t *testing.T, dir string) {
 			forge(t, filepath.Join(dir, "capture"), artifacts.CaptureType, func(s *artifacts.Store, d *artifacts.CaptureDoc, _ *artifacts.Receipt) {
 				d.Cases[0].Packet.Inputs[0] = retensor(t, s, s, d.Cases[0].Packet.Inputs[0])
