@@ -131,8 +131,14 @@ func valueType(dtype string) (arrow.DataType, int, error) {
 		return arrow.PrimitiveTypes.Float64, 8, nil
 	case "i64":
 		return arrow.PrimitiveTypes.Int64, 8, nil
+	case "f16":
+		return arrow.FixedWidthTypes.Float16, 2, nil
+	case "bf16":
+		// Arrow has no bfloat16; its bits travel as uint16 and
+		// tilepipe.dtype says how to read them.
+		return arrow.PrimitiveTypes.Uint16, 2, nil
 	}
-	return nil, 0, fmt.Errorf("dtype %q: want f32, f64 or i64", dtype)
+	return nil, 0, fmt.Errorf("dtype %q: want f32, f64, i64, f16 or bf16", dtype)
 }
 
 // Write writes one tensor as an Arrow IPC file to w. data is the raw
@@ -192,6 +198,14 @@ func (t *Tensor) Float32() []float32 {
 		return nil
 	}
 	return unsafe.Slice((*float32)(unsafe.Pointer(&t.data[0])), len(t.data)/4)
+}
+
+// Int64 views the data as int64 (dtype i64 only).
+func (t *Tensor) Int64() []int64 {
+	if t.Meta.Dtype != "i64" || len(t.data) == 0 {
+		return nil
+	}
+	return unsafe.Slice((*int64)(unsafe.Pointer(&t.data[0])), len(t.data)/8)
 }
 
 // Float64 views the data as float64 (dtype f64 only).

@@ -55,6 +55,8 @@ func TestRoundTrip(t *testing.T) {
 		{"f64 vector", baseMeta("f64", 4), Float64Bytes(f64)},
 		{"i64 rank 3", baseMeta("i64", 1, 1, 5), i64},
 		{"f32 scalar", baseMeta("f32"), Float32Bytes([]float32{3})},
+		{"f16 vector", baseMeta("f16", 3), []byte{0x00, 0x3c, 0x00, 0xc0, 0x5d, 0x7e}},   // 1, -2, NaN
+		{"bf16 vector", baseMeta("bf16", 3), []byte{0x80, 0x3f, 0x00, 0xc0, 0xde, 0x7f}}, // 1, -2, NaN
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -175,7 +177,7 @@ func TestWriteErrors(t *testing.T) {
 	}{
 		{baseMeta("f32", 2, 3), make([]byte, 20), "write tensor A: 20 bytes, shape [2 3] wants 24"},
 		{baseMeta("f64", 2, 3), make([]byte, 24), "write tensor A: 24 bytes, shape [2 3] wants 48"},
-		{baseMeta("f16", 2), make([]byte, 4), `write tensor A: dtype "f16": want f32, f64 or i64`},
+		{baseMeta("f8", 2), make([]byte, 4), `write tensor A: dtype "f8": want f32, f64, i64, f16 or bf16`},
 		{baseMeta("f32", 0, 3), nil, "write tensor A: shape [0 3]: want dimensions >= 1 and at most 16777216 elements"},
 		{baseMeta("f32", -1, -2), make([]byte, 8), "write tensor A: shape [-1 -2]: want dimensions >= 1 and at most 16777216 elements"},
 		{baseMeta("f32", 4097, 4097), nil, "write tensor A: shape [4097 4097]: want dimensions >= 1 and at most 16777216 elements"},
@@ -328,9 +330,9 @@ func TestReadViolations(t *testing.T) {
 		}, "column tensor: element type fixed_size_list<item: int32, nullable>[6] disagrees with tilepipe.dtype f32"},
 		{"unknown dtype", func(t *testing.T) []byte {
 			f := goodForged()
-			f.meta["tilepipe.dtype"] = "f16"
+			f.meta["tilepipe.dtype"] = "f8"
 			return f.build(t)
-		}, `schema metadata tilepipe.dtype: dtype "f16": want f32, f64 or i64`},
+		}, `schema metadata tilepipe.dtype: dtype "f8": want f32, f64, i64, f16 or bf16`},
 		{"shape disagrees with list size", func(t *testing.T) []byte {
 			f := goodForged()
 			f.shape = []int{2, 2}

@@ -60,11 +60,28 @@ enum role { ROLE_INPUT, ROLE_OUTPUT };
 enum check { CHECK_GUARDS, CHECK_POISON, CHECK_INPUTS, CHECK_REPEAT, NCHECKS };
 static const char *const check_names[NCHECKS] = {"guards", "poison", "inputs", "repeat"};
 
+/* Storage dtypes and their poison patterns: little-endian bytes of a NaN
+ * for the first validation call and another NaN for the second
+ * (docs/protocol.md): f32 0x7FC0DEAD / 0x7FC0BEEF, i64 0x7FF8DEADDEADDEAD /
+ * 0x7FF8BEEFBEEFBEEF, f16 0x7E5D / 0x7E5E, bf16 0x7FDE / 0x7FBE. */
+static const struct dtype {
+	const char *name;
+	size_t elem;
+	unsigned char poison[2][8];
+} dtypes[] = {
+	{"f32", 4, {{0xAD, 0xDE, 0xC0, 0x7F}, {0xEF, 0xBE, 0xC0, 0x7F}}},
+	{"i64", 8, {{0xAD, 0xDE, 0xAD, 0xDE, 0xAD, 0xDE, 0xF8, 0x7F}, {0xEF, 0xBE, 0xEF, 0xBE, 0xEF, 0xBE, 0xF8, 0x7F}}},
+	{"f16", 2, {{0x5D, 0x7E}, {0x5E, 0x7E}}},
+	{"bf16", 2, {{0xDE, 0x7F}, {0xBE, 0x7F}}},
+};
+#define NDTYPES (sizeof dtypes / sizeof dtypes[0])
+
 struct param {
 	char *name;
 	char *path;
 	enum role role;
-	size_t elem;  /* element size: 4 (f32) or 8 (i64) */
+	size_t elem;  /* element size: 2 (f16, bf16), 4 (f32) or 8 (i64) */
+	const unsigned char (*poison)[8]; /* the two poison patterns of the dtype */
 	size_t bytes;
 	unsigned char *base; /* guard, data, guard */
 	unsigned char *data; /* base + GUARD, ALIGN-aligned */
@@ -181,12 +198,13 @@ static void parse_param(struct visit *v, int lineno, char **tok, size_t ntok)
 	for (size_t i = 0; i < v->nparams; i++)
 		if (strcmp(v->params[i].name, tok[2]) == 0)
 			die("%s:%d: param: duplicate name \"%s\"", f, lineno, tok[2]);
-	if (strcmp(tok[3], "f32") == 0)
-		p.elem = 4;
-	else if (strcmp(tok[3], "i64") == 0)
-		p.elem = 8;
-	else
-		die("%s:%d: param %s: dtype \"%s\", want f32 or i64", f, lineno, tok[2], tok[3]);
+	size_t d = 0;
+	while (d < NDTYPES && strcmp(tok[3], dtypes[d].name) != 0)
+		d++;
+	if (d == NDTYPES)
+		die("%s:%d: param %s: dtype \"%s\", want f32, f16, bf16 or i64", f, lineno, tok[2], tok[3]);
+	p.elem = dtypes[d].elem;
+	p.poison = dtypes[d].poison;
 	uint64_t bytes;
 	if (!parse_u64(tok[4], MAX_BYTES, &bytes))
 		die("%s:%d: param %s: bad byte count \"%s\"", f, lineno, tok[2], tok[4]);
@@ -346,17 +364,9 @@ static void alloc_buffers(struct visit *v)
 	}
 }
 
-/* Poison patterns, little-endian bytes of 0x7FC0DEAD / 0x7FF8DEADDEADDEAD
- * (first call) and 0x7FC0BEEF / 0x7FF8BEEFBEEFBEEF (second call). */
-static const unsigned char poison_f32[2][4] = {{0xAD, 0xDE, 0xC0, 0x7F}, {0xEF, 0xBE, 0xC0, 0x7F}};
-static const unsigned char poison_i64[2][8] = {
-	{0xAD, 0xDE, 0xAD, 0xDE, 0xAD, 0xDE, 0xF8, 0x7F},
-	{0xEF, 0xBE, 0xEF, 0xBE, 0xEF, 0xBE, 0xF8, 0x7F},
-};
-
 static const unsigned char *poison_of(const struct param *p, int which)
 {
-	return p->elem == 4 ? poison_f32[which] : poison_i64[which];
+	return p->poison[which];
 }
 
 static void poison(struct visit *v, int which)

@@ -239,24 +239,36 @@ func parseReport(t *testing.T, stdout []byte) report {
 	return r
 }
 
-// TestVisitI64 declares C as i64 so the i64 poison pattern is the one
-// checked: halfwrite writes the first 512 bytes, i.e. i64 elements 0-63.
-func TestVisitI64(t *testing.T) {
+// TestVisitDtypes declares C with each storage dtype so that dtype's poison
+// pattern is the one checked: halfwrite writes the first 512 of C's 1024
+// bytes, so the first element left poisoned is 512/elem.
+func TestVisitDtypes(t *testing.T) {
 	dir := t.TempDir()
 	exe := linkFault(t, dir, compileHarness(t, dir), "halfwrite")
-	c := newGemmCase(t)
-	text := strings.Replace(c.visitText(), "C f32 1024 "+c.out+" 16 16", "C i64 1024 "+c.out+" 16 8", 1)
-	if err := os.WriteFile(c.visit, []byte(text), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	stdout, stderr, err := run(t, exe, "--visit", c.visit)
-	if err != nil {
-		t.Fatalf("harness --visit: %v\nstderr: %s", err, stderr)
-	}
-	r := parseReport(t, stdout)
-	const want = "output_not_overwritten: C element 64"
-	if r.Status != "failed" || r.Reason != want {
-		t.Errorf("harness(halfwrite, C i64) = %s %q, want failed %q", r.Status, r.Reason, want)
+	for _, tc := range []struct {
+		dtype string
+		dims  string
+		want  string
+	}{
+		{"i64", "16 8", "output_not_overwritten: C element 64"},
+		{"f16", "16 32", "output_not_overwritten: C element 256"},
+		{"bf16", "32 16", "output_not_overwritten: C element 256"},
+	} {
+		t.Run(tc.dtype, func(t *testing.T) {
+			c := newGemmCase(t)
+			text := strings.Replace(c.visitText(), "C f32 1024 "+c.out+" 16 16", "C "+tc.dtype+" 1024 "+c.out+" "+tc.dims, 1)
+			if err := os.WriteFile(c.visit, []byte(text), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			stdout, stderr, err := run(t, exe, "--visit", c.visit)
+			if err != nil {
+				t.Fatalf("harness --visit: %v\nstderr: %s", err, stderr)
+			}
+			r := parseReport(t, stdout)
+			if r.Status != "failed" || r.Reason != tc.want {
+				t.Errorf("harness(halfwrite, C %s) = %s %q, want failed %q", tc.dtype, r.Status, r.Reason, tc.want)
+			}
+		})
 	}
 }
 
@@ -384,8 +396,8 @@ func TestVisitMalformed(t *testing.T) {
 			return strings.Replace(c.visitText(), "param output", "param inout", 1)
 		}, `VISIT:9: param: role "inout", want input or output`},
 		{"bad dtype", func(c gemmCase) string {
-			return strings.Replace(c.visitText(), "A f32", "A f16", 1)
-		}, `VISIT:7: param A: dtype "f16", want f32 or i64`},
+			return strings.Replace(c.visitText(), "A f32", "A f8", 1)
+		}, `VISIT:7: param A: dtype "f8", want f32, f16, bf16 or i64`},
 		{"bytes not a multiple", func(c gemmCase) string {
 			return strings.Replace(c.visitText(), "A f32 1024", "A f32 1022", 1)
 		}, `VISIT:7: param A: 1022 bytes is not a multiple of f32's 4`},
