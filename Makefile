@@ -30,7 +30,7 @@ build: deps routes
 routes:
 	$(MAKE) -C routes/halide BIN=$(BIN)/routes/halide
 	@for r in openblas torch-eager; do \
-	  mkdir -p $(BIN)/routes/$$r && cp -p routes/$$r/* $(BIN)/routes/$$r/ ; \
+	  mkdir -p $(BIN)/routes/$$r && find routes/$$r -maxdepth 1 -type f -exec cp -p {} $(BIN)/routes/$$r/ \; ; \
 	done
 
 # The main job: the default cohort through all four stages, then the

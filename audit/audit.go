@@ -52,16 +52,16 @@ type Report struct {
 }
 
 type auditor struct {
-	cfg             artifacts.Environment
-	cap, prep, rep  *artifacts.Stage
-	cdoc            artifacts.CaptureDoc
-	pdoc            artifacts.PreparedDoc
-	rdoc            artifacts.ReplayDoc
-	checks          []Check
-	progress        *progress.Reporter
-	expected, bound map[string][][]float64
-	capVerified     map[artifacts.Digest]bool
-	prepVerified    map[artifacts.Digest]bool
+	cfg            artifacts.Environment
+	cap, prep, rep *artifacts.Stage
+	cdoc           artifacts.CaptureDoc
+	pdoc           artifacts.PreparedDoc
+	rdoc           artifacts.ReplayDoc
+	checks         []Check
+	progress       *progress.Reporter
+	expected       map[string][]oracle.Expected
+	capVerified    map[artifacts.Digest]bool
+	prepVerified   map[artifacts.Digest]bool
 }
 
 // maxEvidence bounds the evidence lines kept per check.
@@ -250,7 +250,7 @@ func (a *auditor) inputs() {
 			continue
 		}
 		for i, ref := range c.Packet.Inputs {
-			want := tensor.Float32Bytes(gen[i])
+			want := oracle.Encode(gen[i])
 			if err := a.sameTensor(a.cap, ref, want); err != nil {
 				p = append(p, fmt.Sprintf("case %s input %s: %v", c.Case.ID, ref.Name, err))
 			}
@@ -292,26 +292,48 @@ func (a *auditor) sameTensor(st *artifacts.Stage, ref artifacts.TensorRef, want 
 // them bit for bit with the capture packet.
 func (a *auditor) oracle() {
 	var p []string
-	a.expected, a.bound = map[string][][]float64{}, map[string][][]float64{}
+	a.expected = map[string][]oracle.Expected{}
 	for _, c := range a.cdoc.Cases {
 		in, err := oracle.Generate(c.Case)
 		if err != nil {
 			p = append(p, fmt.Sprintf("case %s: %v", c.Case.ID, err))
 			continue
 		}
-		exp, bnd, err := oracle.Reference(c.Case, in)
+		exp, err := oracle.Reference(c.Case, in)
 		if err != nil {
 			p = append(p, fmt.Sprintf("case %s: %v", c.Case.ID, err))
 			continue
 		}
-		a.expected[c.Case.ID], a.bound[c.Case.ID] = exp, bnd
+		a.expected[c.Case.ID] = exp
+		if len(c.Packet.Expected) != len(exp) {
+			p = append(p, fmt.Sprintf("case %s: %d expected tensors, the oracle makes %d", c.Case.ID, len(c.Packet.Expected), len(exp)))
+			continue
+		}
+		// Bounds exist for float outputs only and are matched by name.
+		byName := map[string]oracle.Expected{}
+		nb := 0
 		for i, ref := range c.Packet.Expected {
-			if err := a.sameTensor(a.cap, ref, tensor.Float64Bytes(exp[i])); err != nil {
+			want := tensor.Float64Bytes(exp[i].Want)
+			if exp[i].WantI != nil || ref.Dtype == "i64" {
+				want = oracle.Encode(oracle.I64(exp[i].WantI))
+			} else {
+				byName[ref.Name] = exp[i]
+				nb++
+			}
+			if err := a.sameTensor(a.cap, ref, want); err != nil {
 				p = append(p, fmt.Sprintf("case %s expected %s: %v", c.Case.ID, ref.Name, err))
 			}
 		}
-		for i, ref := range c.Packet.Bound {
-			if err := a.sameTensor(a.cap, ref, tensor.Float64Bytes(bnd[i])); err != nil {
+		if len(c.Packet.Bound) != nb {
+			p = append(p, fmt.Sprintf("case %s: %d bound tensors, the oracle makes %d", c.Case.ID, len(c.Packet.Bound), nb))
+		}
+		for _, ref := range c.Packet.Bound {
+			e, ok := byName[ref.Name]
+			if !ok {
+				p = append(p, fmt.Sprintf("case %s bound %s: no float output of that name", c.Case.ID, ref.Name))
+				continue
+			}
+			if err := a.sameTensor(a.cap, ref, tensor.Float64Bytes(e.Bound)); err != nil {
 				p = append(p, fmt.Sprintf("case %s bound %s: %v", c.Case.ID, ref.Name, err))
 			}
 		}
@@ -336,7 +358,7 @@ func (a *auditor) outputs() {
 			p = append(p, fmt.Sprintf("visit %d: case %s has no recomputed reference", v.Index, v.Case))
 			continue
 		}
-		var got [][]float32
+		var got []oracle.Tensor
 		var held []*tensor.Tensor
 		for _, o := range v.Outputs {
 			if !a.rep.Has(o.Digest) {
@@ -349,10 +371,15 @@ func (a *auditor) outputs() {
 				continue
 			}
 			held = append(held, t)
-			got = append(got, t.Float32())
+			ot, err := oracle.Decode(t.Meta.Dtype, t.Bytes())
+			if err != nil {
+				p = append(p, fmt.Sprintf("visit %d output %s: %v", v.Index, o.Name, err))
+				continue
+			}
+			got = append(got, ot)
 		}
 		if len(got) == len(exp) {
-			vd := oracle.Compare(cases[v.Case], exp, a.bound[v.Case], got)
+			vd := oracle.Compare(cases[v.Case], exp, got)
 			if !vd.Pass {
 				p = append(p, fmt.Sprintf("visit %d (%s %s) passed in replay but fails the recomputed oracle: %s", v.Index, v.Case, v.Route, vd.Reason))
 			}

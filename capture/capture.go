@@ -178,7 +178,7 @@ func packet(s *artifacts.Store, c oracle.Case) (*artifacts.CapturedCase, error) 
 	if err != nil {
 		return nil, fmt.Errorf("case %s: generate inputs: %w", c.ID, err)
 	}
-	expected, bound, err := oracle.Reference(c, inputs)
+	expected, err := oracle.Reference(c, inputs)
 	if err != nil {
 		return nil, fmt.Errorf("case %s: oracle: %w", c.ID, err)
 	}
@@ -201,19 +201,29 @@ func packet(s *artifacts.Store, c oracle.Case) (*artifacts.CapturedCase, error) 
 		return artifacts.TensorRef{Name: p.Name, Role: role, Dtype: dtype, Shape: p.Shape, Digest: d.Digest, Size: d.Size}, nil
 	}
 	for i, p := range in {
-		r, err := put(p, "input", p.Dtype, tensor.Float32Bytes(inputs[i]))
+		r, err := put(p, "input", p.Dtype, oracle.Encode(inputs[i]))
 		if err != nil {
 			return nil, err
 		}
 		cc.Packet.Inputs = append(cc.Packet.Inputs, r)
 	}
+	// A float output stores its expected values and bounds as f64; an
+	// index output stores its exact expected indices as i64 and no bound.
 	for i, p := range out {
-		r, err := put(p, "expected", "f64", tensor.Float64Bytes(expected[i]))
+		if p.Dtype == "i64" {
+			r, err := put(p, "expected", "i64", oracle.Encode(oracle.I64(expected[i].WantI)))
+			if err != nil {
+				return nil, err
+			}
+			cc.Packet.Expected = append(cc.Packet.Expected, r)
+			continue
+		}
+		r, err := put(p, "expected", "f64", tensor.Float64Bytes(expected[i].Want))
 		if err != nil {
 			return nil, err
 		}
 		cc.Packet.Expected = append(cc.Packet.Expected, r)
-		if r, err = put(p, "bound", "f64", tensor.Float64Bytes(bound[i])); err != nil {
+		if r, err = put(p, "bound", "f64", tensor.Float64Bytes(expected[i].Bound)); err != nil {
 			return nil, err
 		}
 		cc.Packet.Bound = append(cc.Packet.Bound, r)

@@ -3,6 +3,7 @@ package oracle
 import (
 	"fmt"
 	"sort"
+	"strings"
 )
 
 // Case is one operator at one size with one input recipe. It is the unit
@@ -11,10 +12,11 @@ type Case struct {
 	ID      string             `json:"id"`
 	Op      string             `json:"op"`
 	Dims    map[string]int     `json:"dims"`
-	Dtype   string             `json:"dtype"`
+	Dtype   string             `json:"dtype"` // storage dtype of the float tensors: f32, f16 or bf16
 	Pattern string             `json:"pattern"`
 	Seed    uint64             `json:"seed"`
 	Policy  string             `json:"policy"`
+	Ranking string             `json:"ranking,omitempty"` // topk and sort: stable or standard
 	Params  map[string]float64 `json:"params,omitempty"`
 }
 
@@ -41,6 +43,8 @@ func (p Param) Bytes() int { return p.Elems() * DtypeSize(p.Dtype) }
 // DtypeSize is the element size of a storage dtype, 0 for unknown ones.
 func DtypeSize(dtype string) int {
 	switch dtype {
+	case "f16", "bf16":
+		return 2
 	case "f32":
 		return 4
 	case "f64", "i64":
@@ -49,31 +53,169 @@ func DtypeSize(dtype string) int {
 	return 0
 }
 
-// Limits on case sizes; every dimension and tensor must stay inside them.
+// Limits on case sizes; every dimension, tensor and matrix op must stay
+// inside them.
 const (
 	MaxDim   = 16384
 	MaxElems = 1 << 24
+	MaxTerms = 1 << 34 // product terms of one matrix op (e.g. M·N·K)
 )
 
-// opDims lists the dimension names each op requires.
-var opDims = map[string][]string{
-	"gemm":      {"M", "N", "K"},
-	"add":       {"M", "N"},
-	"sum":       {"M", "N"},
-	"softmax":   {"M", "N"},
-	"rmsnorm":   {"M", "N"},
-	"layernorm": {"M", "N"},
+// Rankings are the tie contracts of topk and sort.
+const (
+	RankingStable   = "stable"   // ties in original index order
+	RankingStandard = "standard" // ties may pick other indices; values exact, indices unique and matching
+)
+
+// opSpec describes one operator: its dimension names, which storage dtypes
+// it takes, and its signature.
+type opSpec struct {
+	dims    []string
+	halfOK  bool // f16 and bf16 storage allowed (FP32 accumulation)
+	ranking bool // needs a ranking contract
+	sig     func(d map[string]int, f string) []Param
+	check   func(d map[string]int) error // extra constraints, may be nil
+	terms   func(d map[string]int) int64 // product terms (matrix ops), may be nil
+}
+
+func in(name, dtype string, shape ...int) Param  { return Param{name, "input", dtype, shape} }
+func out(name, dtype string, shape ...int) Param { return Param{name, "output", dtype, shape} }
+
+// unary, binary: the row-wise shapes most ops share.
+func mn(d map[string]int) (int, int) { return d["M"], d["N"] }
+
+var ops = map[string]opSpec{
+	"gemm":      {dims: []string{"M", "N", "K"}, halfOK: true, sig: sigGemm, terms: termsMNK},
+	"gemm_relu": {dims: []string{"M", "N", "K"}, halfOK: true, sig: sigGemm, terms: termsMNK},
+	"gemm_gelu": {dims: []string{"M", "N", "K"}, halfOK: true, sig: sigGemm, terms: termsMNK},
+	"bmm": {dims: []string{"B", "M", "N", "K"}, halfOK: true, terms: func(d map[string]int) int64 {
+		return int64(d["B"]) * termsMNK(d)
+	}, sig: func(d map[string]int, f string) []Param {
+		return []Param{in("A", f, d["B"], d["M"], d["K"]), in("B", f, d["B"], d["K"], d["N"]), out("C", f, d["B"], d["M"], d["N"])}
+	}},
+	"gemv": {dims: []string{"M", "K"}, halfOK: true, terms: func(d map[string]int) int64 { return int64(d["M"]) * int64(d["K"]) },
+		sig: func(d map[string]int, f string) []Param {
+			return []Param{in("A", f, d["M"], d["K"]), in("X", f, d["K"]), out("Y", f, d["M"])}
+		}},
+	"add":      {dims: []string{"M", "N"}, halfOK: true, sig: sigBinary},
+	"gelu_add": {dims: []string{"M", "N"}, halfOK: true, sig: sigBinary},
+	"sigmoid_pair": {dims: []string{"M", "N"}, halfOK: true, sig: func(d map[string]int, f string) []Param {
+		M, N := mn(d)
+		return []Param{in("X", f, M, N), out("Y", f, M, N), out("D", f, M, N)}
+	}},
+	"gelu_pair": {dims: []string{"M", "N"}, halfOK: true, sig: func(d map[string]int, f string) []Param {
+		M, N := mn(d)
+		return []Param{in("X", f, M, N), out("Y", f, M, N), out("D", f, M, N)}
+	}},
+	"swiglu": {dims: []string{"M", "N"}, halfOK: true, sig: func(d map[string]int, f string) []Param {
+		M, N := mn(d)
+		return []Param{in("G", f, M, N), in("U", f, M, N), out("Y", f, M, N)}
+	}},
+	"rope": {dims: []string{"M", "N", "R"}, halfOK: true, check: func(d map[string]int) error {
+		if d["R"]%2 != 0 || d["R"] > d["N"] {
+			return fmt.Errorf("R=%d: want an even rotary width <= N=%d", d["R"], d["N"])
+		}
+		return nil
+	}, sig: func(d map[string]int, f string) []Param {
+		M, N := mn(d)
+		return []Param{in("X", f, M, N), in("COS", f, M, d["R"]/2), in("SIN", f, M, d["R"]/2), out("Y", f, M, N)}
+	}},
+	"sum":       {dims: []string{"M", "N"}, sig: sigReduce},
+	"max":       {dims: []string{"M", "N"}, sig: sigReduce},
+	"softmax":   {dims: []string{"M", "N"}, sig: sigUnary},
+	"rmsnorm":   {dims: []string{"M", "N"}, halfOK: true, sig: sigRMSNorm},
+	"layernorm": {dims: []string{"M", "N"}, halfOK: true, sig: sigLayerNorm},
+	"residual_layernorm": {dims: []string{"M", "N"}, halfOK: true, sig: func(d map[string]int, f string) []Param {
+		M, N := mn(d)
+		return []Param{in("X", f, M, N), in("R", f, M, N), in("W", f, N), in("B", f, N), out("Y", f, M, N), out("H", f, M, N)}
+	}},
+	"cross_entropy": {dims: []string{"M", "N"}, sig: func(d map[string]int, f string) []Param {
+		M, N := mn(d)
+		return []Param{in("X", f, M, N), in("T", "i64", M), out("L", f, M)}
+	}},
+	"scan_ordered": {dims: []string{"M", "N"}, sig: sigUnary},
+	"scan":         {dims: []string{"M", "N"}, sig: sigUnary},
+	"argmax": {dims: []string{"M", "N"}, sig: func(d map[string]int, f string) []Param {
+		M, N := mn(d)
+		return []Param{in("X", f, M, N), out("V", f, M), out("I", "i64", M)}
+	}},
+	"topk": {dims: []string{"M", "N", "K"}, ranking: true, check: func(d map[string]int) error {
+		if d["K"] > d["N"] {
+			return fmt.Errorf("K=%d: want K <= N=%d", d["K"], d["N"])
+		}
+		return nil
+	}, sig: func(d map[string]int, f string) []Param {
+		M, N := mn(d)
+		return []Param{in("X", f, M, N), out("V", f, M, d["K"]), out("I", "i64", M, d["K"])}
+	}},
+	"sort": {dims: []string{"M", "N"}, ranking: true, sig: func(d map[string]int, f string) []Param {
+		M, N := mn(d)
+		return []Param{in("X", f, M, N), out("V", f, M, N), out("I", "i64", M, N)}
+	}},
+	"embedding": {dims: []string{"V", "D", "M"}, sig: func(d map[string]int, f string) []Param {
+		return []Param{in("E", f, d["V"], d["D"]), in("I", "i64", d["M"]), out("Y", f, d["M"], d["D"])}
+	}},
+	"attention": {dims: []string{"B", "Hq", "Hkv", "Q", "K", "D", "Dv"}, check: func(d map[string]int) error {
+		if d["Hq"]%d["Hkv"] != 0 {
+			return fmt.Errorf("Hq=%d: want a multiple of Hkv=%d (GQA/MQA)", d["Hq"], d["Hkv"])
+		}
+		if d["Q"] > d["K"] {
+			return fmt.Errorf("Q=%d: want Q <= K=%d (queries are the last Q key positions)", d["Q"], d["K"])
+		}
+		return nil
+	}, terms: func(d map[string]int) int64 {
+		return int64(d["B"]) * int64(d["Hq"]) * int64(d["Q"]) * int64(d["K"]) * int64(d["D"]+d["Dv"])
+	}, sig: func(d map[string]int, f string) []Param {
+		B, Hq, Hkv, Q, K := d["B"], d["Hq"], d["Hkv"], d["Q"], d["K"]
+		return []Param{in("Q", f, B, Hq, Q, d["D"]), in("K", f, B, Hkv, K, d["D"]), in("V", f, B, Hkv, K, d["Dv"]), out("O", f, B, Hq, Q, d["Dv"])}
+	}},
+}
+
+func termsMNK(d map[string]int) int64 { return int64(d["M"]) * int64(d["N"]) * int64(d["K"]) }
+
+func sigGemm(d map[string]int, f string) []Param {
+	M, N, K := d["M"], d["N"], d["K"]
+	return []Param{in("A", f, M, K), in("B", f, K, N), out("C", f, M, N)}
+}
+
+func sigBinary(d map[string]int, f string) []Param {
+	M, N := mn(d)
+	return []Param{in("A", f, M, N), in("B", f, M, N), out("C", f, M, N)}
+}
+
+func sigUnary(d map[string]int, f string) []Param {
+	M, N := mn(d)
+	return []Param{in("X", f, M, N), out("Y", f, M, N)}
+}
+
+func sigReduce(d map[string]int, f string) []Param {
+	M, N := mn(d)
+	return []Param{in("X", f, M, N), out("Y", f, M)}
+}
+
+func sigRMSNorm(d map[string]int, f string) []Param {
+	M, N := mn(d)
+	return []Param{in("X", f, M, N), in("W", f, N), out("Y", f, M, N)}
+}
+
+func sigLayerNorm(d map[string]int, f string) []Param {
+	M, N := mn(d)
+	return []Param{in("X", f, M, N), in("W", f, N), in("B", f, N), out("Y", f, M, N)}
 }
 
 // Ops lists the operators the oracle knows, sorted.
 func Ops() []string {
-	ops := make([]string, 0, len(opDims))
-	for op := range opDims {
-		ops = append(ops, op)
+	names := make([]string, 0, len(ops))
+	for op := range ops {
+		names = append(names, op)
 	}
-	sort.Strings(ops)
-	return ops
+	sort.Strings(names)
+	return names
 }
+
+// Dims lists the dimension names of op in their canonical order (nil for
+// an unknown op).
+func Dims(op string) []string { return append([]string(nil), ops[op].dims...) }
 
 // Eps is the case's epsilon for the norms (params.eps, default 1e-5).
 func (c Case) Eps() float64 {
@@ -83,15 +225,16 @@ func (c Case) Eps() float64 {
 	return 1e-5
 }
 
-// Validate checks the case's op, dims, dtype and limits.
+// Validate checks the case's op, dims, dtype, ranking and limits.
 func (c Case) Validate() error {
 	if c.ID == "" {
 		return fmt.Errorf("case: id: want a non-empty id")
 	}
-	names, ok := opDims[c.Op]
+	spec, ok := ops[c.Op]
 	if !ok {
 		return fmt.Errorf("case %s: op: unknown op %q (known: %v)", c.ID, c.Op, Ops())
 	}
+	names := spec.dims
 	if len(c.Dims) != len(names) {
 		return fmt.Errorf("case %s: dims: op %s wants exactly %v, got %v", c.ID, c.Op, names, c.Dims)
 	}
@@ -104,21 +247,42 @@ func (c Case) Validate() error {
 			return fmt.Errorf("case %s: dims: %s=%d outside [1, %d]", c.ID, n, d, MaxDim)
 		}
 	}
-	if c.Dtype != "f32" {
-		return fmt.Errorf("case %s: dtype: want f32, got %q", c.ID, c.Dtype)
+	if spec.check != nil {
+		if err := spec.check(c.Dims); err != nil {
+			return fmt.Errorf("case %s: dims: %w", c.ID, err)
+		}
+	}
+	switch {
+	case c.Dtype == "f32":
+	case (c.Dtype == "f16" || c.Dtype == "bf16") && spec.halfOK:
+	case c.Dtype == "f16" || c.Dtype == "bf16":
+		return fmt.Errorf("case %s: dtype: op %s takes only f32 storage, got %q", c.ID, c.Op, c.Dtype)
+	default:
+		return fmt.Errorf("case %s: dtype: want f32, f16 or bf16, got %q", c.ID, c.Dtype)
 	}
 	if c.Policy != "strict" {
 		return fmt.Errorf("case %s: policy: want strict, got %q", c.ID, c.Policy)
 	}
+	switch {
+	case spec.ranking && c.Ranking != RankingStable && c.Ranking != RankingStandard:
+		return fmt.Errorf("case %s: ranking: op %s wants %q or %q, got %q", c.ID, c.Op, RankingStable, RankingStandard, c.Ranking)
+	case !spec.ranking && c.Ranking != "":
+		return fmt.Errorf("case %s: ranking: op %s has no ranking contract, got %q", c.ID, c.Op, c.Ranking)
+	}
 	if !knownPattern(c.Pattern) {
-		return fmt.Errorf("case %s: pattern: unknown pattern %q", c.ID, c.Pattern)
+		return fmt.Errorf("case %s: pattern: unknown pattern %q (known: %s)", c.ID, c.Pattern, strings.Join(Patterns(), ", "))
 	}
 	if e := c.Eps(); !(e > 0 && e < 1) {
 		return fmt.Errorf("case %s: params.eps: want 0 < eps < 1, got %g", c.ID, e)
 	}
-	for _, p := range signature(c) {
+	for _, p := range spec.sig(c.Dims, c.Dtype) {
 		if p.Elems() > MaxElems {
 			return fmt.Errorf("case %s: tensor %s has %d elements, limit %d", c.ID, p.Name, p.Elems(), MaxElems)
+		}
+	}
+	if spec.terms != nil {
+		if t := spec.terms(c.Dims); t > MaxTerms {
+			return fmt.Errorf("case %s: %d product terms, limit %d (2^34)", c.ID, t, int64(MaxTerms))
 		}
 	}
 	return nil
@@ -129,26 +293,5 @@ func Signature(c Case) ([]Param, error) {
 	if err := c.Validate(); err != nil {
 		return nil, err
 	}
-	return signature(c), nil
-}
-
-func signature(c Case) []Param {
-	M, N, K := c.Dims["M"], c.Dims["N"], c.Dims["K"]
-	in := func(name string, shape ...int) Param { return Param{name, "input", "f32", shape} }
-	out := func(name string, shape ...int) Param { return Param{name, "output", "f32", shape} }
-	switch c.Op {
-	case "gemm":
-		return []Param{in("A", M, K), in("B", K, N), out("C", M, N)}
-	case "add":
-		return []Param{in("A", M, N), in("B", M, N), out("C", M, N)}
-	case "sum":
-		return []Param{in("X", M, N), out("Y", M)}
-	case "softmax":
-		return []Param{in("X", M, N), out("Y", M, N)}
-	case "rmsnorm":
-		return []Param{in("X", M, N), in("W", N), out("Y", M, N)}
-	case "layernorm":
-		return []Param{in("X", M, N), in("W", N), in("B", N), out("Y", M, N)}
-	}
-	return nil
+	return ops[c.Op].sig(c.Dims, c.Dtype), nil
 }

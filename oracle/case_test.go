@@ -21,7 +21,7 @@ func TestValidate(t *testing.T) {
 		{"valid", ok, ""},
 		{"no id", with(func(c *Case) { c.ID = "" }), "case: id: want a non-empty id"},
 		{"unknown op", with(func(c *Case) { c.Op = "conv" }),
-			`case x: op: unknown op "conv" (known: [add gemm layernorm rmsnorm softmax sum])`},
+			`case x: op: unknown op "conv" (known: [add argmax attention bmm cross_entropy embedding gelu_add gelu_pair gemm gemm_gelu gemm_relu gemv layernorm max residual_layernorm rmsnorm rope scan scan_ordered sigmoid_pair softmax sort sum swiglu topk])`},
 		{"too few dims", with(func(c *Case) { delete(c.Dims, "K") }),
 			"case x: dims: op gemm wants exactly [M N K], got map[M:4 N:4]"},
 		{"missing dim", with(func(c *Case) { delete(c.Dims, "K"); c.Dims["L"] = 4 }),
@@ -32,9 +32,38 @@ func TestValidate(t *testing.T) {
 			"case x: dims: N=0 outside [1, 16384]"},
 		{"too many elements", with(func(c *Case) { c.Dims["M"] = 16384; c.Dims["K"] = 16384 }),
 			"case x: tensor A has 268435456 elements, limit 16777216"},
-		{"dtype", with(func(c *Case) { c.Dtype = "f16" }), `case x: dtype: want f32, got "f16"`},
+		{"dtype", with(func(c *Case) { c.Dtype = "f64" }), `case x: dtype: want f32, f16 or bf16, got "f64"`},
+		{"half for f32-only op", func() Case {
+			c := with(func(c *Case) {})
+			c.Op = "sum"
+			c.Dims = map[string]int{"M": 2, "N": 2}
+			c.Dtype = "bf16"
+			return c
+		}(),
+			`case x: dtype: op sum takes only f32 storage, got "bf16"`},
+		{"ranking missing", func() Case {
+			c := with(func(c *Case) {})
+			c.Op = "topk"
+			return c
+		}(), `case x: ranking: op topk wants "stable" or "standard", got ""`},
+		{"ranking extra", with(func(c *Case) { c.Ranking = "stable" }), `case x: ranking: op gemm has no ranking contract, got "stable"`},
+		{"topk K > N", func() Case {
+			c := with(func(c *Case) { c.Dims["K"] = 5 })
+			c.Op, c.Ranking = "topk", "stable"
+			return c
+		}(), "case x: dims: K=5: want K <= N=4"},
+		{"rope odd R", Case{ID: "x", Op: "rope", Dims: map[string]int{"M": 2, "N": 8, "R": 3}, Dtype: "f32", Pattern: "normal", Policy: "strict"},
+			"case x: dims: R=3: want an even rotary width <= N=8"},
+		{"attention GQA", Case{ID: "x", Op: "attention", Dims: map[string]int{"B": 1, "Hq": 3, "Hkv": 2, "Q": 1, "K": 4, "D": 8, "Dv": 8}, Dtype: "f32", Pattern: "normal", Policy: "strict"},
+			"case x: dims: Hq=3: want a multiple of Hkv=2 (GQA/MQA)"},
+		{"attention Q > K", Case{ID: "x", Op: "attention", Dims: map[string]int{"B": 1, "Hq": 2, "Hkv": 2, "Q": 5, "K": 4, "D": 8, "Dv": 8}, Dtype: "f32", Pattern: "normal", Policy: "strict"},
+			"case x: dims: Q=5: want Q <= K=4 (queries are the last Q key positions)"},
+		{"terms", with(func(c *Case) { c.Dims = map[string]int{"M": 4096, "N": 4096, "K": 4096} }),
+			"case x: 68719476736 product terms, limit 17179869184 (2^34)"},
+		{"elements", Case{ID: "x", Op: "embedding", Dims: map[string]int{"V": 16384, "D": 2048, "M": 1}, Dtype: "f32", Pattern: "normal", Policy: "strict"},
+			"case x: tensor E has 33554432 elements, limit 16777216"},
 		{"policy", with(func(c *Case) { c.Policy = "tf32" }), `case x: policy: want strict, got "tf32"`},
-		{"pattern", with(func(c *Case) { c.Pattern = "ties" }), `case x: pattern: unknown pattern "ties"`},
+		{"pattern", with(func(c *Case) { c.Pattern = "uniform" }), `case x: pattern: unknown pattern "uniform" (known: normal, dyadic, ties, adversarial)`},
 		{"eps", with(func(c *Case) { c.Params = map[string]float64{"eps": 0} }), "case x: params.eps: want 0 < eps < 1, got 0"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

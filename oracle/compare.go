@@ -28,30 +28,31 @@ type Verdict struct {
 // Check regenerates the inputs and the reference of c and compares outputs
 // (one per output param, signature order) against them. The error reports
 // a case that could not be checked; a failed check is a Verdict.
-func Check(c Case, outputs [][]float32) (Verdict, error) {
+func Check(c Case, outputs []Tensor) (Verdict, error) {
 	inputs, err := Generate(c)
 	if err != nil {
 		return Verdict{}, err
 	}
-	want, bound, err := Reference(c, inputs)
+	exp, err := Reference(c, inputs)
 	if err != nil {
 		return Verdict{}, err
 	}
-	return compare(c, func() [][]float32 { return inputs }, want, bound, outputs), nil
+	return compare(c, func() []Tensor { return inputs }, exp, outputs), nil
 }
 
 // Compare checks every element of outputs (one per output param of
-// [Signature](c), in signature order) against expected ± bound from
-// [Reference]. It regenerates the inputs of c only when an output fails,
-// to tell whether the output is a copy of one.
-func Compare(c Case, expected, bound [][]float64, outputs [][]float32) Verdict {
-	return compare(c, func() [][]float32 {
+// [Signature](c), in signature order) against the [Expected] values from
+// [Reference]. It regenerates the inputs of c only when it needs them: to
+// tell whether a failing output is a copy of an input, and to check the
+// indices of topk and sort under the standard ranking contract.
+func Compare(c Case, exp []Expected, outputs []Tensor) Verdict {
+	return compare(c, func() []Tensor {
 		in, err := Generate(c)
 		if err != nil {
 			return nil
 		}
 		return in
-	}, expected, bound, outputs)
+	}, exp, outputs)
 }
 
 // outputCheck is the scan of one output tensor.
@@ -65,7 +66,19 @@ type outputCheck struct {
 	maxRatio float64
 }
 
-func compare(c Case, inputs func() [][]float32, expected, bound [][]float64, outputs [][]float32) Verdict {
+// bitExact reports whether output name of c must match the reference bit
+// for bit, signed zeros included: copies of input elements.
+func bitExact(c Case, name string) bool {
+	switch c.Op {
+	case "argmax", "embedding":
+		return true
+	case "topk", "sort":
+		return c.Ranking == RankingStable && name == "V"
+	}
+	return false
+}
+
+func compare(c Case, inputs func() []Tensor, exp []Expected, outputs []Tensor) Verdict {
 	fail := func(reason string) Verdict { return Verdict{Reason: reason, Index: -1} }
 	sig, err := Signature(c)
 	if err != nil {
@@ -82,52 +95,156 @@ func compare(c Case, inputs func() [][]float32, expected, bound [][]float64, out
 	if len(outputs) != len(outs) {
 		return fail(fmt.Sprintf("outputs: got %d tensors, want %d", len(outputs), len(outs)))
 	}
-	if len(expected) != len(outs) || len(bound) != len(outs) {
-		return fail(fmt.Sprintf("reference: got %d expected and %d bound tensors, want %d", len(expected), len(bound), len(outs)))
+	if len(exp) != len(outs) {
+		return fail(fmt.Sprintf("reference: got %d expected tensors, want %d", len(exp), len(outs)))
+	}
+	for k, p := range outs {
+		n, e := p.Elems(), exp[k]
+		if outputs[k].Dtype != p.Dtype {
+			return fail(fmt.Sprintf("dtype: %s is %s, want %s", p.Name, outputs[k].Dtype, p.Dtype))
+		}
+		if outputs[k].Len() != n {
+			return fail(fmt.Sprintf("length: %s has %d elements, want %d", p.Name, outputs[k].Len(), n))
+		}
+		if p.Dtype == "i64" {
+			if len(e.WantI) != n {
+				return fail(fmt.Sprintf("reference: %s has %d expected elements, want %d", p.Name, len(e.WantI), n))
+			}
+		} else if len(e.Want) != n || len(e.Bound) != n {
+			return fail(fmt.Sprintf("reference: %s has %d expected and %d bound elements, want %d", p.Name, len(e.Want), len(e.Bound), n))
+		}
+	}
+	var cached []Tensor
+	in := func() []Tensor {
+		if cached == nil {
+			cached = inputs()
+		}
+		return cached
 	}
 	v := Verdict{Pass: true, Index: -1}
-	var failed *outputCheck
-	var failedOut []float32
+	var first *Verdict
 	for k, p := range outs {
-		n := p.Elems()
-		if len(outputs[k]) != n {
-			return fail(fmt.Sprintf("length: %s has %d elements, want %d", p.Name, len(outputs[k]), n))
+		var ov Verdict
+		if p.Dtype == "i64" {
+			ov = compareIndex(c, p, k, exp, outputs, ins, in)
+		} else {
+			ov = compareFloat(c, p, k, exp[k], outputs[k].F, ins, in)
 		}
-		if len(expected[k]) != n || len(bound[k]) != n {
-			return fail(fmt.Sprintf("reference: %s has %d expected and %d bound elements, want %d", p.Name, len(expected[k]), len(bound[k]), n))
-		}
-		oc := scan(k, p.Name, outputs[k], expected[k], bound[k])
-		v.Checked += n
-		v.MaxRatio = math.Max(v.MaxRatio, oc.maxRatio)
-		if failed == nil && oc.bad > 0 {
-			failed, failedOut = &oc, outputs[k]
+		v.Checked += p.Elems()
+		v.MaxRatio = math.Max(v.MaxRatio, ov.MaxRatio)
+		if first == nil && !ov.Pass {
+			first = &ov
 		}
 	}
-	if failed == nil {
+	if first == nil {
+		return v
+	}
+	first.Checked, first.MaxRatio = v.Checked, v.MaxRatio
+	return *first
+}
+
+// compareFloat checks one float output against want ± bound.
+func compareFloat(c Case, p Param, k int, e Expected, out []float32, ins []Param, inputs func() []Tensor) Verdict {
+	oc := scan(k, p.Name, out, e.Want, e.Bound)
+	v := Verdict{Pass: true, Index: -1, MaxRatio: oc.maxRatio}
+	if oc.bad == 0 {
+		if !bitExact(c, p.Name) {
+			return v
+		}
+		for i, g := range out {
+			if math.Float32bits(g) != math.Float32bits(float32(e.Want[i])) {
+				v.Pass, v.Output, v.Index, v.Got, v.Want = false, p.Name, i, float64(g), e.Want[i]
+				v.Reason = fmt.Sprintf("bits: %s[%d] = %s, want %s (bit-exact)", p.Name, i, fmtGot(g), fmtGot(float32(e.Want[i])))
+				return v
+			}
+		}
 		return v
 	}
 	v.Pass = false
-	v.Output = failed.name
-	i := failed.firstNaN
+	v.Output = p.Name
+	i := oc.firstNaN
 	if i < 0 {
-		i = failed.firstBad
+		i = oc.firstBad
 	}
-	v.Index, v.Got = i, float64(failedOut[i])
-	v.Want, v.Bound = expected[failed.k][i], bound[failed.k][i]
-	if r := trivial(failed.name, failedOut, ins, inputs); r != "" {
+	v.Index, v.Got = i, float64(out[i])
+	v.Want, v.Bound = e.Want[i], e.Bound[i]
+	if r := trivial(p.Name, out, ins, inputs); r != "" {
 		v.Reason = r
 		return v
 	}
-	switch g := failedOut[i]; {
-	case failed.firstNaN >= 0 && g != g:
-		v.Reason = fmt.Sprintf("nan: %s[%d] is NaN, want %s", failed.name, i, fmtWant(v.Want))
-	case failed.firstNaN >= 0:
-		v.Reason = fmt.Sprintf("nonfinite: %s[%d] = %s, want %s", failed.name, i, fmtGot(g), fmtWant(v.Want))
+	switch g := out[i]; {
+	case oc.firstNaN >= 0 && g != g:
+		v.Reason = fmt.Sprintf("nan: %s[%d] is NaN, want %s", p.Name, i, fmtWant(v.Want))
+	case oc.firstNaN >= 0:
+		v.Reason = fmt.Sprintf("nonfinite: %s[%d] = %s, want %s", p.Name, i, fmtGot(g), fmtWant(v.Want))
 	default:
 		v.Reason = fmt.Sprintf("bound: %s[%d] = %s, want %s ± %s (%d of %d elements outside)",
-			failed.name, i, fmtGot(g), fmtWant(v.Want), fmtBound(v.Bound), failed.bad, failed.n)
+			p.Name, i, fmtGot(g), fmtWant(v.Want), fmtBound(v.Bound), oc.bad, oc.n)
 	}
 	return v
+}
+
+// compareIndex checks one i64 output: exactly, or under the standard
+// ranking contract of topk and sort, by the contract (docs/oracle.md,
+// "Selection").
+func compareIndex(c Case, p Param, k int, exp []Expected, outputs []Tensor, ins []Param, inputs func() []Tensor) Verdict {
+	got, want := outputs[k].I, exp[k].WantI
+	v := Verdict{Pass: true, Index: -1}
+	bad := func(i int, reason string) Verdict {
+		return Verdict{Reason: reason, Output: p.Name, Index: i, Got: float64(got[i]), Want: float64(want[i])}
+	}
+	if (c.Op == "topk" || c.Op == "sort") && c.Ranking == RankingStandard {
+		in := inputs()
+		if len(in) != len(ins) {
+			return Verdict{Reason: "reference: could not regenerate the inputs for the ranking contract", Output: p.Name, Index: -1}
+		}
+		x, vals := in[0].F, outputs[0].F
+		N := c.Dims["N"]
+		K := len(got) / c.Dims["M"]
+		for r := 0; r < c.Dims["M"]; r++ {
+			seen := map[int64]int{}
+			for j := 0; j < K; j++ {
+				i := r*K + j
+				id := got[i]
+				if id < 0 || id >= int64(N) {
+					return bad(i, fmt.Sprintf("rank: %s[%d] = %d, want an index in [0, %d)", p.Name, i, id, N))
+				}
+				if prev, ok := seen[id]; ok {
+					return bad(i, fmt.Sprintf("rank: %s[%d] = %d repeats %s[%d]", p.Name, i, id, p.Name, prev))
+				}
+				seen[id] = i
+				if xv := x[r*N+int(id)]; math.Float32bits(xv) != math.Float32bits(vals[i]) {
+					return bad(i, fmt.Sprintf("rank: %s[%d] = %d points at %s[%d] = %s, want V[%d] = %s (bit-equal)",
+						p.Name, i, id, ins[0].Name, r*N+int(id), fmtGot(xv), i, fmtGot(vals[i])))
+				}
+			}
+		}
+		return v
+	}
+	nbad, firstBad := 0, -1
+	for i := range got {
+		if got[i] != want[i] {
+			nbad++
+			if firstBad < 0 {
+				firstBad = i
+			}
+		}
+	}
+	if nbad == 0 {
+		return v
+	}
+	zeros, constant := true, len(got) > 1
+	for _, g := range got {
+		zeros = zeros && g == 0
+		constant = constant && g == got[0]
+	}
+	switch {
+	case zeros:
+		return bad(0, fmt.Sprintf("trivial: %s is all zeros", p.Name))
+	case constant:
+		return bad(0, fmt.Sprintf("trivial: %s is constant %d", p.Name, got[0]))
+	}
+	return bad(firstBad, fmt.Sprintf("index: %s[%d] = %d, want %d (%d of %d elements differ)", p.Name, firstBad, got[firstBad], want[firstBad], nbad, len(got)))
 }
 
 // scan compares every element of out, output number k.
@@ -171,7 +288,7 @@ func scan(k int, name string, out []float32, want, bound []float64) outputCheck 
 // zeros, one constant, or a byte-for-byte copy of an input of the same
 // size. It is called only for an output with elements outside their
 // bounds, so such a fill is reported only when the reference rules it out.
-func trivial(name string, out []float32, ins []Param, inputs func() [][]float32) string {
+func trivial(name string, out []float32, ins []Param, inputs func() []Tensor) string {
 	if len(out) == 0 {
 		return ""
 	}
@@ -191,9 +308,9 @@ func trivial(name string, out []float32, ins []Param, inputs func() [][]float32)
 	case constant:
 		return fmt.Sprintf("trivial: %s is constant %s", name, fmtGot(first))
 	}
-	var in [][]float32
+	var in []Tensor
 	for k, p := range ins {
-		if p.Elems() != len(out) {
+		if p.Elems() != len(out) || p.Dtype == "i64" {
 			continue
 		}
 		if in == nil {
@@ -201,7 +318,7 @@ func trivial(name string, out []float32, ins []Param, inputs func() [][]float32)
 				return ""
 			}
 		}
-		if sameBits(in[k], out) {
+		if sameBits(in[k].F, out) {
 			return fmt.Sprintf("trivial: %s is a copy of input %s", name, p.Name)
 		}
 	}

@@ -13,8 +13,11 @@
 // # Signature
 //
 // The signature of a case ([Signature]) is the ordered list of its tensors
-// ([Param]): inputs first, then outputs, each dense, row-major, f32. Routes
-// implement exactly this order; docs/protocol.md lists it per op.
+// ([Param]): inputs first, then outputs, each dense and row-major, float
+// tensors in the case's storage dtype (f32, f16 or bf16) and index tensors
+// i64. Routes implement exactly this order; docs/protocol.md lists it per
+// op. A [Tensor] carries one such tensor's values; [Encode] and [Decode]
+// convert them to and from raw storage bytes.
 //
 // # Generator
 //
@@ -25,8 +28,10 @@
 //
 // # Reference
 //
-// [Reference] computes the exact-math result of the op on the binary32
-// inputs, in float64 (gonum's Dgemm for gemm). The float64 value is the
+// [Reference] computes the exact-math result of the op on the stored
+// inputs, in float64 (gonum's Dgemm for gemm), as one [Expected] per
+// output: values and bounds for a float output, exact indices for an i64
+// output. The float64 value is the
 // centre of the acceptance interval, not a binary32 answer to match bit for
 // bit.
 //

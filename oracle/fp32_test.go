@@ -183,14 +183,41 @@ func ones(n int) []float32 {
 	return x
 }
 
-// impl is one binary32 implementation of an op.
+// impl is one binary32 implementation of an op: run for the ops with one
+// float output, runT for the others. Outputs in half storage are computed
+// in binary32 and rounded once to the storage dtype.
 type impl struct {
 	name string
 	run  func(c Case, in [][]float32) []float32
+	runT func(c Case, in []Tensor) []Tensor
+}
+
+func (im impl) outputs(c Case, in []Tensor) []Tensor {
+	var out []Tensor
+	if im.runT != nil {
+		out = im.runT(c, in)
+	} else {
+		out = []Tensor{F32(im.run(c, f32s(in)))}
+	}
+	sig, _ := Signature(c)
+	k := 0
+	for _, p := range sig {
+		if p.Role != "output" {
+			continue
+		}
+		if p.Dtype == "f16" || p.Dtype == "bf16" {
+			for i, v := range out[k].F {
+				out[k].F[i] = toStorage(p.Dtype, v)
+			}
+		}
+		out[k].Dtype = p.Dtype
+		k++
+	}
+	return out
 }
 
 func gemmImpl(d dotter) impl {
-	return impl{"gemm/" + d.name, func(c Case, in [][]float32) []float32 {
+	return impl{name: "gemm/" + d.name, run: func(c Case, in [][]float32) []float32 {
 		M, N, K := c.Dims["M"], c.Dims["N"], c.Dims["K"]
 		a, b := in[0], in[1]
 		bt := make([]float32, N*K)
@@ -210,7 +237,7 @@ func gemmImpl(d dotter) impl {
 }
 
 func sumImpl(d dotter) impl {
-	return impl{"sum/" + d.name, func(c Case, in [][]float32) []float32 {
+	return impl{name: "sum/" + d.name, run: func(c Case, in [][]float32) []float32 {
 		M, N := c.Dims["M"], c.Dims["N"]
 		one := ones(N)
 		out := make([]float32, M)
@@ -276,7 +303,7 @@ type softmaxVariant struct {
 }
 
 func softmaxImpl(v softmaxVariant) impl {
-	return impl{"softmax/" + v.name, func(c Case, in [][]float32) []float32 {
+	return impl{name: "softmax/" + v.name, run: func(c Case, in [][]float32) []float32 {
 		M, N := c.Dims["M"], c.Dims["N"]
 		out := make([]float32, M*N)
 		one := ones(N)
@@ -399,7 +426,7 @@ func (v normVariant) meanOf(x []float32, sq bool) float32 {
 }
 
 func rmsnormImpl(v normVariant) impl {
-	return impl{"rmsnorm/" + v.name, func(c Case, in [][]float32) []float32 {
+	return impl{name: "rmsnorm/" + v.name, run: func(c Case, in [][]float32) []float32 {
 		M, N := c.Dims["M"], c.Dims["N"]
 		eps := float32(c.Eps())
 		x, w := in[0], in[1]
@@ -471,7 +498,7 @@ func (v normVariant) moments(x []float32) (float32, float32) {
 // FMA; 2 PyTorch CPU's (x*r + (-r*mu))*w + b; 3 fully folded per column,
 // a = r*w, y = x*a + (b - mu*a).
 func layernormImpl(v normVariant) impl {
-	return impl{"layernorm/" + v.name, func(c Case, in [][]float32) []float32 {
+	return impl{name: "layernorm/" + v.name, run: func(c Case, in [][]float32) []float32 {
 		M, N := c.Dims["M"], c.Dims["N"]
 		eps := float32(c.Eps())
 		x, w, b := in[0], in[1], in[2]
@@ -522,7 +549,7 @@ func impls(op string) []impl {
 			out = append(out, sumImpl(d))
 		}
 	case "add":
-		out = append(out, impl{"add/plain", addImpl})
+		out = append(out, impl{name: "add/plain", run: addImpl})
 	case "softmax":
 		for _, v := range []softmaxVariant{
 			{"libm/seq/div", expLibm, seqD, false, true, 0},
@@ -561,6 +588,8 @@ func impls(op string) []impl {
 		} {
 			out = append(out, layernormImpl(v))
 		}
+	default:
+		out = moreImpls(op)
 	}
 	return out
 }

@@ -1,6 +1,9 @@
 package oracle
 
-import "fmt"
+import (
+	"fmt"
+	"math"
+)
 
 // Generator names the input recipe implemented by [Generate] and specified
 // in docs/inputs.md. Stored tensors record it beside the seed; a change to
@@ -8,7 +11,7 @@ import "fmt"
 const Generator = "tilepipe-splitmix64/1"
 
 // patterns lists the input patterns [Generate] knows, in documentation order.
-var patterns = []string{"normal", "dyadic"}
+var patterns = []string{"normal", "dyadic", "ties", "adversarial"}
 
 // Patterns lists the input patterns [Generate] knows (docs/inputs.md).
 func Patterns() []string { return append([]string(nil), patterns...) }
@@ -49,12 +52,13 @@ func tensorStream(seed uint64, index int) splitmix {
 	return splitmix{state: mix64(seed + uint64(index+1)*golden)}
 }
 
-// Generate returns the inputs of c: one row-major slice per input param of
-// [Signature](c), in signature order. The values depend only on the pattern,
-// the seed, the tensor's position in the signature and its element count,
+// Generate returns the inputs of c, one tensor per input param of
+// [Signature](c), in signature order. The values depend only on the
+// pattern, the seed, the tensor's position in the signature, its element
+// count and (for index tensors and half storage) the op's dims and dtype,
 // and are specified bit for bit in docs/inputs.md so that any language can
 // reproduce them.
-func Generate(c Case) ([][]float32, error) {
+func Generate(c Case) ([]Tensor, error) {
 	sig, err := Signature(c)
 	if err != nil {
 		return nil, err
@@ -65,20 +69,43 @@ func Generate(c Case) ([][]float32, error) {
 		fill = fillNormal
 	case "dyadic":
 		fill = fillDyadic
+	case "ties":
+		fill = fillTies
+	case "adversarial":
+		fill = fillAdversarial
 	default:
 		// Validate rejects unknown patterns; this guards a new pattern that
 		// was added to patterns but not here.
 		return nil, fmt.Errorf("case %s: pattern: no generator for %q", c.ID, c.Pattern)
 	}
-	var inputs [][]float32
+	var inputs []Tensor
 	for i, p := range sig {
 		if p.Role != "input" {
 			continue
 		}
-		x := make([]float32, p.Elems())
 		r := tensorStream(c.Seed, i)
+		if p.Dtype == "i64" {
+			// Index tensors ignore the pattern: uniform in [0, n) for the
+			// op's index range (targets of cross_entropy, ids of embedding).
+			n := c.Dims["N"]
+			if c.Op == "embedding" {
+				n = c.Dims["V"]
+			}
+			x := make([]int64, p.Elems())
+			for j := range x {
+				x[j] = int64((r.next() >> 32) * uint64(n) >> 32)
+			}
+			inputs = append(inputs, I64(x))
+			continue
+		}
+		x := make([]float32, p.Elems())
 		fill(&r, x)
-		inputs = append(inputs, x)
+		if p.Dtype != "f32" {
+			for j, v := range x {
+				x[j] = toStorage(p.Dtype, v)
+			}
+		}
+		inputs = append(inputs, Tensor{Dtype: p.Dtype, F: x})
 	}
 	return inputs, nil
 }
@@ -105,5 +132,46 @@ func fillDyadic(r *splitmix, x []float32) {
 	for i := range x {
 		k := int64((r.next()>>32)*65>>32) - 32
 		x[i] = float32(k) / 8
+	}
+}
+
+// fillTies writes k/4 for integers k uniform in [-15, 15], with zero drawn
+// as +0 or -0 by the draw's lowest bit: 31 distinct values, so rows of any
+// width repeat values and selection ops must resolve ties (and signed
+// zeros).
+func fillTies(r *splitmix, x []float32) {
+	for i := range x {
+		z := r.next()
+		k := int64((z>>32)*31>>32) - 15
+		v := float32(k) / 4
+		if k == 0 && z&1 == 1 {
+			v = float32(math.Copysign(0, -1))
+		}
+		x[i] = v
+	}
+}
+
+// fillAdversarial writes pairs: an even element is ±(m + f/4096) with m
+// uniform in [80, 1000] and f in [0, 4096), far beyond where exp overflows
+// without max subtraction; the next (odd) element is its negation plus
+// k/64, k uniform in [-64, 64], so that sums cancel nearly completely.
+// Every value is exact in binary32.
+func fillAdversarial(r *splitmix, x []float32) {
+	var prev float64
+	for i := range x {
+		z := r.next()
+		var v float64
+		if i%2 == 0 {
+			m := 80 + float64((z>>32)*921>>32)
+			v = m + float64((z>>20)&0xFFF)/4096
+			if z&1 == 1 {
+				v = -v
+			}
+		} else {
+			k := int64((z>>32)*129>>32) - 64
+			v = -prev + float64(k)/64
+		}
+		prev = v
+		x[i] = float32(v)
 	}
 }

@@ -18,19 +18,49 @@ var propertyShapes = map[string][]map[string]int{
 		{"M": 16, "N": 16, "K": 256},
 		{"M": 2, "N": 3, "K": 1},
 	},
-	"add":       {{"M": 7, "N": 300}, {"M": 1, "N": 1000}},
-	"sum":       {{"M": 64, "N": 100}, {"M": 64, "N": 300}, {"M": 32, "N": 1000}, {"M": 16, "N": 4096}, {"M": 3, "N": 1}},
-	"softmax":   {{"M": 16, "N": 100}, {"M": 8, "N": 300}, {"M": 8, "N": 1000}, {"M": 2, "N": 4096}, {"M": 4, "N": 1}},
-	"rmsnorm":   {{"M": 16, "N": 100}, {"M": 8, "N": 300}, {"M": 8, "N": 1000}, {"M": 2, "N": 4096}, {"M": 4, "N": 1}},
-	"layernorm": {{"M": 16, "N": 100}, {"M": 8, "N": 300}, {"M": 8, "N": 1000}, {"M": 2, "N": 4096}, {"M": 4, "N": 1}},
+	"gemm_relu":          {{"M": 4, "N": 50, "K": 300}, {"M": 3, "N": 7, "K": 1}},
+	"gemm_gelu":          {{"M": 4, "N": 50, "K": 300}, {"M": 3, "N": 7, "K": 1}},
+	"bmm":                {{"B": 3, "M": 4, "N": 20, "K": 100}},
+	"gemv":               {{"M": 64, "K": 700}, {"M": 5, "K": 1}},
+	"add":                {{"M": 7, "N": 300}, {"M": 1, "N": 1000}},
+	"gelu_add":           {{"M": 8, "N": 500}},
+	"gelu_pair":          {{"M": 8, "N": 500}},
+	"sigmoid_pair":       {{"M": 8, "N": 500}},
+	"swiglu":             {{"M": 8, "N": 500}},
+	"rope":               {{"M": 16, "N": 100, "R": 64}, {"M": 3, "N": 8, "R": 8}},
+	"sum":                {{"M": 64, "N": 100}, {"M": 64, "N": 300}, {"M": 32, "N": 1000}, {"M": 16, "N": 4096}, {"M": 3, "N": 1}},
+	"max":                {{"M": 16, "N": 300}, {"M": 3, "N": 1}},
+	"softmax":            {{"M": 16, "N": 100}, {"M": 8, "N": 300}, {"M": 8, "N": 1000}, {"M": 2, "N": 4096}, {"M": 4, "N": 1}},
+	"rmsnorm":            {{"M": 16, "N": 100}, {"M": 8, "N": 300}, {"M": 8, "N": 1000}, {"M": 2, "N": 4096}, {"M": 4, "N": 1}},
+	"layernorm":          {{"M": 16, "N": 100}, {"M": 8, "N": 300}, {"M": 8, "N": 1000}, {"M": 2, "N": 4096}, {"M": 4, "N": 1}},
+	"residual_layernorm": {{"M": 8, "N": 300}, {"M": 2, "N": 4096}},
+	"cross_entropy":      {{"M": 16, "N": 1000}, {"M": 4, "N": 1}},
+	"scan_ordered":       {{"M": 8, "N": 300}},
+	"scan":               {{"M": 8, "N": 1000}, {"M": 4, "N": 37}},
+	"argmax":             {{"M": 16, "N": 300}},
+	"topk":               {{"M": 8, "N": 300, "K": 17}},
+	"sort":               {{"M": 8, "N": 100}},
+	"embedding":          {{"V": 50, "D": 33, "M": 20}},
+	"attention": {
+		{"B": 1, "Hq": 4, "Hkv": 2, "Q": 5, "K": 300, "D": 64, "Dv": 32},
+		{"B": 2, "Hq": 2, "Hkv": 1, "Q": 16, "K": 16, "D": 16, "Dv": 16},
+	},
+}
+
+// dtypesOf lists the storage dtypes the property tests run for op.
+func dtypesOf(op string) []string {
+	if ops[op].halfOK {
+		return []string{"f32", "f16", "bf16"}
+	}
+	return []string{"f32"}
 }
 
 // tightness is the largest observed |got-want|/bound of one implementation
 // over all property runs of one pattern.
 type tightness struct {
-	op, shape, impl, pattern string
-	ratio                    float64
-	elems                    int
+	op, dtype, shape, impl, pattern string
+	ratio                           float64
+	elems                           int
 }
 
 var (
@@ -40,7 +70,7 @@ var (
 
 func shapeName(dims map[string]int) string {
 	var parts []string
-	for _, d := range []string{"M", "N", "K"} {
+	for _, d := range []string{"B", "Hq", "Hkv", "Q", "V", "D", "Dv", "M", "N", "K", "R"} {
 		if v, ok := dims[d]; ok {
 			parts = append(parts, fmt.Sprintf("%s=%d", d, v))
 		}
@@ -68,37 +98,21 @@ func properties(t *testing.T) []tightness {
 		if testing.Short() {
 			seeds = seeds[:1]
 		}
-		worst := map[[4]string]*tightness{}
+		worst := map[[5]string]*tightness{}
 		for _, op := range Ops() {
 			for _, dims := range propertyShapes[op] {
-				for _, pattern := range Patterns() {
-					for _, seed := range seeds {
-						c := testCase(op, pattern, seed, dims)
-						t.Run(c.ID, func(t *testing.T) {
-							in, err := Generate(c)
-							if err != nil {
-								t.Fatalf("Generate(%s) error %v", c.ID, err)
+				for _, dtype := range dtypesOf(op) {
+					for _, pattern := range Patterns() {
+						for _, seed := range seeds {
+							for _, ranking := range rankingsOf(op) {
+								c := testCase(op, pattern, seed, dims)
+								c.Dtype, c.Ranking = dtype, ranking
+								c.ID += "-" + dtype + ranking
+								t.Run(c.ID, func(t *testing.T) {
+									runProperty(t, c, worst)
+								})
 							}
-							want, bound, err := Reference(c, in)
-							if err != nil {
-								t.Fatalf("Reference(%s) error %v", c.ID, err)
-							}
-							for _, im := range impls(op) {
-								out := im.run(c, in)
-								v := Compare(c, want, bound, [][]float32{out})
-								if !v.Pass {
-									t.Errorf("Compare(%s, %s) = %q, want pass", c.ID, im.name, v.Reason)
-								}
-								key := [4]string{op, shapeName(dims), im.name, pattern}
-								w := worst[key]
-								if w == nil {
-									w = &tightness{op: op, shape: shapeName(dims), impl: im.name, pattern: pattern}
-									worst[key] = w
-								}
-								w.ratio = max(w.ratio, v.MaxRatio)
-								w.elems += v.Checked
-							}
-						})
+						}
 					}
 				}
 			}
@@ -114,10 +128,55 @@ func properties(t *testing.T) []tightness {
 			if a.shape != b.shape {
 				return a.shape < b.shape
 			}
+			if a.dtype != b.dtype {
+				return a.dtype < b.dtype
+			}
 			return a.pattern < b.pattern
 		})
 	})
 	return propertyResults
+}
+
+func rankingsOf(op string) []string {
+	if ops[op].ranking {
+		return []string{RankingStable, RankingStandard}
+	}
+	return []string{""}
+}
+
+func runProperty(t *testing.T, c Case, worst map[[5]string]*tightness) {
+	in, err := Generate(c)
+	if err != nil {
+		t.Fatalf("Generate(%s) error %v", c.ID, err)
+	}
+	exp, err := Reference(c, in)
+	if err != nil {
+		if c.Dtype != "f32" && strings.Contains(err.Error(), "overflows") {
+			return // adversarial magnitudes do not fit half storage
+		}
+		t.Fatalf("Reference(%s) error %v", c.ID, err)
+	}
+	for _, im := range impls(c.Op) {
+		if strings.HasSuffix(im.name, "/reverse-ties") && c.Ranking == RankingStable {
+			continue // legal under the standard contract only
+		}
+		if strings.HasSuffix(im.name, "noshift") && c.Pattern == "adversarial" {
+			continue // exp without max subtraction overflows: a real failure of that variant
+		}
+		out := im.outputs(c, in)
+		v := Compare(c, exp, out)
+		if !v.Pass {
+			t.Errorf("Compare(%s, %s) = %q, want pass", c.ID, im.name, v.Reason)
+		}
+		key := [5]string{c.Op, c.Dtype, shapeName(c.Dims), im.name, c.Pattern}
+		w := worst[key]
+		if w == nil {
+			w = &tightness{op: c.Op, dtype: c.Dtype, shape: shapeName(c.Dims), impl: im.name, pattern: c.Pattern}
+			worst[key] = w
+		}
+		w.ratio = max(w.ratio, v.MaxRatio)
+		w.elems += v.Checked
+	}
 }
 
 // TestProperty checks that binary32 implementations of every op, in many
@@ -134,11 +193,11 @@ func TestProperty(t *testing.T) {
 //	go test ./oracle/ -run TestTightness -v
 func TestTightness(t *testing.T) {
 	res := properties(t)
-	type key struct{ op, shape, pattern string }
+	type key struct{ op, dtype, shape, pattern string }
 	realistic, adversarial := map[key]tightness{}, map[key]tightness{}
 	var keys []key
 	for _, r := range res {
-		k := key{r.op, r.shape, r.pattern}
+		k := key{r.op, r.dtype, r.shape, r.pattern}
 		m := realistic
 		if strings.HasSuffix(r.impl, "/sorted") {
 			m = adversarial
@@ -156,6 +215,9 @@ func TestTightness(t *testing.T) {
 		if a.op != b.op {
 			return a.op < b.op
 		}
+		if a.dtype != b.dtype {
+			return a.dtype < b.dtype
+		}
 		if a.shape != b.shape {
 			return a.shape < b.shape
 		}
@@ -163,7 +225,7 @@ func TestTightness(t *testing.T) {
 	})
 	var b strings.Builder
 	fmt.Fprintf(&b, "largest |got-want|/bound per op and shape, over seeds and implementations\n")
-	fmt.Fprintf(&b, "%-10s %-16s %-7s %9s %-40s %11s\n", "op", "shape", "pattern", "max", "worst implementation", "adversarial")
+	fmt.Fprintf(&b, "%-18s %-5s %-34s %-11s %9s %-44s %11s\n", "op", "dtype", "shape", "pattern", "max", "worst implementation", "sorted")
 	for _, k := range keys {
 		r := realistic[k]
 		adv := "-"
@@ -174,12 +236,12 @@ func TestTightness(t *testing.T) {
 		if r.ratio == 0 {
 			name = "(every implementation exact)"
 		}
-		fmt.Fprintf(&b, "%-10s %-16s %-7s %9.3g %-40s %11s\n", k.op, k.shape, k.pattern, r.ratio, name, adv)
+		fmt.Fprintf(&b, "%-18s %-5s %-34s %-11s %9.3g %-44s %11s\n", k.op, k.dtype, k.shape, k.pattern, r.ratio, name, adv)
 	}
 	t.Log("\n" + b.String())
 	for _, r := range res {
 		if r.ratio > 1 {
-			t.Errorf("%s %s %s: max err/bound = %g, want <= 1", r.impl, r.shape, r.pattern, r.ratio)
+			t.Errorf("%s %s %s %s: max err/bound = %g, want <= 1", r.impl, r.dtype, r.shape, r.pattern, r.ratio)
 		}
 	}
 }

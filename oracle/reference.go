@@ -49,53 +49,129 @@ func gamma(n int) float64 {
 }
 
 // Reference computes the exact-math result of c on inputs in float64 and,
-// per element, a bound on how far any conforming binary32 implementation
-// may be from it: one slice per output param of [Signature](c), in
-// signature order. docs/oracle.md derives every bound. inputs must be
-// what [Generate] returns for c, or at least have its shapes and be finite.
-func Reference(c Case, inputs [][]float32) (expected, bound [][]float64, err error) {
+// per element, a bound on how far any conforming implementation may be
+// from it: one [Expected] per output param of [Signature](c), in signature
+// order. docs/oracle.md derives every bound. inputs must be what
+// [Generate] returns for c, or at least have its dtypes and shapes, finite
+// values representable in their storage dtype, and indices in range.
+func Reference(c Case, inputs []Tensor) ([]Expected, error) {
 	sig, err := Signature(c)
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
-	var in []Param
+	var in, outs []Param
 	for _, p := range sig {
 		if p.Role == "input" {
 			in = append(in, p)
+		} else {
+			outs = append(outs, p)
 		}
+	}
+	fail := func(format string, a ...any) error {
+		return fmt.Errorf("case %s: reference: %s", c.ID, fmt.Sprintf(format, a...))
 	}
 	if len(inputs) != len(in) {
-		return nil, nil, fmt.Errorf("case %s: reference: got %d inputs, want %d", c.ID, len(inputs), len(in))
+		return nil, fail("got %d inputs, want %d", len(inputs), len(in))
 	}
 	for i, p := range in {
-		if len(inputs[i]) != p.Elems() {
-			return nil, nil, fmt.Errorf("case %s: reference: input %s has %d elements, want %d", c.ID, p.Name, len(inputs[i]), p.Elems())
+		t := inputs[i]
+		if t.Dtype != p.Dtype {
+			return nil, fail("input %s has dtype %s, want %s", p.Name, t.Dtype, p.Dtype)
 		}
-		for j, v := range inputs[i] {
+		if t.Len() != p.Elems() {
+			return nil, fail("input %s has %d elements, want %d", p.Name, t.Len(), p.Elems())
+		}
+		for j, v := range t.F {
 			if math.IsNaN(float64(v)) || math.IsInf(float64(v), 0) {
-				return nil, nil, fmt.Errorf("case %s: reference: input %s[%d] = %v, want a finite value", c.ID, p.Name, j, v)
+				return nil, fail("input %s[%d] = %v, want a finite value", p.Name, j, v)
+			}
+			if p.Dtype != "f32" && toStorage(p.Dtype, v) != v {
+				return nil, fail("input %s[%d] = %v, not a %s value", p.Name, j, v, p.Dtype)
+			}
+		}
+		if p.Dtype == "i64" {
+			n, what := c.Dims["N"], "a target"
+			if c.Op == "embedding" {
+				n, what = c.Dims["V"], "an id"
+			}
+			for j, v := range t.I {
+				if v < 0 || v >= int64(n) {
+					return nil, fail("input %s[%d] = %d, want %s in [0, %d)", p.Name, j, v, what, n)
+				}
 			}
 		}
 	}
-	M, N, K := c.Dims["M"], c.Dims["N"], c.Dims["K"]
-	var want, bnd []float64
+	f := func(k int) []float32 { return inputs[k].F }
+	d := c.Dims
+	M, N, K := d["M"], d["N"], d["K"]
+	dt := c.Dtype
+	var exp []Expected
+	one := func(want, bnd []float64) { exp = []Expected{{Want: want, Bound: bnd}} }
 	switch c.Op {
 	case "gemm":
-		want, bnd = refGemm(M, N, K, inputs[0], inputs[1])
+		one(refGemm(M, N, K, f(0), f(1)))
+	case "gemm_relu", "gemm_gelu":
+		one(refGemmAct(c.Op, M, N, K, f(0), f(1)))
+	case "bmm":
+		one(refBmm(d["B"], M, N, K, f(0), f(1)))
+	case "gemv":
+		one(refGemm(M, 1, K, f(0), f(1)))
 	case "add":
-		want, bnd = refAdd(inputs[0], inputs[1])
+		one(refAdd(f(0), f(1)))
+	case "gelu_add", "sigmoid_pair", "gelu_pair", "swiglu":
+		exp = refPointwise(c.Op, inputs)
+	case "rope":
+		one(refRope(M, N, d["R"], f(0), f(1), f(2)))
 	case "sum":
-		want, bnd = refSum(M, N, inputs[0])
+		one(refSum(M, N, f(0)))
+	case "max":
+		one(refMax(M, N, f(0)))
 	case "softmax":
-		want, bnd = refSoftmax(M, N, inputs[0])
+		one(refSoftmax(M, N, f(0)))
 	case "rmsnorm":
-		want, bnd = refRMSNorm(M, N, c.Eps(), inputs[0], inputs[1])
+		one(refRMSNorm(M, N, c.Eps(), f(0), f(1)))
 	case "layernorm":
-		want, bnd = refLayerNorm(M, N, c.Eps(), inputs[0], inputs[1], inputs[2])
+		one(refLayerNorm(M, N, c.Eps(), widen(f(0)), f(1), f(2), 0, 0))
+	case "residual_layernorm":
+		exp = refResidualLayerNorm(M, N, c.Eps(), dt, f(0), f(1), f(2), f(3))
+	case "cross_entropy":
+		one(refCrossEntropy(M, N, f(0), inputs[1].I))
+	case "scan_ordered":
+		one(refScanOrdered(M, N, f(0)))
+	case "scan":
+		one(refScan(M, N, f(0)))
+	case "argmax":
+		exp = refArgmax(M, N, f(0))
+	case "topk":
+		exp = refRank(M, N, K, f(0), true)
+	case "sort":
+		exp = refRank(M, N, N, f(0), false)
+	case "embedding":
+		one(refEmbedding(d["D"], f(0), inputs[1].I))
+	case "attention":
+		one(refAttention(d, f(0), f(1), f(2)))
 	default:
-		return nil, nil, fmt.Errorf("case %s: reference: no reference for op %q", c.ID, c.Op)
+		return nil, fail("op %s not implemented yet", c.Op)
 	}
-	return [][]float64{want}, [][]float64{bnd}, nil
+	if len(exp) != len(outs) {
+		return nil, fail("op %s gave %d outputs, want %d", c.Op, len(exp), len(outs))
+	}
+	for k, p := range outs {
+		e := &exp[k]
+		if p.Dtype == "i64" {
+			continue
+		}
+		s := storageOf(p.Dtype)
+		for i, w := range e.Want {
+			if p.Dtype != "f32" && dt != "f32" {
+				e.Bound[i] = toStore(p.Dtype, ev{w, e.Bound[i]}).e
+			}
+			if math.Abs(w) > s.max {
+				return nil, fail("output %s[%d] = %.9g overflows %s storage", p.Name, i, w, p.Dtype)
+			}
+		}
+	}
+	return exp, nil
 }
 
 // grainExp returns the largest e such that every element of x is an
@@ -326,8 +402,10 @@ func refRMSNorm(M, N int, eps float64, x, w []float32) (want, bnd []float64) {
 }
 
 // refLayerNorm: Y = (X - mean) * rsqrt(var + eps) * W + B, per row, with
-// the biased variance.
-func refLayerNorm(M, N int, eps float64, x, w, b []float32) (want, bnd []float64) {
+// the biased variance. x is exact; an implementation may see it perturbed
+// by at most delta*|x_j| + tau per element (residual_layernorm reading a
+// rounded H), which the bound covers (docs/oracle.md, "residual_layernorm").
+func refLayerNorm(M, N int, eps float64, x []float64, w, b []float32, delta, tau float64) (want, bnd []float64) {
 	want = make([]float64, M*N)
 	bnd = make([]float64, M*N)
 	n := float64(N)
@@ -335,40 +413,64 @@ func refLayerNorm(M, N int, eps float64, x, w, b []float32) (want, bnd []float64
 	eEps := epsError(eps)
 	for i := 0; i < M; i++ {
 		row := x[i*N : (i+1)*N]
-		var sx, sa float64
+		var sx, sa, s2 float64
 		for _, v := range row {
-			sx += float64(v)
-			sa += math.Abs(float64(v))
+			sx += v
+			sa += math.Abs(v)
+			s2 += v * v
 		}
 		mu, A := sx/n, sa/n
 		var sc float64
 		for _, v := range row {
-			d := float64(v) - mu
+			d := v - mu
 			sc += d * d
 		}
 		vr := sc / n
-		q := vr + mu*mu
 		v := vr + eps
 		r := 1 / math.Sqrt(v)
 
-		eMu := gMean*A + 2*tiny
-		amu := math.Abs(mu)
-		twoPass := gTwo*vr + (1+gTwo)*eMu*eMu + 5*tiny
-		onePass := (1+unit)*(gOne*q+eMu*(2*amu+eMu)+unit*(amu+eMu)*(amu+eMu)) + unit*vr + 5*tiny
+		// The perturbed input h' = h + D, |D_j| <= delta|h_j| + tau:
+		// |mean(D)| <= dMu, rms(D - mean(D)) <= rms(D) <= eRMS.
+		dMu := delta*A + tau
+		eRMS := delta*math.Sqrt(s2/n) + tau
+		dVar := 2*math.Sqrt(vr)*eRMS + eRMS*eRMS
+		vLo := v - dVar
+		// Upper bounds of the perturbed row's statistics.
+		A1 := A*(1+delta) + tau
+		amu := math.Abs(mu) + dMu
+		vr1 := vr + dVar
+		q1 := math.Sqrt(s2/n)*(1+delta) + tau
+		q1 *= q1
+		r1 := 1 / math.Sqrt(vLo)
+		rPert := 1/math.Sqrt(1-dVar/v) - 1
+		if !(vLo > 0) {
+			r1, rPert = math.Inf(1), math.Inf(1)
+		}
+
+		eMu := gMean*A1 + 2*tiny
+		twoPass := gTwo*vr1 + (1+gTwo)*eMu*eMu + 5*tiny
+		onePass := (1+unit)*(gOne*q1+eMu*(2*amu+eMu)+unit*(amu+eMu)*(amu+eMu)) + unit*vr1 + 5*tiny
 		eVar := math.Max(twoPass, onePass)
-		eV := eVar + eEps + unit*(v+eVar+eEps) + tiny
-		rhoR := rsqrtError(eV / v)
-		rHi := r * (1 + rhoR)
+		eV := eVar + eEps + unit*(vr1+eps+eVar+eEps) + tiny
+		rhoR := rsqrtError(eV / vLo)
+		rHi := r1 * (1 + rhoR)
 		for j, xv := range row {
-			c := float64(xv) - mu
+			c := xv - mu
 			aw := math.Abs(float64(w[j]))
 			y := c*r*float64(w[j]) + float64(b[j])
-			pre := math.Abs(c)*r*rhoR*aw + eMu*rHi*aw +
-				3*unit*(1+unit)*(1+unit)*(math.Abs(float64(xv))+amu+eMu)*rHi*aw +
+			dc := delta*math.Abs(xv) + tau + dMu
+			pert := aw * (dc*r1 + math.Abs(c)*r*rPert)
+			if delta == 0 && tau == 0 {
+				pert = 0
+			}
+			cAbs := math.Abs(c) + dc
+			xAbs := math.Abs(xv)*(1+delta) + tau
+			pre := cAbs*r1*rhoR*aw + eMu*rHi*aw +
+				3*unit*(1+unit)*(1+unit)*(xAbs+amu+eMu)*rHi*aw +
 				unit*math.Abs(float64(b[j]))
 			want[i*N+j] = y
-			floor := (6 + math.Abs(float64(xv)) + amu + aw) * tiny
-			bnd[i*N+j] = finite(((1+unit)*pre + unit*math.Abs(y) + floor) * slack)
+			floor := (6 + xAbs + amu + aw) * tiny
+			bnd[i*N+j] = finite(((1+unit)*pre + unit*(math.Abs(y)+pert) + pert + floor) * slack)
 		}
 	}
 	return want, bnd

@@ -139,7 +139,7 @@ func (r *replayer) visit(ctx context.Context, v artifacts.Visit, programs map[[2
 	}
 	// Every output, in full, against the oracle.
 	c := r.cases[v.Case]
-	var got [][]float32
+	var got []oracle.Tensor
 	for i, o := range e.Outputs {
 		b, err := os.ReadFile(outputs[i])
 		if err != nil {
@@ -155,13 +155,17 @@ func (r *replayer) visit(ctx context.Context, v artifacts.Visit, programs map[[2
 		}
 		r.s.Name(fmt.Sprintf("visits/%d/%s.arrow", v.Index, o.Name), d)
 		vr.Outputs = append(vr.Outputs, artifacts.TensorRef{Name: o.Name, Role: "output", Dtype: o.Dtype, Shape: o.Shape, Digest: d.Digest, Size: d.Size})
-		got = append(got, bytesToF32(b))
+		t, err := oracle.Decode(o.Dtype, b)
+		if err != nil {
+			return fail(fmt.Sprintf("output %s: %v", o.Name, err))
+		}
+		got = append(got, t)
 	}
-	exp, bnd, err := r.oracle.get(c)
+	exp, err := r.oracle.get(c)
 	if err != nil {
 		return nil, err
 	}
-	verdict := oracle.Compare(c.Case, exp, bnd, got)
+	verdict := oracle.Compare(c.Case, exp, got)
 	vr.MaxErrRatio = verdict.MaxRatio
 	if !verdict.Pass {
 		return fail("oracle: " + verdict.Reason)
@@ -188,56 +192,69 @@ func (r *replayer) visit(ctx context.Context, v artifacts.Visit, programs map[[2
 	return vr, nil
 }
 
-func bytesToF32(b []byte) []float32 {
-	out := make([]float32, len(b)/4)
-	copy(tensor.Float32Bytes(out), b)
-	return out
-}
-
 // oracleCache holds each case's expected outputs and bounds from the
 // capture packet (verified when the capture was opened).
 type oracleCache struct {
 	cap  *artifacts.Stage
-	byID map[string][2][][]float64
+	byID map[string][]oracle.Expected
 	held []*tensor.Tensor
 }
 
 func newOracleCache(cap *artifacts.Stage) *oracleCache {
-	return &oracleCache{cap: cap, byID: map[string][2][][]float64{}}
+	return &oracleCache{cap: cap, byID: map[string][]oracle.Expected{}}
 }
 
-func (o *oracleCache) get(c *artifacts.CapturedCase) ([][]float64, [][]float64, error) {
+// get returns the case's expected outputs: a float output has an f64
+// expected and an f64 bound tensor, an index output an i64 expected tensor
+// and no bound (bounds are matched to outputs by name).
+func (o *oracleCache) get(c *artifacts.CapturedCase) ([]oracle.Expected, error) {
 	if v, ok := o.byID[c.Case.ID]; ok {
-		return v[0], v[1], nil
+		return v, nil
 	}
-	load := func(refs []artifacts.TensorRef) ([][]float64, error) {
-		var out [][]float64
-		for _, ref := range refs {
-			if !o.cap.Has(ref.Digest) {
-				return nil, fmt.Errorf("capture: case %s %s %s: blob %s is not a verified layer", c.Case.ID, ref.Role, ref.Name, artifacts.Short(ref.Digest))
-			}
-			t, err := tensor.ReadFile(o.cap.Store.Path(ref.Digest), nil)
+	load := func(ref artifacts.TensorRef, dtype string) (*tensor.Tensor, error) {
+		if !o.cap.Has(ref.Digest) {
+			return nil, fmt.Errorf("capture: case %s %s %s: blob %s is not a verified layer", c.Case.ID, ref.Role, ref.Name, artifacts.Short(ref.Digest))
+		}
+		t, err := tensor.ReadFile(o.cap.Store.Path(ref.Digest), nil)
+		if err != nil {
+			return nil, err
+		}
+		o.held = append(o.held, t)
+		if t.Meta.Dtype != dtype || t.Meta.Role != ref.Role || t.Meta.Case != c.Case.ID {
+			return nil, fmt.Errorf("capture: case %s %s %s: tensor metadata %+v disagrees with the capture document", c.Case.ID, ref.Role, ref.Name, t.Meta)
+		}
+		return t, nil
+	}
+	bounds := map[string]artifacts.TensorRef{}
+	for _, ref := range c.Packet.Bound {
+		bounds[ref.Name] = ref
+	}
+	var exp []oracle.Expected
+	for _, ref := range c.Packet.Expected {
+		if ref.Dtype == "i64" {
+			t, err := load(ref, "i64")
 			if err != nil {
 				return nil, err
 			}
-			o.held = append(o.held, t)
-			if t.Meta.Dtype != "f64" || t.Meta.Role != ref.Role || t.Meta.Case != c.Case.ID {
-				return nil, fmt.Errorf("capture: case %s %s %s: tensor metadata %+v disagrees with the capture document", c.Case.ID, ref.Role, ref.Name, t.Meta)
-			}
-			out = append(out, t.Float64())
+			exp = append(exp, oracle.Expected{WantI: t.Int64()})
+			continue
 		}
-		return out, nil
+		t, err := load(ref, "f64")
+		if err != nil {
+			return nil, err
+		}
+		bref, ok := bounds[ref.Name]
+		if !ok {
+			return nil, fmt.Errorf("capture: case %s: expected %s has no bound tensor", c.Case.ID, ref.Name)
+		}
+		b, err := load(bref, "f64")
+		if err != nil {
+			return nil, err
+		}
+		exp = append(exp, oracle.Expected{Want: t.Float64(), Bound: b.Float64()})
 	}
-	exp, err := load(c.Packet.Expected)
-	if err != nil {
-		return nil, nil, err
-	}
-	bnd, err := load(c.Packet.Bound)
-	if err != nil {
-		return nil, nil, err
-	}
-	o.byID[c.Case.ID] = [2][][]float64{exp, bnd}
-	return exp, bnd, nil
+	o.byID[c.Case.ID] = exp
+	return exp, nil
 }
 
 func (o *oracleCache) release() {

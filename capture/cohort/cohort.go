@@ -157,18 +157,28 @@ func Parse(file string, b []byte) (*Cohort, error) {
 	return c, nil
 }
 
-// DefaultID names a case op-AxBxC[-pattern], dims in the op's order.
+// DefaultID names a case op-AxBx…[-dtype][-ranking][-pattern], dims in
+// the op's canonical order (oracle.Dims), e.g. gemm-64x64x64,
+// topk-17x1000x8-stable-ties, gemm-64x64x64-f16.
 func DefaultID(c oracle.Case) string {
-	order := []string{"M", "N", "K"}
 	var dims []string
+	order := oracle.Dims(c.Op)
+	if order == nil { // an unknown op: its dims in name order, for the message
+		for k := range c.Dims {
+			order = append(order, k)
+		}
+		sort.Strings(order)
+	}
 	for _, k := range order {
 		if v, ok := c.Dims[k]; ok {
 			dims = append(dims, strconv.Itoa(v))
 		}
 	}
 	id := c.Op + "-" + strings.Join(dims, "x")
-	if c.Pattern != "normal" {
-		id += "-" + c.Pattern
+	for _, s := range []string{c.Dtype, c.Ranking, c.Pattern} {
+		if s != "" && s != "f32" && s != "normal" {
+			id += "-" + s
+		}
 	}
 	return id
 }

