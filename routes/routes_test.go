@@ -18,6 +18,7 @@ import (
 	"context"
 	"encoding/binary"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math"
 	"os"
@@ -25,6 +26,7 @@ import (
 	"path/filepath"
 	"reflect"
 	"slices"
+	"sort"
 	"strings"
 	"sync"
 	"testing"
@@ -106,24 +108,56 @@ type visitResp struct {
 	OutputPolicy   string            `json:"output_policy"`
 }
 
-// signature is the protocol's tensor list for op (docs/protocol.md).
-func signature(op string, dims map[string]int) []param {
-	M, N, K := dims["M"], dims["N"], dims["K"]
-	in := func(name string, shape ...int) param { return param{name, "input", "f32", shape} }
-	out := func(name string, shape ...int) param { return param{name, "output", "f32", shape} }
+// signature is the protocol's tensor list for op with f32 storage
+// (docs/protocol.md).
+func signature(op string, dims map[string]int) []param { return signatureF(op, dims, "f32") }
+
+// signatureF is op's tensor list with float tensors stored in f.
+func signatureF(op string, dims map[string]int, f string) []param {
+	d := func(n string) int { return dims[n] }
+	M, N, K := d("M"), d("N"), d("K")
+	in := func(name string, shape ...int) param { return param{name, "input", f, shape} }
+	out := func(name string, shape ...int) param { return param{name, "output", f, shape} }
+	in64 := func(name string, shape ...int) param { return param{name, "input", "i64", shape} }
+	out64 := func(name string, shape ...int) param { return param{name, "output", "i64", shape} }
 	switch op {
-	case "gemm":
+	case "gemm", "gemm_relu", "gemm_gelu":
 		return []param{in("A", M, K), in("B", K, N), out("C", M, N)}
-	case "add":
+	case "bmm":
+		return []param{in("A", d("B"), M, K), in("B", d("B"), K, N), out("C", d("B"), M, N)}
+	case "gemv":
+		return []param{in("A", M, K), in("X", K), out("Y", M)}
+	case "add", "gelu_add":
 		return []param{in("A", M, N), in("B", M, N), out("C", M, N)}
-	case "sum":
+	case "sigmoid_pair", "gelu_pair":
+		return []param{in("X", M, N), out("Y", M, N), out("D", M, N)}
+	case "swiglu":
+		return []param{in("G", M, N), in("U", M, N), out("Y", M, N)}
+	case "rope":
+		return []param{in("X", M, N), in("COS", M, d("R")/2), in("SIN", M, d("R")/2), out("Y", M, N)}
+	case "sum", "max":
 		return []param{in("X", M, N), out("Y", M)}
-	case "softmax":
+	case "softmax", "scan_ordered", "scan":
 		return []param{in("X", M, N), out("Y", M, N)}
 	case "rmsnorm":
 		return []param{in("X", M, N), in("W", N), out("Y", M, N)}
 	case "layernorm":
 		return []param{in("X", M, N), in("W", N), in("B", N), out("Y", M, N)}
+	case "residual_layernorm":
+		return []param{in("X", M, N), in("R", M, N), in("W", N), in("B", N), out("Y", M, N), out("H", M, N)}
+	case "cross_entropy":
+		return []param{in("X", M, N), in64("T", M), out("L", M)}
+	case "argmax":
+		return []param{in("X", M, N), out("V", M), out64("I", M)}
+	case "topk":
+		return []param{in("X", M, N), out("V", M, K), out64("I", M, K)}
+	case "sort":
+		return []param{in("X", M, N), out("V", M, N), out64("I", M, N)}
+	case "embedding":
+		return []param{in("E", d("V"), d("D")), in64("I", M), out("Y", M, d("D"))}
+	case "attention":
+		B, Hq, Hkv, Q, Kn := d("B"), d("Hq"), d("Hkv"), d("Q"), d("K")
+		return []param{in("Q", B, Hq, Q, d("D")), in("K", B, Hkv, Kn, d("D")), in("V", B, Hkv, Kn, d("Dv")), out("O", B, Hq, Q, d("Dv"))}
 	}
 	return nil
 }
@@ -206,6 +240,13 @@ func requireRoute(t *testing.T, name string) describeResp {
 // response and the work directory.
 func build(t *testing.T, route, op string, dims map[string]int, sig []param) (buildResp, string) {
 	t.Helper()
+	return buildCase(t, route, op, dims, sig, "f32", "")
+}
+
+// buildCase is build with a storage dtype and a ranking contract ("" for
+// none).
+func buildCase(t *testing.T, route, op string, dims map[string]int, sig []param, dtype, ranking string) (buildResp, string) {
+	t.Helper()
 	tmp := t.TempDir()
 	work := filepath.Join(tmp, "work")
 	if err := os.Mkdir(work, 0o755); err != nil {
@@ -218,9 +259,12 @@ func build(t *testing.T, route, op string, dims map[string]int, sig []param) (bu
 		}
 	}
 	c := map[string]any{
-		"id": id, "op": op, "dims": dims, "dtype": "f32", "pattern": "normal",
+		"id": id, "op": op, "dims": dims, "dtype": dtype, "pattern": "normal",
 		"seed": 1, "policy": "strict", "params": map[string]float64{"eps": eps},
 		"signature": sig, "threads": 1,
+	}
+	if ranking != "" {
+		c["ranking"] = ranking
 	}
 	js, err := json.Marshal(c)
 	if err != nil {
@@ -239,141 +283,456 @@ func build(t *testing.T, route, op string, dims map[string]int, sig []param) (bu
 	return b, work
 }
 
-// pattern is a deterministic input in [-1, 1); salt keeps tensors apart.
-func pattern(n, salt int) []float32 {
-	x := make([]float32, n)
+// tensors holds tensor values by name, as float64 (i64 values are small
+// and exact).
+type tensors map[string][]float64
+
+// dyadic is a deterministic input in [-1.5625, 1.5625], exact in f16 and
+// bf16; salt keeps tensors apart.
+func dyadic(n, salt int) []float64 {
+	x := make([]float64, n)
 	for i := range x {
-		x[i] = float32((i*37+salt*11+5)%101-50) / 50
+		x[i] = float64((i*37+salt*11+5)%101-50) / 32
 	}
 	return x
 }
 
-func writeF32(t *testing.T, path string, x []float32) {
-	t.Helper()
-	b := make([]byte, 4*len(x))
-	for i, v := range x {
-		binary.LittleEndian.PutUint32(b[4*i:], math.Float32bits(v))
-	}
-	if err := os.WriteFile(path, b, 0o644); err != nil {
-		t.Fatal(err)
-	}
-}
-
-func readF32(t *testing.T, path string, n int) []float32 {
-	t.Helper()
-	b, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(b) != 4*n {
-		t.Fatalf("%s: %d bytes, want %d", path, len(b), 4*n)
-	}
-	x := make([]float32, n)
+// ties draws from {-1, -0.5, ±0, 0.5, 1} with both signed zeros, for the
+// selection ops; row 0 has no positive value, so its maximum is a zero.
+func ties(n, cols int) []float64 {
+	x := make([]float64, n)
 	for i := range x {
-		x[i] = math.Float32frombits(binary.LittleEndian.Uint32(b[4*i:]))
+		v := float64((i*7)%5-2) / 2
+		if i < cols {
+			v = -math.Abs(v)
+		}
+		if v == 0 && i%2 == 1 {
+			v = math.Copysign(0, -1)
+		}
+		x[i] = v
 	}
 	return x
 }
 
-// reference computes op's outputs in float64 from the float32 inputs.
-func reference(op string, dims map[string]int, in map[string][]float32) []float64 {
-	M, N, K := dims["M"], dims["N"], dims["K"]
-	f := func(name string, i int) float64 { return float64(in[name][i]) }
-	switch op {
-	case "gemm":
-		y := make([]float64, M*N)
-		for i := 0; i < M; i++ {
-			for j := 0; j < N; j++ {
-				var s float64
-				for k := 0; k < K; k++ {
-					s += f("A", i*K+k) * f("B", k*N+j)
-				}
-				y[i*N+j] = s
-			}
-		}
-		return y
-	case "add":
-		y := make([]float64, M*N)
-		for i := range y {
-			y[i] = f("A", i) + f("B", i)
-		}
-		return y
-	case "sum":
-		y := make([]float64, M)
-		for i := 0; i < M; i++ {
-			for j := 0; j < N; j++ {
-				y[i] += f("X", i*N+j)
-			}
-		}
-		return y
+// ragged has full-mantissa values across six decades, so an FP32 left fold
+// rounds at almost every step (and a double accumulator would differ).
+func ragged(n int) []float64 {
+	x := make([]float64, n)
+	for i := range x {
+		x[i] = float64(float32(math.Sin(float64(i)*0.7+1) * []float64{1e-3, 1, 1e3}[i%3]))
 	}
-	y := make([]float64, M*N)
-	for i := 0; i < M; i++ {
-		row := func(j int) float64 { return f("X", i*N+j) }
-		switch op {
-		case "softmax":
-			mx := math.Inf(-1)
-			for j := 0; j < N; j++ {
-				mx = math.Max(mx, row(j))
+	return x
+}
+
+// inputValues picks the inputs of op's tensor p (the route never chooses
+// them).
+func inputValues(op string, dims map[string]int, p param, salt int) []float64 {
+	n := p.elems()
+	switch {
+	case op == "embedding" && p.Name == "I":
+		x := make([]float64, n)
+		for i := range x {
+			x[i] = float64((i*5 + 1) % dims["V"])
+		}
+		return x
+	case op == "cross_entropy" && p.Name == "T":
+		x := make([]float64, n)
+		for i := range x {
+			x[i] = float64((i * 3) % dims["N"])
+		}
+		return x
+	case slices.Contains([]string{"argmax", "max", "topk", "sort"}, op):
+		return ties(n, dims["N"])
+	case op == "scan_ordered":
+		return ragged(n)
+	}
+	return dyadic(n, salt)
+}
+
+func f16bits(v float64) uint16 {
+	b := math.Float32bits(float32(v))
+	sign, exp, man := uint16(b>>16)&0x8000, int(b>>23&0xff)-127, b&0x7fffff
+	if v == 0 {
+		return sign
+	}
+	if exp < -14 || exp > 15 || man&0x1fff != 0 {
+		panic(fmt.Sprintf("%g is not a normal f16 value", v))
+	}
+	return sign | uint16(exp+15)<<10 | uint16(man>>13)
+}
+
+func f16value(h uint16) float64 {
+	s, e, m := 1.0, int(h>>10&0x1f), float64(h&0x3ff)
+	if h&0x8000 != 0 {
+		s = -1
+	}
+	switch e {
+	case 0:
+		return s * m * math.Ldexp(1, -24)
+	case 31:
+		if m != 0 {
+			return math.NaN()
+		}
+		return s * math.Inf(1)
+	}
+	return s * (1 + m/1024) * math.Ldexp(1, e-15)
+}
+
+// encode stores x in dtype, little-endian; f16 and bf16 values must be
+// exact.
+func encode(dtype string, x []float64) []byte {
+	var b []byte
+	for _, v := range x {
+		switch dtype {
+		case "f32":
+			b = binary.LittleEndian.AppendUint32(b, math.Float32bits(float32(v)))
+		case "i64":
+			b = binary.LittleEndian.AppendUint64(b, uint64(int64(v)))
+		case "bf16":
+			u := math.Float32bits(float32(v))
+			if u&0xffff != 0 {
+				panic(fmt.Sprintf("%g is not a bf16 value", v))
 			}
-			var s float64
-			for j := 0; j < N; j++ {
-				s += math.Exp(row(j) - mx)
-			}
-			for j := 0; j < N; j++ {
-				y[i*N+j] = math.Exp(row(j)-mx) / s
-			}
-		case "rmsnorm":
-			var ss float64
-			for j := 0; j < N; j++ {
-				ss += row(j) * row(j)
-			}
-			r := 1 / math.Sqrt(ss/float64(N)+eps)
-			for j := 0; j < N; j++ {
-				y[i*N+j] = row(j) * r * f("W", j)
-			}
-		case "layernorm":
-			var mean, v float64
-			for j := 0; j < N; j++ {
-				mean += row(j)
-			}
-			mean /= float64(N)
-			for j := 0; j < N; j++ {
-				v += (row(j) - mean) * (row(j) - mean)
-			}
-			r := 1 / math.Sqrt(v/float64(N)+eps)
-			for j := 0; j < N; j++ {
-				y[i*N+j] = (row(j)-mean)*r*f("W", j) + f("B", j)
-			}
+			b = binary.LittleEndian.AppendUint16(b, uint16(u>>16))
+		case "f16":
+			b = binary.LittleEndian.AppendUint16(b, f16bits(v))
 		}
 	}
-	return y
+	return b
+}
+
+// decode reads dtype elements as float64 (bits for f32 and i64 kept in
+// raw, so -0 and exact indices can be compared).
+func decodeValues(dtype string, b []byte) (vals []float64, raw []uint64) {
+	size := map[string]int{"f32": 4, "i64": 8, "f16": 2, "bf16": 2}[dtype]
+	for i := 0; i+size <= len(b); i += size {
+		switch dtype {
+		case "f32":
+			u := binary.LittleEndian.Uint32(b[i:])
+			vals, raw = append(vals, float64(math.Float32frombits(u))), append(raw, uint64(u))
+		case "i64":
+			u := binary.LittleEndian.Uint64(b[i:])
+			vals, raw = append(vals, float64(int64(u))), append(raw, u)
+		case "bf16":
+			u := binary.LittleEndian.Uint16(b[i:])
+			vals, raw = append(vals, float64(math.Float32frombits(uint32(u)<<16))), append(raw, uint64(u))
+		case "f16":
+			u := binary.LittleEndian.Uint16(b[i:])
+			vals, raw = append(vals, f16value(u)), append(raw, uint64(u))
+		}
+	}
+	return vals, raw
 }
 
 // inputs writes every input of sig under dir and returns them by name.
-func inputs(t *testing.T, dir string, sig []param) map[string][]float32 {
+func inputs(t *testing.T, dir, op string, dims map[string]int, sig []param) tensors {
 	t.Helper()
-	in := map[string][]float32{}
+	in := tensors{}
 	for i, p := range sig {
 		if p.Role != "input" {
 			continue
 		}
-		in[p.Name] = pattern(p.elems(), i)
-		writeF32(t, filepath.Join(dir, p.Name+".bin"), in[p.Name])
+		in[p.Name] = inputValues(op, dims, p, i)
+		if err := os.WriteFile(filepath.Join(dir, p.Name+".bin"), encode(p.Dtype, in[p.Name]), 0o644); err != nil {
+			t.Fatal(err)
+		}
 	}
 	return in
 }
 
-// checkClose compares got with want at 1e-4 relative to max(|want|, 1);
+// readOutput reads output p written under dir/out.
+func readOutput(t *testing.T, dir string, p param) (vals []float64, raw []uint64) {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(dir, "out", p.Name+".bin"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	vals, raw = decodeValues(p.Dtype, b)
+	if len(vals) != p.elems() || len(b) != len(vals)*map[string]int{"f32": 4, "i64": 8, "f16": 2, "bf16": 2}[p.Dtype] {
+		t.Fatalf("%s: %d bytes, want %d %s elements", p.Name, len(b), p.elems(), p.Dtype)
+	}
+	return vals, raw
+}
+
+func gelu(x float64) float64 {
+	return 0.5 * x * (1 + math.Tanh(math.Sqrt(2/math.Pi)*(x+0.044715*x*x*x)))
+}
+
+func geluGrad(x float64) float64 {
+	k := math.Sqrt(2 / math.Pi)
+	th := math.Tanh(k * (x + 0.044715*x*x*x))
+	return 0.5*(1+th) + 0.5*x*(1-th*th)*k*(1+3*0.044715*x*x)
+}
+
+func sigmoid(x float64) float64 { return 1 / (1 + math.Exp(-x)) }
+
+// rank is the stable ranking of one row: indices ordered by value
+// (descending or ascending), ties in index order, ±0 tied.
+func rank(row []float64, desc bool) []int {
+	idx := make([]int, len(row))
+	for i := range idx {
+		idx[i] = i
+	}
+	sort.SliceStable(idx, func(a, b int) bool {
+		if desc {
+			return row[idx[a]] > row[idx[b]]
+		}
+		return row[idx[a]] < row[idx[b]]
+	})
+	return idx
+}
+
+// reference computes op's outputs by name in float64 from the stored
+// inputs. Selection outputs (V, I) and scan_ordered are exact: V holds
+// f32 bits, scan_ordered is the FP32 left fold.
+func reference(op string, dims map[string]int, in tensors) tensors {
+	M, N, K := dims["M"], dims["N"], dims["K"]
+	out := tensors{}
+	mk := func(name string, n int) []float64 { out[name] = make([]float64, n); return out[name] }
+	matmul := func(y, a, b []float64, M, N, K int) {
+		for i := 0; i < M; i++ {
+			for j := 0; j < N; j++ {
+				var s float64
+				for k := 0; k < K; k++ {
+					s += a[i*K+k] * b[k*N+j]
+				}
+				y[i*N+j] = s
+			}
+		}
+	}
+	switch op {
+	case "gemm", "gemm_relu", "gemm_gelu":
+		y := mk("C", M*N)
+		matmul(y, in["A"], in["B"], M, N, K)
+		for i, v := range y {
+			switch op {
+			case "gemm_relu":
+				y[i] = math.Max(0, 0.125*v+0.25)
+			case "gemm_gelu":
+				y[i] = gelu(0.125*v + 0.25)
+			}
+		}
+	case "bmm":
+		B := dims["B"]
+		y := mk("C", B*M*N)
+		for b := 0; b < B; b++ {
+			matmul(y[b*M*N:], in["A"][b*M*K:], in["B"][b*K*N:], M, N, K)
+		}
+	case "gemv":
+		matmul(mk("Y", M), in["A"], in["X"], M, 1, K)
+	case "embedding":
+		D := dims["D"]
+		y := mk("Y", M*D)
+		for i, id := range in["I"] {
+			copy(y[i*D:(i+1)*D], in["E"][int(id)*D:])
+		}
+	case "attention":
+		attention(mk("O", len(in["Q"])/dims["D"]*dims["Dv"]), dims, in)
+	case "rope":
+		R := dims["R"]
+		y := mk("Y", M*N)
+		for m := 0; m < M; m++ {
+			x := in["X"][m*N : (m+1)*N]
+			copy(y[m*N:(m+1)*N], x)
+			for i := 0; i < R/2; i++ {
+				c, s := in["COS"][m*R/2+i], in["SIN"][m*R/2+i]
+				y[m*N+2*i] = x[2*i]*c - x[2*i+1]*s
+				y[m*N+2*i+1] = x[2*i]*s + x[2*i+1]*c
+			}
+		}
+	default:
+		// Element-wise and row-wise ops on [M, N].
+		for m := 0; m < M; m++ {
+			rowOp(op, m, N, K, in, out)
+		}
+	}
+	return out
+}
+
+// rowOp computes row m of an element-wise or row-wise op into out.
+func rowOp(op string, m, N, K int, in, out tensors) {
+	M := len(in[firstIn(op)]) / N
+	at := func(name string, n int) []float64 {
+		if out[name] == nil {
+			out[name] = make([]float64, M*n)
+		}
+		return out[name][m*n : (m+1)*n]
+	}
+	row := func(name string) []float64 { return in[name][m*N : (m+1)*N] }
+	switch op {
+	case "add", "gelu_add":
+		a, b, c := row("A"), row("B"), at("C", N)
+		for j := range c {
+			c[j] = a[j] + b[j]
+			if op == "gelu_add" {
+				c[j] = gelu(c[j])
+			}
+		}
+	case "sigmoid_pair", "gelu_pair":
+		x, y, d := row("X"), at("Y", N), at("D", N)
+		for j := range x {
+			if op == "sigmoid_pair" {
+				y[j], d[j] = sigmoid(x[j]), sigmoid(x[j])*(1-sigmoid(x[j]))
+			} else {
+				y[j], d[j] = gelu(x[j]), geluGrad(x[j])
+			}
+		}
+	case "swiglu":
+		g, u, y := row("G"), row("U"), at("Y", N)
+		for j := range y {
+			y[j] = g[j] * sigmoid(g[j]) * u[j]
+		}
+	case "sum", "max":
+		x, y := row("X"), at("Y", 1)
+		y[0] = x[0]
+		for _, v := range x[1:] {
+			if op == "sum" {
+				y[0] += v
+			} else if v > y[0] {
+				y[0] = v
+			}
+		}
+	case "softmax", "cross_entropy":
+		x, mx, s := row("X"), math.Inf(-1), 0.0
+		for _, v := range x {
+			mx = math.Max(mx, v)
+		}
+		for _, v := range x {
+			s += math.Exp(v - mx)
+		}
+		if op == "cross_entropy" {
+			at("L", 1)[0] = mx + math.Log(s) - x[int(in["T"][m])]
+			return
+		}
+		y := at("Y", N)
+		for j, v := range x {
+			y[j] = math.Exp(v-mx) / s
+		}
+	case "rmsnorm":
+		x, y := row("X"), at("Y", N)
+		var ss float64
+		for _, v := range x {
+			ss += v * v
+		}
+		r := 1 / math.Sqrt(ss/float64(N)+eps)
+		for j, v := range x {
+			y[j] = v * r * in["W"][j]
+		}
+	case "layernorm", "residual_layernorm":
+		x := row("X")
+		if op == "residual_layernorm" {
+			h := at("H", N)
+			for j, r := range row("R") {
+				h[j] = x[j] + r
+			}
+			x = h
+		}
+		y := at("Y", N)
+		var mean, v float64
+		for _, e := range x {
+			mean += e
+		}
+		mean /= float64(N)
+		for _, e := range x {
+			v += (e - mean) * (e - mean)
+		}
+		r := 1 / math.Sqrt(v/float64(N)+eps)
+		for j, e := range x {
+			y[j] = (e-mean)*r*in["W"][j] + in["B"][j]
+		}
+	case "scan_ordered", "scan":
+		x, y := row("X"), at("Y", N)
+		var s32 float32
+		var s64 float64
+		for j, v := range x {
+			s32 += float32(v)
+			s64 += v
+			y[j] = s64
+			if op == "scan_ordered" {
+				y[j] = float64(s32)
+			}
+		}
+	case "argmax", "topk", "sort":
+		x := row("X")
+		n := N
+		switch op {
+		case "argmax":
+			n = 1
+		case "topk":
+			n = K
+		}
+		idx := rank(x, op != "sort")[:n]
+		v, i := at("V", n), at("I", n)
+		for j, k := range idx {
+			v[j], i[j] = x[k], float64(k)
+		}
+	}
+}
+
+func firstIn(op string) string {
+	switch op {
+	case "add", "gelu_add":
+		return "A"
+	case "swiglu":
+		return "G"
+	}
+	return "X"
+}
+
+// attention is the causal GQA reference with the bottom-right mask.
+func attention(o []float64, dims map[string]int, in tensors) {
+	B, Hq, Hkv, Q, K, D, Dv := dims["B"], dims["Hq"], dims["Hkv"], dims["Q"], dims["K"], dims["D"], dims["Dv"]
+	for b := 0; b < B; b++ {
+		for h := 0; h < Hq; h++ {
+			kv := b*Hkv + h/(Hq/Hkv)
+			for q := 0; q < Q; q++ {
+				qv := in["Q"][((b*Hq+h)*Q+q)*D:]
+				s := make([]float64, q+K-Q+1)
+				mx := math.Inf(-1)
+				for k := range s {
+					for d := 0; d < D; d++ {
+						s[k] += qv[d] * in["K"][(kv*K+k)*D+d]
+					}
+					s[k] /= math.Sqrt(float64(D))
+					mx = math.Max(mx, s[k])
+				}
+				var z float64
+				for k := range s {
+					s[k] = math.Exp(s[k] - mx)
+					z += s[k]
+				}
+				ov := o[((b*Hq+h)*Q+q)*Dv:]
+				for d := 0; d < Dv; d++ {
+					for k := range s {
+						ov[d] += s[k] / z * in["V"][(kv*K+k)*Dv+d]
+					}
+				}
+			}
+		}
+	}
+}
+
+// tolerance is the relative error allowed for a storage dtype, relative
+// to max(|want|, 1): several roundings of the storage format.
+func tolerance(dtype string) float64 {
+	switch dtype {
+	case "bf16":
+		return 1.0 / 32
+	case "f16":
+		return 1.0 / 256
+	}
+	return 1e-4
+}
+
+// checkClose compares got with want at tol relative to max(|want|, 1);
 // the inputs are O(1), so the floor only matters near zero.
-func checkClose(t *testing.T, what string, got []float32, want []float64) {
+func checkClose(t *testing.T, what string, got, want []float64, tol float64) {
 	t.Helper()
 	bad := 0
 	for i := range want {
-		g := float64(got[i])
-		if !(math.Abs(g-want[i]) <= 1e-4*math.Max(math.Abs(want[i]), 1)) {
+		if !(math.Abs(got[i]-want[i]) <= tol*math.Max(math.Abs(want[i]), 1)) {
 			if bad < 5 {
-				t.Errorf("%s[%d] = %g, want %g", what, i, g, want[i])
+				t.Errorf("%s[%d] = %g, want %g", what, i, got[i], want[i])
 			}
 			bad++
 		}
@@ -383,8 +742,52 @@ func checkClose(t *testing.T, what string, got []float32, want []float64) {
 	}
 }
 
+// checkExact compares f32 or i64 bits.
+func checkExact(t *testing.T, what string, raw []uint64, want []float64, dtype string) {
+	t.Helper()
+	bad := 0
+	for i, w := range want {
+		wb := uint64(int64(w))
+		if dtype == "f32" {
+			wb = uint64(math.Float32bits(float32(w)))
+		}
+		if raw[i] != wb {
+			if bad < 5 {
+				t.Errorf("%s[%d] bits %#x, want %#x (%g)", what, i, raw[i], wb, w)
+			}
+			bad++
+		}
+	}
+	if bad > 0 {
+		t.Errorf("%s: %d of %d elements differ", what, bad, len(want))
+	}
+}
+
+// checkStandard checks a `standard` ranking of rows of width n over X of
+// width N: values equal the stable ranking's values (as numbers: ±0
+// tie), indices are unique, in range, and hold their value's bits.
+func checkStandard(t *testing.T, op string, x []float64, v []float64, vraw []uint64, idx, wantV []float64, N, n int) {
+	t.Helper()
+	for m := 0; m < len(x)/N; m++ {
+		seen := map[int]bool{}
+		for j := 0; j < n; j++ {
+			i := int(idx[m*n+j])
+			ok := v[m*n+j] == wantV[m*n+j] && i >= 0 && i < N && !seen[i] &&
+				uint64(math.Float32bits(float32(x[m*N+i]))) == vraw[m*n+j]
+			if !ok {
+				t.Errorf("%s row %d position %d: V=%g I=%d, want value %g at a fresh index holding it", op, m, j, v[m*n+j], i, wantV[m*n+j])
+				return
+			}
+			seen[i] = true
+		}
+	}
+}
+
 func TestDescribe(t *testing.T) {
-	allOps := []string{"gemm", "add", "sum", "softmax", "rmsnorm", "layernorm"}
+	allOps := []string{"gemm", "gemm_relu", "gemm_gelu", "bmm", "gemv", "add", "gelu_add",
+		"sigmoid_pair", "gelu_pair", "swiglu", "rope", "sum", "max", "softmax",
+		"rmsnorm", "layernorm", "residual_layernorm", "cross_entropy",
+		"scan_ordered", "scan", "argmax", "topk", "sort", "embedding", "attention"}
 	for _, tc := range []struct {
 		route, kind string
 		ops         []string
@@ -460,11 +863,18 @@ func TestOpenBLASBuildGemm(t *testing.T) {
 	}
 	argv := append([]string{"cc", "-O1", driver, "entry.o", "-o", "driver"}, b.Link...)
 	run(t, work, nil, argv...)
-	in := inputs(t, work, sig)
+	in := inputs(t, work, "gemm", dims, sig)
 	run(t, work, []string{"OPENBLAS_NUM_THREADS=1"}, filepath.Join(work, "driver"),
 		fmt.Sprint(dims["M"]), fmt.Sprint(dims["N"]), fmt.Sprint(dims["K"]), "A.bin", "B.bin", "C.bin")
-	got := readF32(t, filepath.Join(work, "C.bin"), sig[2].elems())
-	checkClose(t, "C", got, reference("gemm", dims, in))
+	b2, err := os.ReadFile(filepath.Join(work, "C.bin"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, _ := decodeValues("f32", b2)
+	if len(got) != sig[2].elems() {
+		t.Fatalf("C.bin: %d values, want %d", len(got), sig[2].elems())
+	}
+	checkClose(t, "C", got, reference("gemm", dims, in)["C"], tolerance("f32"))
 }
 
 func TestOpenBLASBuildUnsupported(t *testing.T) {
@@ -504,6 +914,7 @@ func visitFile(t *testing.T, dir string, sig []param) string {
 	if err := os.MkdirAll(filepath.Join(dir, "out"), 0o755); err != nil {
 		t.Fatal(err)
 	}
+	size := map[string]int{"f32": 4, "i64": 8, "f16": 2, "bf16": 2}
 	var sb strings.Builder
 	sb.WriteString("tilepipe-visit 1\nwarmup_ms 1\nsample_ms 1\nsamples 3\nsingles 2\nthreads 1\n")
 	for _, p := range sig {
@@ -511,7 +922,7 @@ func visitFile(t *testing.T, dir string, sig []param) string {
 		if p.Role == "output" {
 			path = filepath.Join(dir, "out", p.Name+".bin")
 		}
-		fmt.Fprintf(&sb, "param %s %s f32 %d %s", p.Role, p.Name, 4*p.elems(), path)
+		fmt.Fprintf(&sb, "param %s %s %s %d %s", p.Role, p.Name, p.Dtype, size[p.Dtype]*p.elems(), path)
 		for _, d := range p.Shape {
 			fmt.Fprintf(&sb, " %d", d)
 		}
@@ -560,40 +971,164 @@ func checkProcessBuild(t *testing.T, op string, b buildResp) {
 	}
 }
 
+// torchCase is one torch-eager case of TestTorchEagerVisit. unsupported,
+// when set, is the library error torch 1.13 on CPU gives for the case:
+// there the build must answer exactly `unsupported` with it.
+type torchCase struct {
+	op          string
+	dims        map[string]int
+	dtype       string
+	ranking     string
+	unsupported string
+}
+
+func torchCases() []torchCase {
+	mn := map[string]int{"M": 5, "N": 33}
+	mnk := map[string]int{"M": 7, "N": 12, "K": 5}
+	var cs []torchCase
+	for _, op := range []string{"gemm", "gemm_relu", "gemm_gelu"} {
+		cs = append(cs, torchCase{op: op, dims: mnk})
+	}
+	cs = append(cs,
+		torchCase{op: "bmm", dims: map[string]int{"B": 2, "M": 3, "N": 5, "K": 4}},
+		torchCase{op: "gemv", dims: map[string]int{"M": 9, "K": 13}},
+		torchCase{op: "rope", dims: map[string]int{"M": 3, "N": 10, "R": 6}},
+		torchCase{op: "rope", dims: map[string]int{"M": 2, "N": 8, "R": 8}},
+		torchCase{op: "embedding", dims: map[string]int{"V": 7, "D": 5, "M": 9}},
+		torchCase{op: "attention", dims: map[string]int{"B": 2, "Hq": 4, "Hkv": 2, "Q": 3, "K": 5, "D": 4, "Dv": 3}},
+		torchCase{op: "attention", dims: map[string]int{"B": 1, "Hq": 3, "Hkv": 1, "Q": 4, "K": 4, "D": 2, "Dv": 5}},
+	)
+	for _, op := range []string{"add", "gelu_add", "sigmoid_pair", "gelu_pair", "swiglu", "sum", "max",
+		"softmax", "rmsnorm", "layernorm", "residual_layernorm", "cross_entropy", "scan_ordered", "scan", "argmax"} {
+		cs = append(cs, torchCase{op: op, dims: mn})
+	}
+	for _, r := range []string{"stable", "standard"} {
+		cs = append(cs, torchCase{op: "sort", dims: mn, ranking: r})
+		for _, k := range []int{1, 33} {
+			cs = append(cs, torchCase{op: "topk", dims: map[string]int{"M": 5, "N": 33, "K": k}, ranking: r})
+		}
+	}
+	// Half storage: every op in bf16; in f16, the ones this torch runs and
+	// two it lacks.
+	for _, c := range slices.Clone(cs) {
+		if slices.Contains([]string{"gemm", "gemm_relu", "gemm_gelu", "bmm", "gemv", "add", "gelu_add", "sigmoid_pair",
+			"gelu_pair", "swiglu", "rope", "rmsnorm", "layernorm", "residual_layernorm"}, c.op) && c.dims["R"] != 8 {
+			c.dtype = "bf16"
+			cs = append(cs, c)
+		}
+	}
+	cs = append(cs,
+		torchCase{op: "add", dims: mn, dtype: "f16"},
+		torchCase{op: "rope", dims: map[string]int{"M": 3, "N": 10, "R": 6}, dtype: "f16"},
+		torchCase{op: "gemm", dims: mnk, dtype: "f16", unsupported: `RuntimeError: "addmm_impl_cpu_" not implemented for 'Half'`},
+		torchCase{op: "layernorm", dims: mn, dtype: "f16", unsupported: `RuntimeError: "LayerNormKernelImpl" not implemented for 'Half'`},
+	)
+	return cs
+}
+
+func (c torchCase) name() string {
+	s := c.op
+	for _, k := range []string{"B", "Hq", "Hkv", "V", "D", "M", "N", "K", "Q", "Dv", "R"} {
+		if v, ok := c.dims[k]; ok {
+			s += fmt.Sprintf("-%s%d", k, v)
+		}
+	}
+	if c.dtype != "" {
+		s += "-" + c.dtype
+	}
+	if c.ranking != "" {
+		s += "-" + c.ranking
+	}
+	return s
+}
+
+// TestTorchEagerVisit builds every op (and half storage, and both ranking
+// contracts) and checks one real visit's outputs against float64.
 func TestTorchEagerVisit(t *testing.T) {
 	t.Parallel()
-	requireRoute(t, "torch-eager")
-	for _, op := range []string{"gemm", "add", "sum", "softmax", "rmsnorm", "layernorm"} {
-		t.Run(op, func(t *testing.T) {
+	d := requireRoute(t, "torch-eager")
+	torch13 := strings.HasPrefix(d.Version, "torch 1.13.")
+	for _, c := range torchCases() {
+		t.Run(c.name(), func(t *testing.T) {
 			t.Parallel()
-			dims := dimsFor(op)
-			sig := signature(op, dims)
-			b, work := build(t, "torch-eager", op, dims, sig)
-			checkProcessBuild(t, op, b)
-			t.Logf("torch-eager %s: output_policy %s", op, b.Process.OutputPolicy)
+			if c.dtype == "" {
+				c.dtype = "f32"
+			}
+			sig := signatureF(c.op, c.dims, c.dtype)
+			b, work := buildCase(t, "torch-eager", c.op, c.dims, sig, c.dtype, c.ranking)
+			if c.unsupported != "" && torch13 {
+				ver := strings.Fields(d.Version)[1]
+				want := fmt.Sprintf("torch %s on cpu cannot run %s in %s: %s", ver, c.op, c.dtype, c.unsupported)
+				if b.Status != "unsupported" || b.Reason != want || b.Process != nil {
+					t.Errorf("torch-eager build %s = status %q reason %q, want unsupported %q", c.name(), b.Status, b.Reason, want)
+				}
+				return
+			}
+			if b.Status == "unsupported" && !torch13 && strings.Contains(b.Reason, " cannot run ") {
+				t.Skipf("this torch lacks %s: %s", c.name(), b.Reason)
+			}
+			checkProcessBuild(t, c.op, b)
+			t.Logf("output_policy %s", b.Process.OutputPolicy)
 
 			dir := t.TempDir()
-			in := inputs(t, dir, sig)
+			in := inputs(t, dir, c.op, c.dims, sig)
 			v := visit(t, work, b.Process, visitFile(t, dir, sig))
 			pass := map[string]string{"guards": "pass", "poison": "pass", "inputs": "pass", "repeat": "pass"}
 			if v.Protocol != 1 || v.Status != "ok" || v.Reason != "" || !reflect.DeepEqual(v.Checks, pass) {
-				t.Fatalf("visit %s = %+v, want ok with every check passed", op, v)
+				t.Fatalf("visit %s = %+v, want ok with every check passed", c.name(), v)
 			}
 			if v.CallsPerSample < 1 || len(v.BatchNs) != 3 || len(v.SingleNs) != 2 {
-				t.Errorf("visit %s: calls_per_sample %d, %d batch and %d single samples; want >= 1, 3, 2", op, v.CallsPerSample, len(v.BatchNs), len(v.SingleNs))
+				t.Errorf("visit %s: calls_per_sample %d, %d batch and %d single samples; want >= 1, 3, 2", c.name(), v.CallsPerSample, len(v.BatchNs), len(v.SingleNs))
 			}
 			for _, ns := range append(slices.Clone(v.BatchNs), v.SingleNs...) {
 				if ns <= 0 {
-					t.Errorf("visit %s: sample %d ns, want > 0", op, ns)
+					t.Errorf("visit %s: sample %d ns, want > 0", c.name(), ns)
 				}
 			}
 			if v.Clock != "CLOCK_MONOTONIC" || v.Threads != 1 || v.OutputPolicy != b.Process.OutputPolicy {
-				t.Errorf("visit %s: clock %q threads %d output_policy %q, want CLOCK_MONOTONIC, 1, %q (build's)", op, v.Clock, v.Threads, v.OutputPolicy, b.Process.OutputPolicy)
+				t.Errorf("visit %s: clock %q threads %d output_policy %q, want CLOCK_MONOTONIC, 1, %q (build's)", c.name(), v.Clock, v.Threads, v.OutputPolicy, b.Process.OutputPolicy)
 			}
-			out := sig[len(sig)-1]
-			got := readF32(t, filepath.Join(dir, "out", out.Name+".bin"), out.elems())
-			checkClose(t, out.Name, got, reference(op, dims, in))
+			checkOutputs(t, c, sig, dir, in)
 		})
+	}
+}
+
+// checkOutputs compares every output of a visit with the reference:
+// selection ops and scan_ordered exactly, the rest within tolerance.
+func checkOutputs(t *testing.T, c torchCase, sig []param, dir string, in tensors) {
+	t.Helper()
+	want := reference(c.op, c.dims, in)
+	got, raw := tensors{}, map[string][]uint64{}
+	for _, p := range sig {
+		if p.Role == "output" {
+			got[p.Name], raw[p.Name] = readOutput(t, dir, p)
+		}
+	}
+	switch {
+	case c.op == "scan_ordered":
+		checkExact(t, "Y", raw["Y"], want["Y"], "f32")
+	case c.op == "embedding":
+		checkExact(t, "Y", raw["Y"], want["Y"], "f32")
+	case c.ranking == "standard":
+		N, n := c.dims["N"], len(want["V"])/c.dims["M"]
+		checkStandard(t, c.op, in["X"], got["V"], raw["V"], got["I"], want["V"], N, n)
+	case c.op == "argmax" || c.ranking == "stable":
+		checkExact(t, "V", raw["V"], want["V"], "f32")
+		checkExact(t, "I", raw["I"], want["I"], "i64")
+	default:
+		for _, p := range sig {
+			if p.Role == "output" {
+				checkClose(t, p.Name, got[p.Name], want[p.Name], tolerance(c.dtype))
+			}
+		}
+	}
+	if c.op == "rope" {
+		N, R := c.dims["N"], c.dims["R"]
+		for i, x := range in["X"] {
+			if i%N >= R && got["Y"][i] != x {
+				t.Errorf("rope tail Y[%d] = %g, want X's %g exactly", i, got["Y"][i], x)
+			}
+		}
 	}
 }
 
@@ -644,7 +1179,7 @@ func TestTorchEagerChecks(t *testing.T) {
 			p.Args = slices.Clone(p.Args)
 			p.Args[1] = tc.op
 			dir := t.TempDir()
-			inputs(t, dir, sig)
+			inputs(t, dir, "add", dims, sig)
 			v := visit(t, work, &p, visitFile(t, dir, sig))
 			if v.Status != "failed" || v.Reason != tc.reason || !reflect.DeepEqual(v.Checks, tc.checks) {
 				t.Errorf("visit %s = status %q reason %q checks %v, want failed %q %v", tc.op, v.Status, v.Reason, v.Checks, tc.reason, tc.checks)
@@ -718,5 +1253,63 @@ echo '{"torch": "9.9.9+fake", "python": "3.99.0", "executable": "/fake/bin/pytho
 	const want = "torch 9.9.9+fake (Python 3.99.0, /fake/bin/python3)"
 	if !d.Available || d.Version != want {
 		t.Errorf("torch-eager describe with TILEPIPE_TORCH_PYTHON=%s = available %v version %q, want true %q", fake, d.Available, d.Version, want)
+	}
+}
+
+// TestTorchEagerBuildRejects feeds build malformed cases; each must fail
+// with the exact reason, before any torch runs.
+func TestTorchEagerBuildRejects(t *testing.T) {
+	t.Parallel()
+	requireRoute(t, "torch-eager")
+	mn := map[string]int{"M": 2, "N": 10}
+	for _, tc := range []struct {
+		op, dtype, ranking string
+		dims               map[string]int
+		reason             string
+	}{
+		{"topk", "f32", "", map[string]int{"M": 2, "N": 10, "K": 3}, "topk wants ranking stable or standard, got None"},
+		{"topk", "f32", "stable", map[string]int{"M": 2, "N": 10, "K": 11}, "topk: K=11: want K <= N=10"},
+		{"sort", "f16", "stable", mn, "sort takes only f32 storage, got dtype 'f16'"},
+		{"add", "f32", "stable", mn, "add takes no ranking, got 'stable'"},
+		{"rope", "f32", "", map[string]int{"M": 2, "N": 10, "R": 5}, "rope: R=5: want an even rotary width <= N=10"},
+		{"attention", "f32", "", map[string]int{"B": 1, "Hq": 3, "Hkv": 2, "Q": 1, "K": 1, "D": 2, "Dv": 2}, "attention: Hq=3: want a multiple of Hkv=2"},
+		{"bmm", "f32", "", mn, `bmm wants dims B, M, N, K as positive integers, got {"M": 2, "N": 10}`},
+	} {
+		t.Run(tc.op, func(t *testing.T) {
+			t.Parallel()
+			sig := signatureF(tc.op, tc.dims, tc.dtype)
+			b, _ := buildCase(t, "torch-eager", tc.op, tc.dims, sig, tc.dtype, tc.ranking)
+			if b.Status != "failed" || b.Reason != tc.reason {
+				t.Errorf("torch-eager build %s %s %q %v = status %q reason %q, want failed %q", tc.op, tc.dtype, tc.ranking, tc.dims, b.Status, b.Reason, tc.reason)
+			}
+		})
+	}
+}
+
+// TestTorchEagerRejectsInvalidIds checks that a visit refuses ids outside
+// the table (the route never picks or repairs inputs): usage exit 2, no
+// report.
+func TestTorchEagerRejectsInvalidIds(t *testing.T) {
+	t.Parallel()
+	requireRoute(t, "torch-eager")
+	dims := map[string]int{"V": 4, "D": 3, "M": 5}
+	sig := signature("embedding", dims)
+	b, work := build(t, "torch-eager", "embedding", dims, sig)
+	checkProcessBuild(t, "embedding", b)
+	dir := t.TempDir()
+	inputs(t, dir, "embedding", dims, sig)
+	if err := os.WriteFile(filepath.Join(dir, "I.bin"), encode("i64", []float64{0, 1, 2, 4, 3}), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	argv := append([]string{b.Process.Interpreter, b.Process.Script}, b.Process.Args...)
+	cmd := exec.Command(argv[0], append(argv[1:], "--visit", visitFile(t, dir, sig))...)
+	cmd.Dir = work
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	err := cmd.Run()
+	const want = "wrapper.py: input I element 3 = 4, want in [0, 4)\n"
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) || ee.ExitCode() != 2 || stderr.String() != want || stdout.Len() != 0 {
+		t.Errorf("visit embedding with id 4 of 4 = %v, stderr %q, stdout %q; want exit 2, stderr %q, no stdout", err, stderr.String(), stdout.String(), want)
 	}
 }

@@ -1,12 +1,18 @@
 """tilepipe timer for the torch-eager route (docs/protocol.md, "visit").
 
-    python wrapper.py --op OP --device cpu [--dims M=..,N=..[,K=..]] [--eps EPS] --visit VISIT.txt
+    python wrapper.py --op OP --device cpu --dims NAME=V,... [--dtype f32|f16|bf16]
+                      [--ranking stable|standard] [--eps EPS] --visit VISIT.txt
     python wrapper.py [--op OP ...] --closure
 
 --visit runs one timed visit and prints the JSON report. The route's probe
-calls output_policy() at build time, so build and visit cannot disagree on
-an op's output policy (`out` or `copy`). --closure prints the
+calls probe() at build time: it runs every op in every dtype it may take on
+small tensors and records output_policy(), so build and visit cannot
+disagree on an op's output policy (`out` or `copy`), and an op this torch
+lacks in some dtype is `unsupported` at build time. --closure prints the
 files mapped into a process that has imported torch and run every op once.
+
+f16 and bf16 tensors are computed the way torch computes that dtype on the
+device (intermediates of composite ops are rounded to the storage dtype).
 
 Ops whose name starts with an underscore exist only for tests: each one
 breaks exactly one rule the visit checks (see TEST_OPS). The route never
@@ -27,16 +33,37 @@ GUARD = 4096
 ALIGN = 64
 MAX_CALLS = 1 << 30
 
-OPS = ("gemm", "add", "sum", "softmax", "rmsnorm", "layernorm")
+# Every op of docs/protocol.md's table, in its order.
+OPS = ("gemm", "gemm_relu", "gemm_gelu", "bmm", "gemv", "add", "gelu_add",
+       "sigmoid_pair", "gelu_pair", "swiglu", "rope", "sum", "max", "softmax",
+       "rmsnorm", "layernorm", "residual_layernorm", "cross_entropy",
+       "scan_ordered", "scan", "argmax", "topk", "sort", "embedding", "attention")
 # Test-only ops, each with the add signature; each breaks one check.
 TEST_OPS = ("_mutate_input", "_overrun_output", "_skip_output",
             "_unrepeatable", "_realloc_output", "_late_overrun")
 
+# Dimension names per op; ops not listed take M,N.
+DIMS = {"gemm": ("M", "N", "K"), "gemm_relu": ("M", "N", "K"), "gemm_gelu": ("M", "N", "K"),
+        "bmm": ("B", "M", "N", "K"), "gemv": ("M", "K"), "rope": ("M", "N", "R"),
+        "topk": ("M", "N", "K"), "embedding": ("V", "D", "M"),
+        "attention": ("B", "Hq", "Hkv", "Q", "K", "D", "Dv")}
+# Ops that take f16 and bf16 storage (the table's "half storage" column).
+HALF_OPS = ("gemm", "gemm_relu", "gemm_gelu", "bmm", "gemv", "add", "gelu_add",
+            "sigmoid_pair", "gelu_pair", "swiglu", "rope", "rmsnorm", "layernorm",
+            "residual_layernorm")
+RANKED_OPS = ("topk", "sort")
+RANKINGS = ("stable", "standard")
+DTYPES = ("f32", "f16", "bf16")
+EPS_OPS = ("rmsnorm", "layernorm", "residual_layernorm")
+
 CHECKS = ("guards", "poison", "inputs", "repeat")
 
-POISON1 = {"f32": 0x7FC0DEAD, "i64": 0x7FF8DEADDEADDEAD}
-POISON2 = {"f32": 0x7FC0BEEF, "i64": 0x7FF8BEEFBEEFBEEF}
-DTYPE_SIZE = {"f32": 4, "i64": 8}
+POISON1 = {"f32": 0x7FC0DEAD, "i64": 0x7FF8DEADDEADDEAD, "f16": 0x7E5D, "bf16": 0x7FDE}
+POISON2 = {"f32": 0x7FC0BEEF, "i64": 0x7FF8BEEFBEEFBEEF, "f16": 0x7E5E, "bf16": 0x7FBE}
+DTYPE_SIZE = {"f32": 4, "i64": 8, "f16": 2, "bf16": 2}
+
+SQRT_2_OVER_PI = 0.7978845608028654
+GELU_C = 0.044715
 
 
 class Usage(Exception):
@@ -52,24 +79,93 @@ class CheckFailed(Exception):
         self.reason = reason
 
 
-def signature(op, dims):
-    """The ordered (name, role, shape) list of op, as docs/protocol.md."""
-    M, N = dims.get("M"), dims.get("N")
-    if op == "gemm":
-        K = dims.get("K")
-        return [("A", "input", [M, K]), ("B", "input", [K, N]), ("C", "output", [M, N])]
-    if op == "add" or op in TEST_OPS:
-        return [("A", "input", [M, N]), ("B", "input", [M, N]), ("C", "output", [M, N])]
-    if op == "sum":
-        return [("X", "input", [M, N]), ("Y", "output", [M])]
-    if op == "softmax":
-        return [("X", "input", [M, N]), ("Y", "output", [M, N])]
+def dim_names(op):
+    return DIMS.get(op, ("M", "N"))
+
+
+def variants(op):
+    """The (dtype, ranking) pairs a case of op may ask for."""
+    dts = DTYPES if op in HALF_OPS else ("f32",)
+    rks = RANKINGS if op in RANKED_OPS else (None,)
+    return [(d, r) for d in dts for r in rks]
+
+
+def variant_key(dtype, ranking):
+    return dtype if ranking is None else "%s/%s" % (dtype, ranking)
+
+
+def signature(op, dims, F="f32"):
+    """The ordered (name, role, dtype, shape) list of op, as docs/protocol.md;
+    F is the storage dtype of the float tensors."""
+    d = dims.get
+    M, N, K = d("M"), d("N"), d("K")
+
+    def i(name, *shape, dt=None):
+        return (name, "input", dt or F, list(shape))
+
+    def o(name, *shape, dt=None):
+        return (name, "output", dt or F, list(shape))
+    if op in ("gemm", "gemm_relu", "gemm_gelu"):
+        return [i("A", M, K), i("B", K, N), o("C", M, N)]
+    if op == "bmm":
+        B = d("B")
+        return [i("A", B, M, K), i("B", B, K, N), o("C", B, M, N)]
+    if op == "gemv":
+        return [i("A", M, K), i("X", K), o("Y", M)]
+    if op in ("add", "gelu_add") or op in TEST_OPS:
+        return [i("A", M, N), i("B", M, N), o("C", M, N)]
+    if op in ("sigmoid_pair", "gelu_pair"):
+        return [i("X", M, N), o("Y", M, N), o("D", M, N)]
+    if op == "swiglu":
+        return [i("G", M, N), i("U", M, N), o("Y", M, N)]
+    if op == "rope":
+        h = d("R") // 2
+        return [i("X", M, N), i("COS", M, h), i("SIN", M, h), o("Y", M, N)]
+    if op in ("sum", "max"):
+        return [i("X", M, N), o("Y", M)]
+    if op in ("softmax", "scan_ordered", "scan"):
+        return [i("X", M, N), o("Y", M, N)]
     if op == "rmsnorm":
-        return [("X", "input", [M, N]), ("W", "input", [N]), ("Y", "output", [M, N])]
+        return [i("X", M, N), i("W", N), o("Y", M, N)]
     if op == "layernorm":
-        return [("X", "input", [M, N]), ("W", "input", [N]), ("B", "input", [N]),
-                ("Y", "output", [M, N])]
+        return [i("X", M, N), i("W", N), i("B", N), o("Y", M, N)]
+    if op == "residual_layernorm":
+        return [i("X", M, N), i("R", M, N), i("W", N), i("B", N), o("Y", M, N), o("H", M, N)]
+    if op == "cross_entropy":
+        return [i("X", M, N), i("T", M, dt="i64"), o("L", M)]
+    if op == "argmax":
+        return [i("X", M, N), o("V", M), o("I", M, dt="i64")]
+    if op == "topk":
+        return [i("X", M, N), o("V", M, K), o("I", M, K, dt="i64")]
+    if op == "sort":
+        return [i("X", M, N), o("V", M, N), o("I", M, N, dt="i64")]
+    if op == "embedding":
+        return [i("E", d("V"), d("D")), i("I", M, dt="i64"), o("Y", M, d("D"))]
+    if op == "attention":
+        B, Hq, Hkv, Q, Kn = d("B"), d("Hq"), d("Hkv"), d("Q"), d("K")
+        return [i("Q", B, Hq, Q, d("D")), i("K", B, Hkv, Kn, d("D")),
+                i("V", B, Hkv, Kn, d("Dv")), o("O", B, Hq, Q, d("Dv"))]
     raise Usage("unknown op %r" % op)
+
+
+def check_dims(op, dims):
+    """The op's own constraints on dims beyond positivity, or ''."""
+    d = dims
+    if op == "rope" and (d["R"] % 2 or d["R"] > d["N"]):
+        return "R=%d: want an even rotary width <= N=%d" % (d["R"], d["N"])
+    if op == "topk" and d["K"] > d["N"]:
+        return "K=%d: want K <= N=%d" % (d["K"], d["N"])
+    if op == "attention":
+        if d["Hq"] % d["Hkv"]:
+            return "Hq=%d: want a multiple of Hkv=%d" % (d["Hq"], d["Hkv"])
+        if d["Q"] > d["K"]:
+            return "Q=%d: want Q <= K=%d" % (d["Q"], d["K"])
+    return ""
+
+
+def torch_dtype(torch, dtype):
+    return {"f32": torch.float32, "f16": torch.float16, "bf16": torch.bfloat16,
+            "i64": torch.int64}[dtype]
 
 
 def softmax_out(torch):
@@ -81,36 +177,162 @@ def softmax_out(torch):
         return None
 
 
-def output_policy(op, torch):
-    """Whether op writes into the preallocated output (`out`) or into a new
-    tensor that is then copied (`copy`). A pure function of op and the
-    installed torch; the route records it at build time.
+def sdpa(torch):
+    return getattr(torch.nn.functional, "scaled_dot_product_attention", None)
+
+
+def output_policy(op, torch, ranking=None):
+    """Whether op writes every output into its preallocated tensor (`out`:
+    out= variants and in-place ops on the output) or computes some output
+    into a new tensor that is then copied (`copy`). A pure function of op,
+    ranking and the installed torch; the route records it at build time.
 
     layernorm stays `copy` even though aten::native_layer_norm.out exists:
     that out variant is generated (it runs the functional kernel and copies),
-    so calling it `out` would hide the copy.
+    so calling it `out` would hide the copy. The same holds for
+    residual_layernorm's Y and cross_entropy's L. topk/stable slices a
+    stable sort (into workspaces) and copies the first K columns.
+    attention is `out` for the explicit composite (torch without
+    scaled_dot_product_attention) and `copy` for SDPA.
     """
-    if op in ("gemm", "add", "sum") or op in TEST_OPS:
+    if op in ("gemm", "gemm_relu", "gemm_gelu", "bmm", "gemv", "add", "gelu_add",
+              "sigmoid_pair", "gelu_pair", "swiglu", "rope", "sum", "max",
+              "scan_ordered", "scan", "argmax", "sort", "embedding") or op in TEST_OPS:
         return "out"
     if op == "softmax":
         return "out" if softmax_out(torch) is not None else "copy"
-    if op in ("rmsnorm", "layernorm"):
+    if op in ("rmsnorm", "layernorm", "residual_layernorm", "cross_entropy"):
         return "copy"
+    if op == "topk":
+        return "copy" if ranking == "stable" else "out"
+    if op == "attention":
+        return "copy" if sdpa(torch) is not None else "out"
     raise Usage("unknown op %r" % op)
 
 
-def make_entry(op, t, eps, torch, buffers):
-    """Returns a no-argument function that runs op once on the tensors t."""
+def schedule(op, torch, ranking=None):
+    """How op is computed, for the build's schedule (free-form)."""
+    if op == "attention":
+        if sdpa(torch) is not None:
+            return "scaled_dot_product_attention with a boolean bottom-right causal mask, KV heads repeat_interleave'd"
+        return "composite: baddbmm(Q, K^T, alpha=1/sqrt(D)) per KV-head group, masked_fill -inf, _softmax.out, bmm into O"
+    if op == "scan_ordered":
+        return "column loop of torch.add(out=): the sequential FP32 left fold (torch.cumsum on CPU accumulates in double)"
+    if op == "topk":
+        return "sort(descending, stable=True) then first K" if ranking == "stable" else "torch.topk(largest, sorted)"
+    if op == "sort":
+        return "torch.sort(stable=True)" if ranking == "stable" else "torch.sort (default, unstable)"
+    return ""
+
+
+def gelu_inplace(torch):
+    """tanh-GELU in place on a tensor."""
+    nn = torch._C._nn
+    g_ = getattr(nn, "gelu_", None)
+    if g_ is not None:
+        return lambda x: g_(x, approximate="tanh")
+    return lambda x: nn.gelu(x, approximate="tanh", out=x)
+
+
+def make_entry(op, t, o, torch, buffers):
+    """Returns a no-argument function that runs op once on the tensors t.
+    o holds eps, ranking and dims. Workspaces are allocated here, outside
+    the timed calls; nothing here reads the inputs' values."""
     F = torch.nn.functional
+    eps, ranking, dims = o["eps"], o.get("ranking"), o["dims"]
     if op == "gemm":
         mm, A, B, C = torch.mm, t["A"], t["B"], t["C"]
         return lambda: mm(A, B, out=C)
+    if op in ("gemm_relu", "gemm_gelu"):
+        # One addmm computes 0.125·(A·B) + 0.25 into C (the scale is
+        # applied to the accumulated product, as the table says); the
+        # activation then runs in place on C.
+        addmm, A, B, C = torch.addmm, t["A"], t["B"], t["C"]
+        bias = torch.full((), 0.25, dtype=C.dtype)
+        act = (lambda: C.relu_()) if op == "gemm_relu" else (lambda g=gelu_inplace(torch): g(C))
+
+        def gemm_act():
+            addmm(bias, A, B, beta=1, alpha=0.125, out=C)
+            act()
+        return gemm_act
+    if op == "bmm":
+        bmm, A, B, C = torch.bmm, t["A"], t["B"], t["C"]
+        return lambda: bmm(A, B, out=C)
+    if op == "gemv":
+        mv, A, X, Y = torch.mv, t["A"], t["X"], t["Y"]
+        return lambda: mv(A, X, out=Y)
     if op == "add":
         add, A, B, C = torch.add, t["A"], t["B"], t["C"]
         return lambda: add(A, B, out=C)
+    if op == "gelu_add":
+        add, A, B, C, g = torch.add, t["A"], t["B"], t["C"], gelu_inplace(torch)
+
+        def gelu_add():
+            add(A, B, out=C)
+            g(C)
+        return gelu_add
+    if op == "sigmoid_pair":
+        sigmoid, neg, X, Y, D = torch.sigmoid, torch.neg, t["X"], t["Y"], t["D"]
+
+        def sigmoid_pair():
+            sigmoid(X, out=Y)
+            neg(Y, out=D)   # D = σ(X)·(1 − σ(X)), in that order
+            D.add_(1)
+            D.mul_(Y)
+        return sigmoid_pair
+    if op == "gelu_pair":
+        # Y by torch's tanh-GELU kernel. D by the closed form
+        #   t = tanh(k·x·(1 + c·x²)),  k = √(2/π), c = 0.044715
+        #   D = 0.5·(1 + t) + 0.5·k·x·(1 − t²)·(1 + 3c·x²)
+        # in torch ops on preallocated workspaces (t, a, b).
+        gelu, mul, add = torch._C._nn.gelu, torch.mul, torch.add
+        X, Y, D = t["X"], t["Y"], t["D"]
+        x2, th, a, b = (torch.empty_like(X) for _ in range(4))
+
+        def gelu_pair():
+            gelu(X, approximate="tanh", out=Y)
+            mul(X, X, out=x2)
+            mul(x2, GELU_C, out=th)
+            th.add_(1).mul_(X).mul_(SQRT_2_OVER_PI).tanh_()
+            mul(th, th, out=a)
+            a.neg_().add_(1).mul_(X).mul_(0.5 * SQRT_2_OVER_PI)
+            mul(x2, 3 * GELU_C, out=b)
+            b.add_(1)
+            a.mul_(b)
+            add(th, 1, out=D)
+            D.mul_(0.5).add_(a)
+        return gelu_pair
+    if op == "swiglu":
+        silu, G, U, Y = torch._C._nn.silu, t["G"], t["U"], t["Y"]
+
+        def swiglu():
+            silu(G, out=Y)
+            Y.mul_(U)
+        return swiglu
+    if op == "rope":
+        X, C, S, Y = t["X"], t["COS"], t["SIN"], t["Y"]
+        R = dims["R"]
+        x0, x1 = X[:, 0:R:2], X[:, 1:R:2]
+        y0, y1 = Y[:, 0:R:2], Y[:, 1:R:2]
+        xt, yt = X[:, R:], Y[:, R:]
+        tmp = torch.empty_like(C)
+        mul = torch.mul
+
+        def rope():
+            mul(x0, C, out=y0)
+            mul(x1, S, out=tmp)
+            y0.sub_(tmp)
+            mul(x0, S, out=y1)
+            mul(x1, C, out=tmp)
+            y1.add_(tmp)
+            yt.copy_(xt)  # the tail is the identity
+        return rope
     if op == "sum":
         sum_, X, Y = torch.sum, t["X"], t["Y"]
         return lambda: sum_(X, dim=1, out=Y)
+    if op == "max":
+        amax, X, Y = torch.amax, t["X"], t["Y"]
+        return lambda: amax(X, dim=1, out=Y)
     if op == "softmax":
         X, Y = t["X"], t["Y"]
         sm_out = softmax_out(torch)
@@ -130,6 +352,64 @@ def make_entry(op, t, eps, torch, buffers):
         X, W, B, Y = t["X"], t["W"], t["B"], t["Y"]
         layer_norm, shape = F.layer_norm, (X.shape[1],)
         return lambda: Y.copy_(layer_norm(X, shape, W, B, eps))
+    if op == "residual_layernorm":
+        add, layer_norm = torch.add, F.layer_norm
+        X, R, W, B, Y, H = t["X"], t["R"], t["W"], t["B"], t["Y"], t["H"]
+        shape = (X.shape[1],)
+
+        def residual_layernorm():
+            add(X, R, out=H)
+            Y.copy_(layer_norm(H, shape, W, B, eps))
+        return residual_layernorm
+    if op == "cross_entropy":
+        ce, X, T, L = F.cross_entropy, t["X"], t["T"], t["L"]
+        return lambda: L.copy_(ce(X, T, reduction="none"))
+    if op == "scan_ordered":
+        # torch.cumsum on CPU keeps a double accumulator, so it is not the
+        # FP32 left fold; one torch.add per column is.
+        X, Y = t["X"], t["Y"]
+        add = torch.add
+        cols = [(Y[:, j - 1], X[:, j], Y[:, j]) for j in range(1, X.shape[1])]
+        y0, x0 = Y[:, 0], X[:, 0]
+
+        def scan_ordered():
+            y0.copy_(x0)  # the first prefix is the first element
+            for prev, x, y in cols:
+                add(prev, x, out=y)
+        return scan_ordered
+    if op == "scan":
+        cumsum, X, Y = torch.cumsum, t["X"], t["Y"]
+        return lambda: cumsum(X, dim=1, out=Y)
+    if op == "argmax":
+        # torch.max(dim) keeps the first index of the maximum (it replaces
+        # only on a strictly greater value) and returns that element's bits.
+        max_, X, V, I = torch.max, t["X"], t["V"], t["I"]
+        return lambda: max_(X, dim=1, out=(V, I))
+    if op == "topk":
+        X, V, I = t["X"], t["V"], t["I"]
+        K = V.shape[1]
+        if ranking == "stable":
+            sort = torch.sort
+            sv, si = torch.empty_like(X), torch.empty(X.shape, dtype=torch.int64)
+            svk, sik = sv[:, :K], si[:, :K]
+
+            def topk_stable():
+                sort(X, dim=1, descending=True, stable=True, out=(sv, si))
+                V.copy_(svk)
+                I.copy_(sik)
+            return topk_stable
+        topk = torch.topk
+        return lambda: topk(X, K, dim=1, largest=True, sorted=True, out=(V, I))
+    if op == "sort":
+        sort, X, V, I = torch.sort, t["X"], t["V"], t["I"]
+        if ranking == "stable":
+            return lambda: sort(X, dim=1, stable=True, out=(V, I))
+        return lambda: sort(X, dim=1, out=(V, I))
+    if op == "embedding":
+        index_select, E, I, Y = torch.index_select, t["E"], t["I"], t["Y"]
+        return lambda: index_select(E, 0, I, out=Y)
+    if op == "attention":
+        return attention_entry(t, dims, torch)
 
     A, B, C = t["A"], t["B"], t["C"]
     add = torch.add
@@ -177,6 +457,91 @@ def make_entry(op, t, eps, torch, buffers):
     raise Usage("unknown op %r" % op)
 
 
+def attention_entry(t, dims, torch):
+    """Causal GQA attention; query q (of the last Q positions) sees keys
+    k <= q + K - Q. The mask depends only on the dims."""
+    Qt, Kt, Vt, O = t["Q"], t["K"], t["V"], t["O"]
+    B, Hq, Hkv, Q, K, D, Dv = (dims[n] for n in ("B", "Hq", "Hkv", "Q", "K", "D", "Dv"))
+    G = Hq // Hkv
+    scale = 1.0 / (D ** 0.5)
+    q = torch.arange(Q).view(Q, 1)
+    k = torch.arange(K).view(1, K)
+    f = sdpa(torch)
+    if f is not None:
+        keep = k <= q + (K - Q)  # True: attends
+        ri = torch.repeat_interleave
+
+        def attention_sdpa():
+            O.copy_(f(Qt, ri(Kt, G, dim=1), ri(Vt, G, dim=1), attn_mask=keep))
+        return attention_sdpa
+    # Heads h = kv·G + g share KV head kv and are adjacent in memory, so one
+    # batched product per (b, kv) covers the G query heads at once.
+    masked = (k > q + (K - Q)).repeat(G, 1)  # [G·Q, K]
+    Qg = Qt.view(B * Hkv, G * Q, D)
+    KgT = Kt.view(B * Hkv, K, D).transpose(1, 2)
+    Vg = Vt.view(B * Hkv, K, Dv)
+    Og = O.view(B * Hkv, G * Q, Dv)
+    S = torch.empty(B * Hkv, G * Q, K, dtype=Qt.dtype)
+    P = torch.empty_like(S)
+    baddbmm, bmm, sm = torch.baddbmm, torch.bmm, softmax_out(torch)
+    ninf = float("-inf")
+
+    def attention_composite():
+        baddbmm(S, Qg, KgT, beta=0, alpha=scale, out=S)
+        S.masked_fill_(masked, ninf)
+        sm(S, 2, False, out=P)
+        bmm(P, Vg, out=Og)
+    return attention_composite
+
+
+def probe_dims(op):
+    """Small valid dims for trying op (a tail for rope, GQA for attention)."""
+    if op == "attention":
+        return {"B": 1, "Hq": 2, "Hkv": 1, "Q": 2, "K": 3, "D": 4, "Dv": 2}
+    if op == "embedding":
+        return {"V": 3, "D": 2, "M": 2}
+    return {"B": 2, "M": 2, "N": 4, "K": 3, "R": 2}
+
+
+def try_variant(torch, op, dtype, ranking):
+    """Runs op once on small tensors of dtype; returns '' or why it failed."""
+    dims = probe_dims(op)
+    t = {}
+    for name, role, dt, shape in signature(op, dims, dtype):
+        tdt = torch_dtype(torch, dt)
+        if dt == "i64":
+            t[name] = torch.zeros(shape, dtype=tdt)
+        elif role == "input":
+            t[name] = torch.full(shape, 0.5, dtype=tdt)
+        else:
+            t[name] = torch.empty(shape, dtype=tdt)
+    try:
+        make_entry(op, t, {"eps": 1e-5, "ranking": ranking, "dims": dims}, torch, {})()
+    except Exception as e:  # the library cannot run it: the build's reason
+        lines = str(e).strip().splitlines()
+        return "%s: %s" % (type(e).__name__, lines[0] if lines else "")
+    return ""
+
+
+def probe(torch):
+    """For every op and variant, {"policy": out|copy, "schedule": ...} when
+    this torch runs it, else {"error": why}. The route calls this at build
+    time, so an op the library lacks in some dtype is `unsupported` then,
+    not a failed visit later."""
+    res = {}
+    for op in OPS:
+        res[op] = {}
+        for dtype, ranking in variants(op):
+            err = try_variant(torch, op, dtype, ranking)
+            key = variant_key(dtype, ranking)
+            if err:
+                res[op][key] = {"error": err}
+            else:
+                res[op][key] = {"policy": output_policy(op, torch, ranking),
+                                "schedule": schedule(op, torch, ranking)}
+    return res
+
+
 class Buffer:
     """One guarded tensor: GUARD canary bytes, the data, GUARD canary bytes,
     all in one uint8 allocation. typed is a contiguous view of the data with
@@ -192,8 +557,8 @@ class Buffer:
         self.before = raw[skip:skip + GUARD]
         self.data = raw[skip + GUARD:skip + GUARD + nbytes]
         self.after = raw[skip + GUARD + nbytes:skip + GUARD + nbytes + GUARD]
-        tdt = {"f32": torch.float32, "i64": torch.int64}[dtype]
-        idt = {"f32": torch.int32, "i64": torch.int64}[dtype]
+        tdt = torch_dtype(torch, dtype)
+        idt = {4: torch.int32, 8: torch.int64, 2: torch.int16}[DTYPE_SIZE[dtype]]
         self.shape = list(shape)
         self.typed = self.data.view(tdt).view(shape)
         self.ints = self.data.view(idt)
@@ -291,7 +656,7 @@ def parse_visit(path):
                 raise Usage("%s:%d: %s: want >= 0, got %d" % (path, n, f[0], v[f[0]]))
         elif f[0] == "param":
             if len(f) < 6 or f[1] not in ("input", "output") or f[3] not in DTYPE_SIZE:
-                raise Usage("%s:%d: want 'param input|output NAME f32|i64 BYTES PATH [DIM...]'" % (path, n))
+                raise Usage("%s:%d: want 'param input|output NAME f32|f16|bf16|i64 BYTES PATH [DIM...]'" % (path, n))
             try:
                 nbytes = int(f[4])
                 shape = [int(d) for d in f[6:]]
@@ -309,18 +674,22 @@ def parse_visit(path):
     return v
 
 
-def dims_from(op, dims_arg, params):
-    """Dimensions from --dims, else from the visit's param dims."""
-    if dims_arg:
-        return dims_arg
-    by = {p["name"]: p["shape"] for p in params}
-    try:
-        if op == "gemm":
-            return {"M": by["A"][0], "K": by["A"][1], "N": by["B"][1]}
-        key = "X" if "X" in by else "A"
-        return {"M": by[key][0], "N": by[key][1]}
-    except (KeyError, IndexError):
-        raise Usage("no --dims and the visit file does not give the shapes")
+def check_input_values(torch, op, t, dims):
+    """Rejects inputs the op is undefined on (the case generator never makes
+    them; this makes a wrong input a usage error, not a wrong result)."""
+    if op == "embedding":
+        lo, hi, name = 0, dims["V"], "I"
+    elif op == "cross_entropy":
+        lo, hi, name = 0, dims["N"], "T"
+    else:
+        if op in ("argmax", "topk", "sort", "max") and bool(t["X"].isnan().any()):
+            raise Usage("input X holds NaN; %s is defined only without NaN" % op)
+        return
+    x = t[name]
+    bad = ((x < lo) | (x >= hi)).nonzero()
+    if bad.numel():
+        i = int(bad[0, 0])
+        raise Usage("input %s element %d = %d, want in [%d, %d)" % (name, i, int(x[i]), lo, hi))
 
 
 def result(status, reason, checks, policy, threads, n=0, batch=(), single=()):
@@ -355,31 +724,31 @@ def visit(opts):
 
     if threads >= 1:
         torch.set_num_threads(threads)
-    op = opts["op"]
-    policy = output_policy(op, torch)
+    op, dims = opts["op"], opts["dims"]
+    policy = output_policy(op, torch, opts["ranking"])
     nthreads = torch.get_num_threads()
 
-    dims = dims_from(op, opts["dims"], v["params"])
-    sig = signature(op, dims)
+    sig = signature(op, dims, opts["dtype"])
     got = [(p["name"], p["role"]) for p in v["params"]]
-    if got != [(n, r) for n, r, _ in sig]:
-        raise Usage("visit params %s do not match op %s's signature %s" % (got, op, [(n, r) for n, r, _ in sig]))
+    if got != [(n, r) for n, r, _, _ in sig]:
+        raise Usage("visit params %s do not match op %s's signature %s" % (got, op, [(n, r) for n, r, _, _ in sig]))
     bufs, t = [], {}
-    for p, (name, role, shape) in zip(v["params"], sig):
-        nb = DTYPE_SIZE[p["dtype"]]
+    for p, (name, role, dtype, shape) in zip(v["params"], sig):
+        nb = DTYPE_SIZE[dtype]
         for d in shape:
             nb *= d
-        if p["dtype"] != "f32" or p["bytes"] != nb or (p["shape"] and p["shape"] != shape):
-            raise Usage("param %s: visit says %s %d bytes %s, op %s wants f32 %d bytes %s" % (
-                name, p["dtype"], p["bytes"], p["shape"], op, nb, shape))
-        b = Buffer(torch, name, role, p["dtype"], shape, nb)
+        if p["dtype"] != dtype or p["bytes"] != nb or (p["shape"] and p["shape"] != shape):
+            raise Usage("param %s: visit says %s %d bytes %s, op %s wants %s %d bytes %s" % (
+                name, p["dtype"], p["bytes"], p["shape"], op, dtype, nb, shape))
+        b = Buffer(torch, name, role, dtype, shape, nb)
         if role == "input":
             b.load(p["path"])
         bufs.append(b)
         t[name] = b.typed
     outs = [b for b in bufs if b.role == "output"]
+    check_input_values(torch, op, t, dims)
 
-    entry = make_entry(op, t, opts["eps"], torch, {b.name: b for b in bufs})
+    entry = make_entry(op, t, opts, torch, {b.name: b for b in bufs})
     cuda = opts["device"] == "cuda"
     sync = torch.cuda.synchronize if cuda else (lambda: None)
 
@@ -456,15 +825,11 @@ def visit(opts):
 
 
 def closure(opts):
-    """Paths of every regular file mapped after torch and each op ran once."""
+    """Paths of every regular file mapped after torch ran every op in
+    every variant once (what any visit could map)."""
     import torch
 
-    dims = {"M": 2, "N": 3, "K": 4}
-    for op in OPS:
-        t = {}
-        for name, role, shape in signature(op, dims):
-            t[name] = torch.ones(shape) if role == "input" else torch.empty(shape)
-        make_entry(op, t, 1e-5, torch, {})()
+    probe(torch)
     paths = set()
     with open("/proc/self/maps") as f:
         for ln in f:
@@ -486,7 +851,7 @@ def closure(opts):
 
 def parse_args(argv):
     opts = {"op": None, "device": "cpu", "dims": None, "eps": 1e-5,
-            "visit": None, "mode": None}
+            "dtype": "f32", "ranking": None, "visit": None, "mode": None}
     i = 0
     while i < len(argv):
         a = argv[i]
@@ -504,6 +869,14 @@ def parse_args(argv):
             if val not in ("cpu", "cuda"):
                 raise Usage("--device: want cpu or cuda, got %r" % val)
             opts["device"] = val
+        elif a == "--dtype":
+            if val not in DTYPES:
+                raise Usage("--dtype: want one of %s, got %r" % (", ".join(DTYPES), val))
+            opts["dtype"] = val
+        elif a == "--ranking":
+            if val not in RANKINGS:
+                raise Usage("--ranking: want one of %s, got %r" % (", ".join(RANKINGS), val))
+            opts["ranking"] = val
         elif a == "--eps":
             try:
                 opts["eps"] = float(val)
@@ -513,7 +886,7 @@ def parse_args(argv):
             try:
                 opts["dims"] = {k: int(x) for k, x in (kv.split("=", 1) for kv in val.split(","))}
             except ValueError:
-                raise Usage("--dims: want M=..,N=..[,K=..], got %r" % val)
+                raise Usage("--dims: want NAME=V,..., got %r" % val)
         elif a == "--visit":
             opts["visit"] = val
             if opts["mode"] is None:
@@ -522,8 +895,19 @@ def parse_args(argv):
             raise Usage("unknown argument %r" % a)
     if opts["mode"] is None:
         raise Usage("want --visit VISIT or --closure")
-    if opts["mode"] == "visit" and opts["op"] not in OPS + TEST_OPS:
-        raise Usage("--op: want one of %s, got %r" % (", ".join(OPS), opts["op"]))
+    if opts["mode"] == "visit":
+        op = opts["op"]
+        if op not in OPS + TEST_OPS:
+            raise Usage("--op: want one of %s, got %r" % (", ".join(OPS), op))
+        names = dim_names(op)
+        d = opts["dims"]
+        if d is None or set(d) != set(names) or any(d[n] < 1 for n in names):
+            raise Usage("--dims: %s wants %s, positive; got %r" % (op, ",".join(names), d))
+        why = check_dims(op, d)
+        if why:
+            raise Usage("--dims: " + why)
+        if (opts["dtype"], opts["ranking"]) not in variants(op) and op not in TEST_OPS:
+            raise Usage("%s does not take --dtype %s --ranking %s" % (op, opts["dtype"], opts["ranking"]))
     return opts
 
 
