@@ -70,6 +70,7 @@ type caseFile struct {
 	Pattern   string             `json:"pattern"`
 	Seed      uint64             `json:"seed"`
 	Policy    string             `json:"policy"`
+	Ranking   string             `json:"ranking,omitempty"`
 	Params    map[string]float64 `json:"params,omitempty"`
 	Signature []param            `json:"signature"`
 	Threads   int                `json:"threads"`
@@ -102,43 +103,101 @@ type command struct {
 	Exit int      `json:"exit"`
 }
 
-// signature mirrors the op table of docs/protocol.md.
-func signature(op string, d map[string]int) []param {
+// signature mirrors the op table of docs/protocol.md; f is the storage
+// dtype of the float tensors.
+func signature(op string, d map[string]int, f string) []param {
 	M, N, K := d["M"], d["N"], d["K"]
-	in := func(name string, shape ...int) param { return param{name, "input", "f32", shape} }
-	out := func(name string, shape ...int) param { return param{name, "output", "f32", shape} }
+	in := func(name string, shape ...int) param { return param{name, "input", f, shape} }
+	out := func(name string, shape ...int) param { return param{name, "output", f, shape} }
+	in64 := func(name string, shape ...int) param { return param{name, "input", "i64", shape} }
+	out64 := func(name string, shape ...int) param { return param{name, "output", "i64", shape} }
 	switch op {
-	case "gemm":
+	case "gemm", "gemm_relu", "gemm_gelu":
 		return []param{in("A", M, K), in("B", K, N), out("C", M, N)}
-	case "add":
+	case "bmm":
+		B := d["B"]
+		return []param{in("A", B, M, K), in("B", B, K, N), out("C", B, M, N)}
+	case "gemv":
+		return []param{in("A", M, K), in("X", K), out("Y", M)}
+	case "add", "gelu_add":
 		return []param{in("A", M, N), in("B", M, N), out("C", M, N)}
-	case "sum":
+	case "sigmoid_pair", "gelu_pair":
+		return []param{in("X", M, N), out("Y", M, N), out("D", M, N)}
+	case "swiglu":
+		return []param{in("G", M, N), in("U", M, N), out("Y", M, N)}
+	case "rope":
+		return []param{in("X", M, N), in("COS", M, d["R"]/2), in("SIN", M, d["R"]/2), out("Y", M, N)}
+	case "sum", "max":
 		return []param{in("X", M, N), out("Y", M)}
-	case "softmax":
+	case "softmax", "scan_ordered", "scan":
 		return []param{in("X", M, N), out("Y", M, N)}
 	case "rmsnorm":
 		return []param{in("X", M, N), in("W", N), out("Y", M, N)}
 	case "layernorm":
 		return []param{in("X", M, N), in("W", N), in("B", N), out("Y", M, N)}
+	case "residual_layernorm":
+		return []param{in("X", M, N), in("R", M, N), in("W", N), in("B", N), out("Y", M, N), out("H", M, N)}
+	case "cross_entropy":
+		return []param{in("X", M, N), in64("T", M), out("L", M)}
+	case "argmax":
+		return []param{in("X", M, N), out("V", M), out64("I", M)}
+	case "topk":
+		return []param{in("X", M, N), out("V", M, K), out64("I", M, K)}
+	case "sort":
+		return []param{in("X", M, N), out("V", M, N), out64("I", M, N)}
+	case "embedding":
+		return []param{in("E", d["V"], d["D"]), in64("I", M), out("Y", M, d["D"])}
+	case "attention":
+		B, Hq, Hkv, Q := d["B"], d["Hq"], d["Hkv"], d["Q"]
+		return []param{in("Q", B, Hq, Q, d["D"]), in("K", B, Hkv, K, d["D"]), in("V", B, Hkv, K, d["Dv"]), out("O", B, Hq, Q, d["Dv"])}
 	}
 	return nil
 }
 
-func newCase(op string, dims map[string]int, eps float64) caseFile {
-	c := caseFile{
-		Op: op, Dims: dims, Dtype: "f32", Pattern: "normal", Seed: 1, Policy: "strict",
-		Signature: signature(op, dims), Threads: 2,
+// An opTest is one case: op and dims, storage dtype ("" is f32), the input
+// pattern (normal: scale*u+offset; ties: a few values including both
+// zeros), eps for the norms (0: the default) and the ranking contract.
+type opTest struct {
+	op            string
+	dims          map[string]int
+	dtype         string
+	pattern       string
+	eps           float64
+	scale, offset float64
+	ranking       string
+}
+
+var dimOrder = []string{"B", "Hq", "Hkv", "M", "Q", "N", "K", "R", "V", "D", "Dv"}
+
+func newCase(tc opTest) caseFile {
+	dtype := tc.dtype
+	if dtype == "" {
+		dtype = "f32"
 	}
-	if eps != 0 {
-		c.Params = map[string]float64{"eps": eps}
+	pattern := tc.pattern
+	if pattern == "" {
+		pattern = "normal"
+	}
+	c := caseFile{
+		Op: tc.op, Dims: tc.dims, Dtype: dtype, Pattern: pattern, Seed: 1, Policy: "strict", Ranking: tc.ranking,
+		Signature: signature(tc.op, tc.dims, dtype), Threads: 2,
+	}
+	if tc.eps != 0 {
+		c.Params = map[string]float64{"eps": tc.eps}
 	}
 	var parts []string
-	for _, k := range []string{"M", "N", "K"} {
-		if v, ok := dims[k]; ok {
+	for _, k := range dimOrder {
+		if v, ok := tc.dims[k]; ok {
 			parts = append(parts, fmt.Sprint(v))
 		}
 	}
-	c.ID = op + "-" + strings.Join(parts, "x")
+	c.ID = tc.op + "-" + strings.Join(parts, "x") + "-" + dtype
+	if pattern != "normal" {
+		c.ID += "-" + pattern
+	}
+	if tc.ranking != "" {
+		c.ID += "-" + tc.ranking
+	}
 	return c
 }
 
@@ -179,116 +238,155 @@ func build(t *testing.T, c any) (resp response, workdir string) {
 // rng is xorshift64*, so inputs are the same on every run.
 type rng uint64
 
-func (r *rng) float() float64 {
+func (r *rng) next() uint64 {
 	*r ^= *r >> 12
 	*r ^= *r << 25
 	*r ^= *r >> 27
-	v := uint64(*r) * 2685821657736338717
-	return float64(v>>11)/float64(1<<53)*2 - 1 // [-1, 1)
+	return uint64(*r) * 2685821657736338717
 }
 
-// inputs fills each input param with scale*u+offset, u uniform in [-1, 1),
-// rounded to float32.
-func inputs(sig []param, seed uint64, scale, offset float64) [][]float32 {
-	r := rng(seed*0x9E3779B97F4A7C15 + 1)
-	var out [][]float32
-	for _, p := range sig {
+// float is uniform in [-1, 1).
+func (r *rng) float() float64 {
+	return float64(r.next()>>11)/float64(1<<53)*2 - 1
+}
+
+// intn is uniform enough in [0, n) for test inputs.
+func (r *rng) intn(n int) int64 {
+	return int64((r.next() >> 11) % uint64(n))
+}
+
+// tensor is one param's little-endian bytes with its dtype.
+type tensor struct {
+	dtype string
+	raw   []byte
+}
+
+func dtypeSize(dtype string) int {
+	switch dtype {
+	case "f16", "bf16":
+		return 2
+	case "i64":
+		return 8
+	}
+	return 4
+}
+
+func (t tensor) len() int { return len(t.raw) / dtypeSize(t.dtype) }
+
+// bits is element i's raw bits.
+func (t tensor) bits(i int) uint64 {
+	switch dtypeSize(t.dtype) {
+	case 2:
+		return uint64(binary.LittleEndian.Uint16(t.raw[2*i:]))
+	case 8:
+		return binary.LittleEndian.Uint64(t.raw[8*i:])
+	}
+	return uint64(binary.LittleEndian.Uint32(t.raw[4*i:]))
+}
+
+// float is element i's value (exact: every storage dtype widens exactly).
+func (t tensor) float(i int) float64 {
+	b := t.bits(i)
+	switch t.dtype {
+	case "f16":
+		return f16value(uint16(b))
+	case "bf16":
+		return float64(math.Float32frombits(uint32(b) << 16))
+	case "i64":
+		return float64(int64(b))
+	}
+	return float64(math.Float32frombits(uint32(b)))
+}
+
+func (t tensor) int(i int) int64 { return int64(t.bits(i)) }
+
+func f16value(h uint16) float64 {
+	sign := 1.0
+	if h&0x8000 != 0 {
+		sign = -1
+	}
+	e := int(h>>10) & 0x1f
+	m := float64(h & 0x3ff)
+	switch e {
+	case 0:
+		return sign * m * math.Pow(2, -24)
+	case 31:
+		if m != 0 {
+			return math.NaN()
+		}
+		return sign * math.Inf(1)
+	}
+	return sign * (1 + m/1024) * math.Pow(2, float64(e-15))
+}
+
+// f16bits encodes v, which must be zero or a normal f16 value exactly.
+func f16bits(v float32) uint16 {
+	b := math.Float32bits(v)
+	sign := uint16(b>>16) & 0x8000
+	if v == 0 {
+		return sign
+	}
+	e := int((b>>23)&0xff) - 127 + 15
+	return sign | uint16(e)<<10 | uint16((b&0x7fffff)>>13)
+}
+
+func newTensor(dtype string, n int) tensor {
+	return tensor{dtype, make([]byte, n*dtypeSize(dtype))}
+}
+
+func (t tensor) setFloat(i int, v float32) {
+	switch t.dtype {
+	case "f16":
+		binary.LittleEndian.PutUint16(t.raw[2*i:], f16bits(v))
+	case "bf16":
+		binary.LittleEndian.PutUint16(t.raw[2*i:], uint16(math.Float32bits(v)>>16))
+	default:
+		binary.LittleEndian.PutUint32(t.raw[4*i:], math.Float32bits(v))
+	}
+}
+
+// tieValues holds the ties pattern: few distinct values, both zeros.
+var tieValues = []float32{-2, -1, -0.5, float32(math.Copysign(0, -1)), 0, 0.5, 1, 2}
+
+// inputs fills each input param: index tensors uniformly over their range,
+// float tensors from tc's pattern. Half storage gets multiples of 1/64 of
+// magnitude at most 4, exact in both f16 and bf16.
+func inputs(c caseFile, tc opTest) []tensor {
+	r := rng(c.Seed*0x9E3779B97F4A7C15 + 1)
+	var out []tensor
+	for _, p := range c.Signature {
 		if p.Role != "input" {
 			continue
 		}
-		v := make([]float32, p.elems())
-		for i := range v {
-			v[i] = float32(scale*r.float() + offset)
+		t := newTensor(p.Dtype, p.elems())
+		for i := 0; i < p.elems(); i++ {
+			if p.Dtype == "i64" {
+				bound := c.Dims["N"]
+				if c.Op == "embedding" {
+					bound = c.Dims["V"]
+				}
+				binary.LittleEndian.PutUint64(t.raw[8*i:], uint64(r.intn(bound)))
+				continue
+			}
+			var v float32
+			if tc.pattern == "ties" {
+				v = tieValues[r.intn(len(tieValues))]
+			} else {
+				v = float32(tc.scale*r.float() + tc.offset)
+			}
+			if p.Dtype != "f32" {
+				v = float32(math.Max(-4, math.Min(4, math.Round(float64(v)*64)/64)))
+			}
+			t.setFloat(i, v)
 		}
-		out = append(out, v)
+		out = append(out, t)
 	}
 	return out
 }
 
-// reference computes each output in float64 together with a magnitude
-// for the tolerance: the sum of absolute terms that produced it.
-func reference(op string, d map[string]int, eps float64, in [][]float32) (want, mag []float64) {
-	M, N, K := d["M"], d["N"], d["K"]
-	f := func(x float32) float64 { return float64(x) }
-	switch op {
-	case "gemm":
-		A, B := in[0], in[1]
-		want, mag = make([]float64, M*N), make([]float64, M*N)
-		for i := 0; i < M; i++ {
-			for j := 0; j < N; j++ {
-				var s, m float64
-				for k := 0; k < K; k++ {
-					t := f(A[i*K+k]) * f(B[k*N+j])
-					s += t
-					m += math.Abs(t)
-				}
-				want[i*N+j], mag[i*N+j] = s, m
-			}
-		}
-	case "add":
-		want, mag = make([]float64, M*N), make([]float64, M*N)
-		for i := range want {
-			want[i] = f(in[0][i]) + f(in[1][i])
-			mag[i] = math.Abs(f(in[0][i])) + math.Abs(f(in[1][i]))
-		}
-	case "sum":
-		want, mag = make([]float64, M), make([]float64, M)
-		for i := 0; i < M; i++ {
-			for j := 0; j < N; j++ {
-				want[i] += f(in[0][i*N+j])
-				mag[i] += math.Abs(f(in[0][i*N+j]))
-			}
-		}
-	case "softmax":
-		X := in[0]
-		want, mag = make([]float64, M*N), make([]float64, M*N)
-		for i := 0; i < M; i++ {
-			mx := math.Inf(-1)
-			for j := 0; j < N; j++ {
-				mx = math.Max(mx, f(X[i*N+j]))
-			}
-			var s float64
-			for j := 0; j < N; j++ {
-				s += math.Exp(f(X[i*N+j]) - mx)
-			}
-			for j := 0; j < N; j++ {
-				want[i*N+j] = math.Exp(f(X[i*N+j])-mx) / s
-				mag[i*N+j] = want[i*N+j]
-			}
-		}
-	case "rmsnorm", "layernorm":
-		X, W := in[0], in[1]
-		want, mag = make([]float64, M*N), make([]float64, M*N)
-		for i := 0; i < M; i++ {
-			var mean, ss float64
-			if op == "layernorm" {
-				for j := 0; j < N; j++ {
-					mean += f(X[i*N+j])
-				}
-				mean /= float64(N)
-			}
-			for j := 0; j < N; j++ {
-				dv := f(X[i*N+j]) - mean
-				ss += dv * dv
-			}
-			r := 1 / math.Sqrt(ss/float64(N)+eps)
-			for j := 0; j < N; j++ {
-				y := (f(X[i*N+j]) - mean) * r * f(W[j])
-				mag[i*N+j] = math.Abs(y)
-				if op == "layernorm" {
-					y += f(in[2][j])
-					mag[i*N+j] += math.Abs(f(in[2][j]))
-				}
-				want[i*N+j] = y
-			}
-		}
-	}
-	return want, mag
-}
-
 // run links the case's objects with the driver, runs it on in and returns
 // the outputs; the driver fails on any guard, poison, input or repeat check.
-func run(t *testing.T, resp response, workdir string, sig []param, in [][]float32) [][]float32 {
+func run(t *testing.T, resp response, workdir string, sig []param, in []tensor) []tensor {
 	t.Helper()
 	exe := filepath.Join(workdir, "driver")
 	argv := []string{"-o", exe, driverObj}
@@ -302,35 +400,32 @@ func run(t *testing.T, resp response, workdir string, sig []param, in [][]float3
 		t.Fatalf("cc %s: %v\n%s", strings.Join(argv, " "), err, out)
 	}
 	var args []string
+	var outs []tensor
 	var outPaths []string
 	k := 0
 	for i, p := range sig {
 		path := filepath.Join(workdir, fmt.Sprintf("p%d.bin", i))
 		if p.Role == "input" {
-			if err := os.WriteFile(path, f32bytes(in[k]), 0o644); err != nil {
+			if err := os.WriteFile(path, in[k].raw, 0o644); err != nil {
 				t.Fatal(err)
 			}
 			k++
-			args = append(args, fmt.Sprintf("in:%d:%s", p.elems(), path))
+			args = append(args, fmt.Sprintf("in:%s:%d:%s", p.Dtype, p.elems(), path))
 		} else {
-			args = append(args, fmt.Sprintf("out:%d:%s", p.elems(), path))
+			args = append(args, fmt.Sprintf("out:%s:%d:%s", p.Dtype, p.elems(), path))
 			outPaths = append(outPaths, path)
+			outs = append(outs, tensor{dtype: p.Dtype})
 		}
 	}
 	if out, err := exec.Command(exe, args...).CombinedOutput(); err != nil {
 		t.Fatalf("driver: %v\n%s", err, out)
 	}
-	var outs [][]float32
-	for _, path := range outPaths {
+	for i, path := range outPaths {
 		data, err := os.ReadFile(path)
 		if err != nil {
 			t.Fatal(err)
 		}
-		v := make([]float32, len(data)/4)
-		for i := range v {
-			v[i] = math.Float32frombits(binary.LittleEndian.Uint32(data[4*i:]))
-		}
-		outs = append(outs, v)
+		outs[i].raw = data
 	}
 	return outs
 }
@@ -343,30 +438,77 @@ func f32bytes(v []float32) []byte {
 	return b
 }
 
-// Each op at a couple of shapes: non-multiples of the vector width, rows
-// narrower than one vector, and inputs that overflow exp without the max
-// subtraction (softmax scale 100) or that make eps matter (eps 0.25).
-type opTest struct {
-	op            string
-	dims          map[string]int
-	eps           float64
-	scale, offset float64
+func dims(kv ...any) map[string]int {
+	d := map[string]int{}
+	for i := 0; i < len(kv); i += 2 {
+		d[kv[i].(string)] = kv[i+1].(int)
+	}
+	return d
 }
 
+// Each op at a couple of shapes: non-multiples of the vector width, rows
+// narrower than one vector, inputs that overflow exp without the max
+// subtraction (scale 100) or that make eps matter (eps 0.25), rope tails,
+// topk with K=1 and K=N, ties with both zeros, and half storage.
 var opTests = []opTest{
-	{"gemm", map[string]int{"M": 64, "N": 64, "K": 64}, 0, 1, 0},
-	{"gemm", map[string]int{"M": 100, "N": 300, "K": 200}, 0, 1, 0},
-	{"gemm", map[string]int{"M": 3, "N": 5, "K": 7}, 0, 1, 0},
-	{"add", map[string]int{"M": 7, "N": 1000}, 0, 1, 0},
-	{"add", map[string]int{"M": 3, "N": 5}, 0, 1, 0},
-	{"sum", map[string]int{"M": 7, "N": 1000}, 0, 1, 0.5},
-	{"sum", map[string]int{"M": 130, "N": 3}, 0, 1, 0},
-	{"softmax", map[string]int{"M": 7, "N": 1000}, 0, 100, 0},
-	{"softmax", map[string]int{"M": 33, "N": 20}, 0, 4, 0},
-	{"rmsnorm", map[string]int{"M": 7, "N": 1000}, 0, 1, 0},
-	{"rmsnorm", map[string]int{"M": 16, "N": 5}, 0.25, 1, 0},
-	{"layernorm", map[string]int{"M": 7, "N": 1000}, 0, 1, 3},
-	{"layernorm", map[string]int{"M": 40, "N": 17}, 0.25, 2, -1},
+	{op: "gemm", dims: dims("M", 64, "N", 64, "K", 64), scale: 1},
+	{op: "gemm", dims: dims("M", 100, "N", 300, "K", 200), scale: 1},
+	{op: "gemm", dims: dims("M", 3, "N", 5, "K", 7), scale: 1},
+	{op: "gemm_relu", dims: dims("M", 33, "N", 40, "K", 17), scale: 1, offset: -0.2},
+	{op: "gemm_gelu", dims: dims("M", 20, "N", 50, "K", 9), scale: 2},
+	{op: "bmm", dims: dims("B", 3, "M", 17, "N", 20, "K", 9), scale: 1},
+	{op: "gemv", dims: dims("M", 37, "K", 100), scale: 1},
+	{op: "gemv", dims: dims("M", 5, "K", 3), scale: 1},
+	{op: "add", dims: dims("M", 7, "N", 1000), scale: 1},
+	{op: "add", dims: dims("M", 3, "N", 5), scale: 1},
+	{op: "gelu_add", dims: dims("M", 7, "N", 333), scale: 3},
+	{op: "sigmoid_pair", dims: dims("M", 7, "N", 333), scale: 6},
+	{op: "gelu_pair", dims: dims("M", 9, "N", 100), scale: 4},
+	{op: "swiglu", dims: dims("M", 5, "N", 77), scale: 4},
+	{op: "rope", dims: dims("M", 6, "N", 40, "R", 24), scale: 1},
+	{op: "rope", dims: dims("M", 3, "N", 9, "R", 4), scale: 1},
+	{op: "rope", dims: dims("M", 2, "N", 32, "R", 32), scale: 1},
+	{op: "sum", dims: dims("M", 7, "N", 1000), scale: 1, offset: 0.5},
+	{op: "sum", dims: dims("M", 130, "N", 3), scale: 1},
+	{op: "max", dims: dims("M", 7, "N", 1000), scale: 1},
+	{op: "max", dims: dims("M", 130, "N", 3), pattern: "ties"},
+	{op: "softmax", dims: dims("M", 7, "N", 1000), scale: 100},
+	{op: "softmax", dims: dims("M", 33, "N", 20), scale: 4},
+	{op: "rmsnorm", dims: dims("M", 7, "N", 1000), scale: 1},
+	{op: "rmsnorm", dims: dims("M", 16, "N", 5), eps: 0.25, scale: 1},
+	{op: "layernorm", dims: dims("M", 7, "N", 1000), scale: 1, offset: 3},
+	{op: "layernorm", dims: dims("M", 40, "N", 17), eps: 0.25, scale: 2, offset: -1},
+	{op: "residual_layernorm", dims: dims("M", 7, "N", 1000), scale: 1, offset: 1},
+	{op: "residual_layernorm", dims: dims("M", 40, "N", 17), eps: 0.25, scale: 2},
+	{op: "cross_entropy", dims: dims("M", 7, "N", 1000), scale: 100},
+	{op: "cross_entropy", dims: dims("M", 33, "N", 20), scale: 4},
+	{op: "scan_ordered", dims: dims("M", 7, "N", 1000), scale: 1, offset: 0.1},
+	{op: "scan_ordered", dims: dims("M", 300, "N", 50), scale: 1},
+	{op: "scan", dims: dims("M", 7, "N", 1000), scale: 1, offset: 0.1},
+	{op: "scan", dims: dims("M", 33, "N", 17), scale: 1},
+	{op: "argmax", dims: dims("M", 7, "N", 1000), scale: 1},
+	{op: "argmax", dims: dims("M", 130, "N", 40), pattern: "ties"},
+	{op: "argmax", dims: dims("M", 1, "N", 1), scale: 1},
+	{op: "topk", dims: dims("M", 7, "N", 100, "K", 7), scale: 1, ranking: "stable"},
+	{op: "topk", dims: dims("M", 5, "N", 40, "K", 1), pattern: "ties", ranking: "stable"},
+	{op: "topk", dims: dims("M", 9, "N", 33, "K", 33), pattern: "ties", ranking: "standard"},
+	{op: "sort", dims: dims("M", 6, "N", 50), pattern: "ties", ranking: "stable"},
+	{op: "sort", dims: dims("M", 3, "N", 17), scale: 1, ranking: "stable"},
+	{op: "embedding", dims: dims("V", 50, "D", 40, "M", 9), scale: 1},
+	{op: "embedding", dims: dims("V", 7, "D", 3, "M", 20), scale: 1},
+	{op: "attention", dims: dims("B", 2, "Hq", 4, "Hkv", 2, "Q", 5, "K", 9, "D", 16, "Dv", 8), scale: 1},
+	{op: "attention", dims: dims("B", 1, "Hq", 3, "Hkv", 1, "Q", 1, "K", 20, "D", 20, "Dv", 24), scale: 2},
+	{op: "attention", dims: dims("B", 1, "Hq", 2, "Hkv", 2, "Q", 17, "K", 17, "D", 8, "Dv", 17), scale: 1},
+	{op: "gemm", dims: dims("M", 33, "N", 40, "K", 17), dtype: "f16", scale: 1},
+	{op: "gemm_gelu", dims: dims("M", 33, "N", 40, "K", 17), dtype: "bf16", scale: 1},
+	{op: "bmm", dims: dims("B", 2, "M", 9, "N", 20, "K", 5), dtype: "bf16", scale: 1},
+	{op: "gemv", dims: dims("M", 37, "K", 100), dtype: "f16", scale: 1},
+	{op: "sigmoid_pair", dims: dims("M", 7, "N", 333), dtype: "bf16", scale: 3},
+	{op: "swiglu", dims: dims("M", 5, "N", 77), dtype: "f16", scale: 3},
+	{op: "rope", dims: dims("M", 6, "N", 40, "R", 24), dtype: "f16", scale: 1},
+	{op: "rmsnorm", dims: dims("M", 7, "N", 100), dtype: "f16", scale: 1},
+	{op: "layernorm", dims: dims("M", 7, "N", 100), dtype: "bf16", scale: 1, offset: 1},
+	{op: "residual_layernorm", dims: dims("M", 9, "N", 50), dtype: "f16", scale: 1},
 }
 
 var sweep = flag.Bool("sweep", false, "also build and check TestOps at many more shapes (slow)")
@@ -376,12 +518,26 @@ var sweep = flag.Bool("sweep", false, "also build and check TestOps at many more
 func sweepTests() []opTest {
 	var ts []opTest
 	for _, d := range [][3]int{{1, 1, 1}, {1, 1000, 3}, {17, 16, 1}, {5, 17, 33}, {65, 47, 31}, {33, 97, 64}, {128, 49, 15}, {257, 129, 130}} {
-		ts = append(ts, opTest{"gemm", map[string]int{"M": d[0], "N": d[1], "K": d[2]}, 0, 1, 0})
-	}
-	for _, op := range []string{"add", "sum", "softmax", "rmsnorm", "layernorm"} {
-		for _, d := range [][2]int{{1, 1}, {1, 15}, {2, 16}, {3, 17}, {9, 63}, {5, 64}, {4, 65}, {300, 7}, {1, 4099}} {
-			ts = append(ts, opTest{op, map[string]int{"M": d[0], "N": d[1]}, 0, 1, 0.25})
+		for _, op := range []string{"gemm", "gemm_relu", "gemm_gelu"} {
+			ts = append(ts, opTest{op: op, dims: dims("M", d[0], "N", d[1], "K", d[2]), scale: 1})
 		}
+	}
+	for _, op := range []string{"add", "gelu_add", "sigmoid_pair", "gelu_pair", "swiglu", "sum", "max", "softmax", "rmsnorm", "layernorm",
+		"residual_layernorm", "cross_entropy", "scan_ordered", "scan", "argmax"} {
+		for _, d := range [][2]int{{1, 1}, {1, 15}, {2, 16}, {3, 17}, {9, 63}, {5, 64}, {4, 65}, {300, 7}, {1, 4099}} {
+			ts = append(ts, opTest{op: op, dims: dims("M", d[0], "N", d[1]), scale: 1, offset: 0.25})
+		}
+	}
+	for _, d := range [][2]int{{1, 1}, {2, 16}, {3, 17}, {4, 65}, {2, 513}} {
+		ts = append(ts, opTest{op: "sort", dims: dims("M", d[0], "N", d[1]), pattern: "ties", ranking: "stable"})
+		ts = append(ts, opTest{op: "topk", dims: dims("M", d[0], "N", d[1], "K", (d[1]+1)/2), pattern: "ties", ranking: "stable"})
+	}
+	for _, f := range []string{"f16", "bf16"} {
+		for _, op := range []string{"add", "gelu_add", "gelu_pair", "rmsnorm", "layernorm"} {
+			ts = append(ts, opTest{op: op, dims: dims("M", 3, "N", 17), dtype: f, scale: 1})
+		}
+		ts = append(ts, opTest{op: "gemm_relu", dims: dims("M", 65, "N", 47, "K", 31), dtype: f, scale: 1})
+		ts = append(ts, opTest{op: "rope", dims: dims("M", 5, "N", 33, "R", 2), dtype: f, scale: 1})
 	}
 	return ts
 }
@@ -396,7 +552,7 @@ func TestOps(t *testing.T) {
 		{"kernel.stmt", "stmt"}, {"kernel.ll", "llvm"}, {"kernel.s", "asm"},
 	}
 	for _, tc := range tests {
-		c := newCase(tc.op, tc.dims, tc.eps)
+		c := newCase(tc)
 		t.Run(c.ID, func(t *testing.T) {
 			t.Parallel()
 			resp, workdir := build(t, c)
@@ -427,35 +583,28 @@ func TestOps(t *testing.T) {
 				t.Errorf("build(%s).Commands = %+v, want the entry.c compile with exit 0", c.ID, resp.Commands)
 			}
 
+			in := inputs(c, tc)
+			outs := run(t, resp, workdir, c.Signature, in)
 			eps := tc.eps
 			if eps == 0 {
 				eps = 1e-5
 			}
-			in := inputs(c.Signature, c.Seed, tc.scale, tc.offset)
-			outs := run(t, resp, workdir, c.Signature, in)
-			want, mag := reference(tc.op, tc.dims, eps, in)
-			got := outs[0]
-			if len(got) != len(want) {
-				t.Fatalf("%s: %d output elements, want %d", c.ID, len(got), len(want))
+			want := reference(tc.op, tc.dims, eps, in)
+			if len(want) != len(outs) {
+				t.Fatalf("%s: reference has %d outputs, route %d", c.ID, len(want), len(outs))
 			}
-			const rtol, atol = 1e-4, 1e-30
-			bad := 0
-			for i := range want {
-				diff := math.Abs(float64(got[i]) - want[i])
-				if !(diff <= rtol*mag[i]+atol) {
-					if bad < 5 {
-						t.Errorf("%s: out[%d] = %g, want %g (|diff| %.3g > tol %.3g)", c.ID, i, got[i], want[i], diff, rtol*mag[i]+atol)
-					}
-					bad++
+			var outParams []param
+			for _, p := range c.Signature {
+				if p.Role == "output" {
+					outParams = append(outParams, p)
 				}
 			}
-			if bad > 0 {
-				t.Errorf("%s: %d of %d elements out of tolerance", c.ID, bad, len(want))
+			for i, e := range want {
+				compare(t, c.ID+" "+outParams[i].Name, outs[i], e)
 			}
 		})
 	}
 }
-
 func TestDescribe(t *testing.T) {
 	out, err := exec.Command(route, "describe").Output()
 	if err != nil {
@@ -481,7 +630,10 @@ func TestDescribe(t *testing.T) {
 	if !strings.HasPrefix(d.Version, "Halide 14.") {
 		t.Errorf("describe.Version = %q, want Halide 14.x.y", d.Version)
 	}
-	if want := []string{"gemm", "add", "sum", "softmax", "rmsnorm", "layernorm"}; !reflect.DeepEqual(d.Ops, want) {
+	want := []string{"gemm", "gemm_relu", "gemm_gelu", "bmm", "gemv", "add", "gelu_add", "sigmoid_pair", "gelu_pair", "swiglu", "rope",
+		"sum", "max", "softmax", "rmsnorm", "layernorm", "residual_layernorm", "cross_entropy", "scan_ordered", "scan",
+		"argmax", "topk", "sort", "embedding", "attention"}
+	if !reflect.DeepEqual(d.Ops, want) {
 		t.Errorf("describe.Ops = %v, want %v", d.Ops, want)
 	}
 }
@@ -490,7 +642,11 @@ func TestDescribe(t *testing.T) {
 // disagrees with the op (failed, naming the param), ops, dtypes and
 // policies it does not implement (unsupported), and malformed cases.
 func TestRejects(t *testing.T) {
-	base := func() caseFile { return newCase("gemm", map[string]int{"M": 8, "N": 4, "K": 2}, 0) }
+	base := func() caseFile { return newCase(opTest{op: "gemm", dims: dims("M", 8, "N", 4, "K", 2)}) }
+	// with replaces the case by op at d, with its own signature.
+	with := func(c *caseFile, op string, d map[string]int, dtype string) {
+		*c = newCase(opTest{op: op, dims: d, dtype: dtype})
+	}
 	tests := []struct {
 		name       string
 		edit       func(c *caseFile)
@@ -507,7 +663,33 @@ func TestRejects(t *testing.T) {
 		{"zero-dim", func(c *caseFile) { c.Dims["M"] = 0 }, "failed", "dims.M"},
 		{"bad-eps", func(c *caseFile) { c.Params = map[string]float64{"eps": 2} }, "failed", "params.eps"},
 		{"op", func(c *caseFile) { c.Op = "conv2d" }, "unsupported", "op \"conv2d\""},
-		{"case-dtype", func(c *caseFile) { c.Dtype = "f16" }, "unsupported", "dtype \"f16\""},
+		{"case-dtype", func(c *caseFile) { c.Dtype = "f64" }, "unsupported", "dtype \"f64\""},
+		{"half-sum", func(c *caseFile) { with(c, "sum", dims("M", 2, "N", 3), "f16") }, "unsupported", "dtype \"f16\" is not implemented for sum"},
+		{"half-attention", func(c *caseFile) {
+			with(c, "attention", dims("B", 1, "Hq", 2, "Hkv", 1, "Q", 2, "K", 3, "D", 4, "Dv", 4), "bf16")
+		}, "unsupported", "dtype \"bf16\" is not implemented for attention"},
+		{"sort-long-rows", func(c *caseFile) {
+			with(c, "sort", dims("M", 5, "N", 16384), "")
+			c.Ranking = "stable"
+		}, "unsupported", "M*N^2 = 1342177280 compares exceeds this route's limit of 1073741824"},
+		{"topk-many-rows", func(c *caseFile) {
+			with(c, "topk", dims("M", 257, "N", 2048, "K", 4), "")
+			c.Ranking = "standard"
+		}, "unsupported", "M*N^2"},
+		{"no-ranking", func(c *caseFile) { with(c, "sort", dims("M", 2, "N", 3), "") }, "failed", "case: ranking: op sort wants"},
+		{"stray-ranking", func(c *caseFile) { c.Ranking = "stable" }, "failed", "op gemm has no ranking contract"},
+		{"rope-odd", func(c *caseFile) { with(c, "rope", dims("M", 2, "N", 8, "R", 3), "") }, "failed", "even R <= N"},
+		{"topk-k", func(c *caseFile) {
+			with(c, "topk", dims("M", 2, "N", 3, "K", 4), "")
+			c.Ranking = "stable"
+		}, "failed", "K <= N"},
+		{"gqa", func(c *caseFile) {
+			with(c, "attention", dims("B", 1, "Hq", 3, "Hkv", 2, "Q", 2, "K", 3, "D", 4, "Dv", 4), "")
+		}, "failed", "Hq a multiple of Hkv"},
+		{"index-dtype", func(c *caseFile) {
+			with(c, "embedding", dims("V", 4, "D", 2, "M", 3), "")
+			c.Signature[1].Dtype = "f32"
+		}, "failed", "param 1 (I): dtype \"f32\", route implements \"i64\""},
 		{"policy", func(c *caseFile) { c.Policy = "fast-math" }, "unsupported", "policy \"fast-math\""},
 	}
 	for _, tc := range tests {
@@ -610,7 +792,7 @@ func TestDriverDetects(t *testing.T) {
 			if err := os.WriteFile(in, f32bytes([]float32{1, 2, 3, 4}), 0o644); err != nil {
 				t.Fatal(err)
 			}
-			out, err = exec.Command(exe, "in:4:"+in, "out:4:"+filepath.Join(dir, "out.bin")).CombinedOutput()
+			out, err = exec.Command(exe, "in:f32:4:"+in, "out:f32:4:"+filepath.Join(dir, "out.bin")).CombinedOutput()
 			got := strings.TrimSpace(string(out))
 			if tc.want == "" {
 				if err != nil {

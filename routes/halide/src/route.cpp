@@ -7,10 +7,14 @@
 //
 // Each case becomes one Halide pipeline specialized on the case's exact
 // shape (every extent and stride is a compile-time constant), scheduled by
-// hand (no autoscheduler) and compiled for the host with strict_float, since
-// every case tilepipe sends today has the strict FP32 policy. A generated C
-// file, entry.c, adapts the protocol's entry ABI (one raw pointer per
-// signature param) to the Halide calling convention (halide_buffer_t).
+// hand (no autoscheduler, the schedule recorded in the response) and
+// compiled for the host with strict_float, since the route implements only
+// the strict policy. Half storage (f16, bf16) is widened to FP32 on load,
+// computed in FP32 and rounded to nearest even on store. Ops with two
+// outputs define them in one Pipeline (a Tuple-valued Func), so one entry
+// call writes both. A generated C file, entry.c, adapts the protocol's
+// entry ABI (one raw pointer per signature param) to the Halide calling
+// convention (halide_buffer_t).
 //
 // stdout carries exactly one JSON document; everything else (Halide's and
 // cc's diagnostics) goes to stderr. Only usage errors exit non-zero.
@@ -25,6 +29,7 @@
 #include <fcntl.h>
 #include <fstream>
 #include <functional>
+#include <limits>
 #include <sstream>
 #include <string>
 #include <sys/stat.h>
@@ -52,7 +57,6 @@ const char *const kHalideVersion = "Halide (unknown version)";
 #define TP_HALIDE_INCLUDE "/usr/include/halide14"
 #endif
 
-const char *const kOps[] = {"gemm", "add", "sum", "softmax", "rmsnorm", "layernorm"};
 const char *const kFunction = "tp_halide_kernel";
 const char *const kEntry = "tilepipe_entry";
 
@@ -81,6 +85,7 @@ struct Param {
 
 struct Case {
     std::string id, op, dtype, policy;
+    std::string ranking;  // topk and sort: stable or standard
     std::vector<std::pair<std::string, int>> dims;
     double eps = 1e-5;
     int threads = 0;  // 0: leave Halide's default
@@ -105,21 +110,61 @@ std::string shape_string(const std::vector<int> &s) {
     return out + "]";
 }
 
-bool known_op(const std::string &op) {
-    for (const char *k : kOps) {
-        if (op == k) {
-            return true;
-        }
-    }
-    return false;
+// OpInfo is one row of docs/protocol.md's op table as this route
+// implements it.
+struct OpInfo {
+    const char *name;
+    std::vector<std::string> dims;
+    bool half;     // f16 and bf16 storage (FP32 arithmetic) as well as f32
+    bool ranking;  // takes the case's ranking contract
+};
+
+const std::vector<OpInfo> &op_table() {
+    static const std::vector<OpInfo> t = {
+        {"gemm", {"M", "N", "K"}, true, false},
+        {"gemm_relu", {"M", "N", "K"}, true, false},
+        {"gemm_gelu", {"M", "N", "K"}, true, false},
+        {"bmm", {"B", "M", "N", "K"}, true, false},
+        {"gemv", {"M", "K"}, true, false},
+        {"add", {"M", "N"}, true, false},
+        {"gelu_add", {"M", "N"}, true, false},
+        {"sigmoid_pair", {"M", "N"}, true, false},
+        {"gelu_pair", {"M", "N"}, true, false},
+        {"swiglu", {"M", "N"}, true, false},
+        {"rope", {"M", "N", "R"}, true, false},
+        {"sum", {"M", "N"}, false, false},
+        {"max", {"M", "N"}, false, false},
+        {"softmax", {"M", "N"}, false, false},
+        {"rmsnorm", {"M", "N"}, true, false},
+        {"layernorm", {"M", "N"}, true, false},
+        {"residual_layernorm", {"M", "N"}, true, false},
+        {"cross_entropy", {"M", "N"}, false, false},
+        {"scan_ordered", {"M", "N"}, false, false},
+        {"scan", {"M", "N"}, false, false},
+        {"argmax", {"M", "N"}, false, false},
+        {"topk", {"M", "N", "K"}, false, true},
+        {"sort", {"M", "N"}, false, true},
+        {"embedding", {"V", "D", "M"}, false, false},
+        {"attention", {"B", "Hq", "Hkv", "Q", "K", "D", "Dv"}, false, false},
+    };
+    return t;
 }
 
-std::vector<std::string> op_dims(const std::string &op) {
-    if (op == "gemm") {
-        return {"M", "N", "K"};
+const OpInfo *find_op(const std::string &op) {
+    for (const OpInfo &o : op_table()) {
+        if (op == o.name) {
+            return &o;
+        }
     }
-    return {"M", "N"};
+    return nullptr;
 }
+
+// topk and sort rank every element against every other one of its row:
+// M*N^2 compares. At 2^30 a call takes about 0.25 s on this route's AVX-512
+// host with 2 threads (measured: M=1, N=16384 about 35 ms; M=16, N=16384,
+// 2^32 compares, about 0.9 s), so larger cases are declined. Every row
+// length the protocol allows (N <= 16384) fits for a few rows.
+constexpr long long kMaxRankCompares = 1LL << 30;
 
 // ---- case decoding ----
 
@@ -181,6 +226,12 @@ Case decode_case(const Value &v) {
             c.eps = eps->num;
         }
     }
+    if (const Value *r = v.get("ranking"); r != nullptr && !r->is_null()) {
+        if (!r->is_string()) {
+            fail("case: \"ranking\": want a string, got a " + std::string(tpjson::kind_name(r->kind)));
+        }
+        c.ranking = r->str;
+    }
     if (const Value *t = v.get("threads"); t != nullptr && !t->is_null()) {
         c.threads = integer(*t, "case: threads", 1, 4096);
     }
@@ -195,20 +246,51 @@ Case decode_case(const Value &v) {
 // (docs/protocol.md, the op table).
 std::vector<Param> implemented(const Case &c) {
     int M = c.dim("M"), N = c.dim("N"), K = c.dim("K");
-    auto in = [](const char *name, std::vector<int> shape) { return Param{name, "input", "f32", std::move(shape)}; };
-    auto out = [](const char *name, std::vector<int> shape) { return Param{name, "output", "f32", std::move(shape)}; };
-    if (c.op == "gemm") {
+    const std::string F = c.dtype;
+    auto in = [&](const char *name, std::vector<int> shape) { return Param{name, "input", F, std::move(shape)}; };
+    auto out = [&](const char *name, std::vector<int> shape) { return Param{name, "output", F, std::move(shape)}; };
+    auto in64 = [](const char *name, std::vector<int> shape) { return Param{name, "input", "i64", std::move(shape)}; };
+    auto out64 = [](const char *name, std::vector<int> shape) { return Param{name, "output", "i64", std::move(shape)}; };
+    const std::string &op = c.op;
+    if (op == "gemm" || op == "gemm_relu" || op == "gemm_gelu") {
         return {in("A", {M, K}), in("B", {K, N}), out("C", {M, N})};
-    } else if (c.op == "add") {
+    } else if (op == "bmm") {
+        int B = c.dim("B");
+        return {in("A", {B, M, K}), in("B", {B, K, N}), out("C", {B, M, N})};
+    } else if (op == "gemv") {
+        return {in("A", {M, K}), in("X", {K}), out("Y", {M})};
+    } else if (op == "add" || op == "gelu_add") {
         return {in("A", {M, N}), in("B", {M, N}), out("C", {M, N})};
-    } else if (c.op == "sum") {
+    } else if (op == "sigmoid_pair" || op == "gelu_pair") {
+        return {in("X", {M, N}), out("Y", {M, N}), out("D", {M, N})};
+    } else if (op == "swiglu") {
+        return {in("G", {M, N}), in("U", {M, N}), out("Y", {M, N})};
+    } else if (op == "rope") {
+        int R = c.dim("R");
+        return {in("X", {M, N}), in("COS", {M, R / 2}), in("SIN", {M, R / 2}), out("Y", {M, N})};
+    } else if (op == "sum" || op == "max") {
         return {in("X", {M, N}), out("Y", {M})};
-    } else if (c.op == "softmax") {
+    } else if (op == "softmax" || op == "scan_ordered" || op == "scan") {
         return {in("X", {M, N}), out("Y", {M, N})};
-    } else if (c.op == "rmsnorm") {
+    } else if (op == "rmsnorm") {
         return {in("X", {M, N}), in("W", {N}), out("Y", {M, N})};
-    } else if (c.op == "layernorm") {
+    } else if (op == "layernorm") {
         return {in("X", {M, N}), in("W", {N}), in("B", {N}), out("Y", {M, N})};
+    } else if (op == "residual_layernorm") {
+        return {in("X", {M, N}), in("R", {M, N}), in("W", {N}), in("B", {N}), out("Y", {M, N}), out("H", {M, N})};
+    } else if (op == "cross_entropy") {
+        return {in("X", {M, N}), in64("T", {M}), out("L", {M})};
+    } else if (op == "argmax") {
+        return {in("X", {M, N}), out("V", {M}), out64("I", {M})};
+    } else if (op == "topk") {
+        return {in("X", {M, N}), out("V", {M, K}), out64("I", {M, K})};
+    } else if (op == "sort") {
+        return {in("X", {M, N}), out("V", {M, N}), out64("I", {M, N})};
+    } else if (op == "embedding") {
+        return {in("E", {c.dim("V"), c.dim("D")}), in64("I", {M}), out("Y", {M, c.dim("D")})};
+    } else if (op == "attention") {
+        int B = c.dim("B"), Hq = c.dim("Hq"), Hkv = c.dim("Hkv"), Q = c.dim("Q"), D = c.dim("D"), Dv = c.dim("Dv");
+        return {in("Q", {B, Hq, Q, D}), in("K", {B, Hkv, K, D}), in("V", {B, Hkv, K, Dv}), out("O", {B, Hq, Q, Dv})};
     }
     return {};
 }
@@ -221,19 +303,63 @@ std::string names(const std::vector<Param> &ps) {
     return out;
 }
 
+std::string op_list() {
+    std::string out;
+    for (const OpInfo &o : op_table()) {
+        out += (out.empty() ? "" : ", ") + std::string(o.name);
+    }
+    return out;
+}
+
+// check_op_dims fails a case whose dims break the op's own constraints
+// (the oracle rejects these before any route sees them) and declines sizes
+// this route will not build.
+void check_op_dims(const Case &c) {
+    const std::string &op = c.op;
+    if (op == "rope" && (c.dim("R") % 2 != 0 || c.dim("R") > c.dim("N"))) {
+        fail("case: dims: rope wants an even R <= N, got R=" + std::to_string(c.dim("R")) + ", N=" + std::to_string(c.dim("N")));
+    }
+    if (op == "topk" && c.dim("K") > c.dim("N")) {
+        fail("case: dims: topk wants K <= N, got K=" + std::to_string(c.dim("K")) + ", N=" + std::to_string(c.dim("N")));
+    }
+    if (op == "attention") {
+        if (c.dim("Hq") % c.dim("Hkv") != 0) {
+            fail("case: dims: attention wants Hq a multiple of Hkv, got Hq=" + std::to_string(c.dim("Hq")) + ", Hkv=" + std::to_string(c.dim("Hkv")));
+        }
+        if (c.dim("Q") > c.dim("K")) {
+            fail("case: dims: attention wants Q <= K, got Q=" + std::to_string(c.dim("Q")) + ", K=" + std::to_string(c.dim("K")));
+        }
+    }
+    if (op == "topk" || op == "sort") {
+        long long M = c.dim("M"), N = c.dim("N");
+        if (M * N * N > kMaxRankCompares) {
+            unsupported(op + " ranks each element against its whole row (O(N^2) per row); M*N^2 = " + std::to_string(M * N * N) +
+                        " compares exceeds this route's limit of " + std::to_string(kMaxRankCompares));
+        }
+    }
+}
+
 // check_case declines what the route does not implement and fails a case
 // whose dims or signature disagree with the op.
 void check_case(const Case &c) {
-    if (!known_op(c.op)) {
-        unsupported("op \"" + c.op + "\" is not implemented by the halide route (ops: gemm, add, sum, softmax, rmsnorm, layernorm)");
+    const OpInfo *info = find_op(c.op);
+    if (info == nullptr) {
+        unsupported("op \"" + c.op + "\" is not implemented by the halide route (ops: " + op_list() + ")");
     }
-    if (c.dtype != "f32") {
-        unsupported("dtype \"" + c.dtype + "\" is not implemented (only f32)");
+    if (c.dtype != "f32" && !(info->half && (c.dtype == "f16" || c.dtype == "bf16"))) {
+        unsupported("dtype \"" + c.dtype + "\" is not implemented for " + c.op + " (" + (info->half ? "f32, f16, bf16" : "only f32") + ")");
     }
     if (c.policy != "strict") {
         unsupported("numeric policy \"" + c.policy + "\" is not implemented (only strict)");
     }
-    std::vector<std::string> want = op_dims(c.op);
+    if (info->ranking) {
+        if (c.ranking != "stable" && c.ranking != "standard") {
+            fail("case: ranking: op " + c.op + " wants \"stable\" or \"standard\", got \"" + c.ranking + "\"");
+        }
+    } else if (!c.ranking.empty()) {
+        fail("case: ranking: op " + c.op + " has no ranking contract, got \"" + c.ranking + "\"");
+    }
+    const std::vector<std::string> &want = info->dims;
     for (const auto &n : want) {
         if (c.dim(n) == 0) {
             fail("case: dims: op " + c.op + " needs " + n);
@@ -277,6 +403,7 @@ void check_case(const Case &c) {
             fail(at + ": shape " + shape_string(g.shape) + ", route implements " + shape_string(w.shape));
         }
     }
+    check_op_dims(c);
 }
 
 // ---- Halide pipelines ----
@@ -292,10 +419,24 @@ struct Plan {
     Value schedule = Value::object();
 };
 
+// storage is the Halide type of a protocol dtype.
+Type storage(const std::string &dtype) {
+    if (dtype == "f16") {
+        return Float(16);
+    }
+    if (dtype == "bf16") {
+        return BFloat(16);
+    }
+    if (dtype == "i64") {
+        return Int(64);
+    }
+    return Float(32);
+}
+
 // Every extent and stride is a constant, so Halide specializes all
 // addressing and checks the caller's buffers against exactly this shape.
-ImageParam input(const std::string &name, const std::vector<int> &extents) {
-    ImageParam p(Float(32), int(extents.size()), name);
+ImageParam input(const std::string &name, Type t, const std::vector<int> &extents) {
+    ImageParam p(t, int(extents.size()), name);
     int stride = 1;
     for (size_t d = 0; d < extents.size(); d++) {
         p.dim(int(d)).set_bounds(0, extents[d]).set_stride(stride);
@@ -304,19 +445,34 @@ ImageParam input(const std::string &name, const std::vector<int> &extents) {
     return p;
 }
 
+// constrain_output pins every output buffer of f (one per Tuple element;
+// Halide ties the bounds of the others to the first's, so they get only
+// their strides).
 void constrain_output(Func f, const std::vector<int> &extents) {
-    OutputImageParam o = f.output_buffer();
-    int stride = 1;
-    for (size_t d = 0; d < extents.size(); d++) {
-        o.dim(int(d)).set_bounds(0, extents[d]).set_stride(stride);
-        stride *= extents[d];
+    std::vector<OutputImageParam> outs = f.output_buffers();
+    for (size_t i = 0; i < outs.size(); i++) {
+        int stride = 1;
+        for (size_t d = 0; d < extents.size(); d++) {
+            if (i == 0) {
+                outs[i].dim(int(d)).set_bounds(0, extents[d]);
+            }
+            outs[i].dim(int(d)).set_stride(stride);
+            stride *= extents[d];
+        }
     }
+}
+
+// widen loads storage into FP32 arithmetic (exact for f16 and bf16); the
+// narrowing cast back to storage on output rounds to nearest even.
+Expr widen(Expr e) {
+    return e.type() == Float(32) ? e : cast<float>(e);
 }
 
 // Schedule knobs shared by the ops.
 struct Knobs {
     int vec;      // natural float vector width of the target
     int threads;  // the case's thread count (at least 1)
+    Type F;       // the case's storage type for float tensors
 };
 
 // rows_per_task sizes a parallel task of a row op: about kTaskElems
@@ -326,6 +482,25 @@ int rows_per_task(int M, int N, const Knobs &k) {
     int r = std::max(1, kTaskElems / N);
     r = std::min(r, std::max(1, M / (4 * k.threads)));
     return std::min(r, M);
+}
+
+// The tanh-form GELU and its derivative, written out operation by
+// operation: strict_float keeps exactly this evaluation order.
+const float kGeluC = 0.7978845608028654f;  // sqrt(2/pi)
+const float kGeluA = 0.044715f;
+
+Expr gelu(Expr x) {
+    Expr t = tanh(kGeluC * (x + kGeluA * (x * x * x)));
+    return (0.5f * x) * (1.0f + t);
+}
+
+Expr gelu_grad(Expr x) {
+    Expr t = tanh(kGeluC * (x + kGeluA * (x * x * x)));
+    return 0.5f * (1.0f + t) + (0.5f * x) * ((1.0f - t * t) * (kGeluC * (1.0f + (3.0f * kGeluA) * (x * x))));
+}
+
+Expr sigmoid(Expr x) {
+    return 1.0f / (1.0f + exp(-x));
 }
 
 enum class Combine { Add, Max };
@@ -450,17 +625,43 @@ int pick_tile(int n, const std::vector<int> &candidates) {
     return std::min(n, candidates.back());
 }
 
-Plan plan_gemm(int M, int N, int K, const Knobs &k) {
+
+enum class Epilogue { None, Relu, Gelu };
+
+// plan_matmul is gemm, its fused epilogues, and bmm (batched: a third,
+// outermost dimension fused into the parallel tile loop).
+Plan plan_matmul(int Bt, int M, int N, int K, bool batched, Epilogue epi, const Knobs &k) {
     Plan p;
-    ImageParam A = input("A", {K, M});
-    ImageParam B = input("B", {N, K});
-    Var x("x"), y("y");
+    std::vector<int> aext = {K, M}, bext = {N, K}, cext = {N, M};
+    if (batched) {
+        aext.push_back(Bt);
+        bext.push_back(Bt);
+        cext.push_back(Bt);
+    }
+    ImageParam A = input("A", k.F, aext);
+    ImageParam B = input("B", k.F, bext);
+    Var x("x"), y("y"), b("b");
+    auto at = [&](Expr i, Expr j) {
+        std::vector<Expr> v{i, j};
+        if (batched) {
+            v.push_back(b);
+        }
+        return v;
+    };
     RDom r(0, K, "k");
     Func prod("prod"), C("C");
-    prod(x, y) = 0.0f;
-    prod(x, y) += A(r, y) * B(x, r);
-    C(x, y) = prod(x, y);
-    constrain_output(C, {N, M});
+    prod(at(x, y)) = 0.0f;
+    prod(at(x, y)) += widen(A(at(r, y))) * widen(B(at(x, r)));
+    Expr acc = prod(at(x, y));
+    // The epilogue runs on each accumulator as it leaves the register
+    // block, before the (possibly narrowing) store.
+    if (epi == Epilogue::Relu) {
+        acc = max(0.0f, 0.125f * acc + 0.25f);
+    } else if (epi == Epilogue::Gelu) {
+        acc = gelu(0.125f * acc + 0.25f);
+    }
+    C(at(x, y)) = cast(k.F, acc);
+    constrain_output(C, cext);
 
     // Register-blocked tiles in the manner of Halide's own CPU matmul
     // schedule: a UY x TX block of C accumulates over all of K in
@@ -473,15 +674,21 @@ Plan plan_gemm(int M, int N, int K, const Knobs &k) {
     int TY = pick_tile(M, {64, 32, 16, 8, UY});
     int UK = K % 2 == 0 ? 2 : 1;
     // Each tile copies its K x TX panel of B into a dense buffer first:
-    // B's own rows are N floats apart, which for power-of-two N maps the
+    // B's own rows are N elements apart, which for power-of-two N maps the
     // panel onto a few cache sets. The copy pays off once it is reused by
     // enough rows of A.
     bool pack = v > 1 && TY >= 16;
-    Var xi("xi"), yi("yi"), yii("yii"), xy("xy");
-    C.tile(x, y, xi, yi, TX, TY).fuse(x, y, xy).parallel(xy).split(yi, yi, yii, UY).unroll(yii);
+    Var xi("xi"), yi("yi"), yii("yii"), xy("xy"), xyb("xyb");
+    C.tile(x, y, xi, yi, TX, TY).fuse(x, y, xy);
+    Var task = xy;
+    if (batched) {
+        C.fuse(xy, b, xyb);
+        task = xyb;
+    }
+    C.parallel(task).split(yi, yi, yii, UY).unroll(yii);
     if (pack) {
         Func panel = B.in();
-        panel.compute_at(C, xy).vectorize(panel.args()[0], v);
+        panel.compute_at(C, task).vectorize(panel.args()[0], v);
     }
     prod.compute_at(C, yi).unroll(y);
     prod.update().reorder(x, y, r).unroll(y);
@@ -497,10 +704,10 @@ Plan plan_gemm(int M, int N, int K, const Knobs &k) {
     }
     p.pipeline = Pipeline(C);
     p.args = {A, B};
-    p.extents = {{K, M}, {N, K}, {N, M}};
+    p.extents = {aext, bext, cext};
     Value s = Value::object();
     s.set("algorithm", Value::string("register-blocked tiles, fp32 accumulation over all of K"));
-    s.set("parallel", Value::string("fused tile index"));
+    s.set("parallel", Value::string(batched ? "fused tile and batch index" : "fused tile index"));
     s.set("tile_x", Value::number(TX));
     s.set("tile_y", Value::number(TY));
     s.set("block_y", Value::number(UY));
@@ -508,20 +715,55 @@ Plan plan_gemm(int M, int N, int K, const Knobs &k) {
     s.set("unroll_k", Value::number(UK));
     s.set("pack_b", Value::boolean(pack));
     s.set("tail", Value::string("shift_inwards tiles"));
+    if (epi != Epilogue::None) {
+        s.set("epilogue", Value::string(epi == Epilogue::Relu ? "max(0, 0.125*acc + 0.25) fused into the output store"
+                                                              : "tanh-gelu(0.125*acc + 0.25) fused into the output store (libm tanhf)"));
+    }
     p.schedule = s;
     return p;
 }
 
-Plan plan_add(int M, int N, const Knobs &k) {
-    // Both inputs and the output are dense and identically laid out, so the
-    // pipeline sees them flat: one long vectorizable loop, whatever N is.
+// plan_pointwise: the elementwise ops. Inputs and outputs are dense and
+// identically laid out, so the pipeline sees them flat: one long
+// vectorizable loop, whatever N is. Two-output ops define one Tuple-valued
+// Func, so a single loop writes both outputs.
+Plan plan_pointwise(const std::string &op, int M, int N, const Knobs &k) {
     Plan p;
     int T = M * N;
-    ImageParam A = input("A", {T});
-    ImageParam B = input("B", {T});
     Var i("i"), io("io"), ii("ii");
-    Func C("C");
-    C(i) = A(i) + B(i);
+    Func C(op == "add" || op == "gelu_add" ? "C" : "Y");
+    std::string algorithm;
+    if (op == "add" || op == "gelu_add" || op == "swiglu") {
+        bool sw = op == "swiglu";
+        ImageParam A = input(sw ? "G" : "A", k.F, {T});
+        ImageParam B = input(sw ? "U" : "B", k.F, {T});
+        Expr a = widen(A(i)), b = widen(B(i));
+        if (op == "add") {
+            C(i) = cast(k.F, a + b);
+            algorithm = "a + b";
+        } else if (op == "gelu_add") {
+            C(i) = cast(k.F, gelu(a + b));
+            algorithm = "tanh-gelu(a + b), libm tanhf";
+        } else {
+            C(i) = cast(k.F, (a * sigmoid(a)) * b);
+            algorithm = "(g * sigmoid(g)) * u, sigmoid = 1/(1+exp(-g)), libm expf";
+        }
+        p.args = {A, B};
+        p.extents = {{T}, {T}, {T}};
+    } else {
+        ImageParam X = input("X", k.F, {T});
+        Expr x = widen(X(i));
+        if (op == "sigmoid_pair") {
+            Expr s = sigmoid(x);
+            C(i) = Tuple(cast(k.F, s), cast(k.F, s * (1.0f - s)));
+            algorithm = "s = 1/(1+exp(-x)) (libm expf); Y = s, D = s*(1-s)";
+        } else {
+            C(i) = Tuple(cast(k.F, gelu(x)), cast(k.F, gelu_grad(x)));
+            algorithm = "tanh-gelu and its analytic derivative, libm tanhf";
+        }
+        p.args = {X};
+        p.extents = {{T}, {T}, {T}};
+    }
     constrain_output(C, {T});
     constexpr int kChunk = 16384;
     int v = T >= k.vec ? k.vec : 1;
@@ -531,24 +773,51 @@ Plan plan_add(int M, int N, const Knobs &k) {
         C.vectorize(ii, v);
     }
     p.pipeline = Pipeline(C);
-    p.args = {A, B};
-    p.extents = {{T}, {T}, {T}};
     Value s = Value::object();
-    s.set("algorithm", Value::string("elementwise over the flat buffer"));
+    s.set("algorithm", Value::string("elementwise over the flat buffer: " + algorithm));
     s.set("layout", Value::string("flat"));
     s.set("parallel", Value::string("chunks"));
     s.set("chunk", Value::number(CH));
     s.set("vector", Value::number(v));
     s.set("tail", Value::string("shift_inwards"));
+    if (op == "sigmoid_pair" || op == "gelu_pair") {
+        s.set("outputs", Value::string("one Tuple-valued Func: both outputs written in one loop"));
+    }
     p.schedule = s;
     return p;
 }
 
-Plan plan_sum(int M, int N, const Knobs &k) {
+Plan plan_rope(int M, int N, int R, const Knobs &k) {
     Plan p;
-    ImageParam X = input("X", {N, M});
+    int H = R / 2;
+    ImageParam X = input("X", k.F, {N, M});
+    ImageParam Cs = input("COS", k.F, {H, M});
+    ImageParam Sn = input("SIN", k.F, {H, M});
     RowFrame f = row_frame(M, N, k);
-    RowReduce s = row_reduce("row_sum", Combine::Add, N, f.lanes, [&](Expr x, Expr y) { return X(x, y); });
+    Func Y("Y");
+    // The pair index is clamped so that bounds inference sees in-range
+    // reads for tail columns too; there the select takes the copy.
+    Expr i = min(f.x / 2, H - 1);
+    Expr xe = widen(X(2 * i, f.y)), xo = widen(X(2 * i + 1, f.y));
+    Expr c = widen(Cs(i, f.y)), s = widen(Sn(i, f.y));
+    Expr rot = select(f.x % 2 == 0, xe * c - xo * s, xe * s + xo * c);
+    Y(f.x, f.y) = select(f.x < R, cast(k.F, rot), X(f.x, f.y));
+    constrain_output(Y, {N, M});
+    schedule_rows(Y, f, true);
+    p.pipeline = Pipeline(Y);
+    p.args = {X, Cs, Sn};
+    p.extents = {{N, M}, {H, M}, {H, M}, {N, M}};
+    p.schedule = row_schedule(f, k, "one pass: x < R rotate pairs (x[2i]*c - x[2i+1]*s, x[2i]*s + x[2i+1]*c), x >= R copy bits");
+    p.schedule.set("rotary_width", Value::number(R));
+    return p;
+}
+
+Plan plan_row_reduce(const std::string &op, int M, int N, const Knobs &k) {
+    Plan p;
+    ImageParam X = input("X", Float(32), {N, M});
+    RowFrame f = row_frame(M, N, k);
+    bool mx = op == "max";
+    RowReduce s = row_reduce(mx ? "row_max" : "row_sum", mx ? Combine::Max : Combine::Add, N, f.lanes, [&](Expr x, Expr y) { return X(x, y); });
     Func Y("Y");
     Y(f.y) = s.total(f.y);
     constrain_output(Y, {M});
@@ -557,13 +826,32 @@ Plan plan_sum(int M, int N, const Knobs &k) {
     p.pipeline = Pipeline(Y);
     p.args = {X};
     p.extents = {{N, M}, {M}};
-    p.schedule = row_schedule(f, k, "row sums: vector partial sums, lanes folded in order, scalar tail");
+    p.schedule = row_schedule(f, k, mx ? "row maxima: vector partial maxima, lanes folded, scalar tail"
+                                       : "row sums: vector partial sums, lanes folded in order, scalar tail");
+    return p;
+}
+
+Plan plan_gemv(int M, int K, const Knobs &k) {
+    Plan p;
+    ImageParam A = input("A", k.F, {K, M});
+    ImageParam X = input("X", k.F, {K});
+    RowFrame f = row_frame(M, K, k);
+    RowReduce s = row_reduce("dot", Combine::Add, K, f.lanes, [&](Expr x, Expr y) { return widen(A(x, y)) * widen(X(x)); });
+    Func Y("Y");
+    Y(f.y) = cast(k.F, s.total(f.y));
+    constrain_output(Y, {M});
+    schedule_rows(Y, f, false);
+    schedule_reduce(s, Y, f.yi, k);
+    p.pipeline = Pipeline(Y);
+    p.args = {A, X};
+    p.extents = {{K, M}, {K}, {M}};
+    p.schedule = row_schedule(f, k, "row dot products: vector partial sums of a*x, lanes folded in order, scalar tail");
     return p;
 }
 
 Plan plan_softmax(int M, int N, const Knobs &k) {
     Plan p;
-    ImageParam X = input("X", {N, M});
+    ImageParam X = input("X", Float(32), {N, M});
     RowFrame f = row_frame(M, N, k);
     RowReduce mx = row_reduce("row_max", Combine::Max, N, f.lanes, [&](Expr x, Expr y) { return X(x, y); });
     Func e("e"), Y("Y");
@@ -589,78 +877,425 @@ Plan plan_softmax(int M, int N, const Knobs &k) {
     return p;
 }
 
-Plan plan_rmsnorm(int M, int N, float eps, const Knobs &k) {
+Plan plan_cross_entropy(int M, int N, const Knobs &k) {
     Plan p;
-    ImageParam X = input("X", {N, M});
-    ImageParam W = input("W", {N});
+    ImageParam X = input("X", Float(32), {N, M});
+    ImageParam T = input("T", Int(64), {M});
     RowFrame f = row_frame(M, N, k);
-    RowReduce ss = row_reduce("row_sumsq", Combine::Add, N, f.lanes, [&](Expr x, Expr y) {
-        Expr v = X(x, y);
-        return v * v;
-    });
-    Func rs("rsqrt_ms"), Y("Y");
-    Var ry("ry");
-    rs(ry) = 1.0f / sqrt(ss.total(ry) / float(N) + eps);
-    Y(f.x, f.y) = X(f.x, f.y) * rs(f.y) * W(f.x);
+    RowReduce mx = row_reduce("row_max", Combine::Max, N, f.lanes, [&](Expr x, Expr y) { return X(x, y); });
+    RowReduce s = row_reduce("row_sumexp", Combine::Add, N, f.lanes, [&](Expr x, Expr y) { return exp(X(x, y) - mx.total(y)); });
+    // Targets are in [0, N) (tilepipe rejects others before any route
+    // runs); the clamp only tells bounds inference so and never changes
+    // the index read.
+    Expr t = cast<int>(clamp(T(f.y), cast<int64_t>(0), cast<int64_t>(N - 1)));
+    Func L("L");
+    L(f.y) = log(s.total(f.y)) + (mx.total(f.y) - X(t, f.y));
+    constrain_output(L, {M});
+    schedule_rows(L, f, false);
+    schedule_reduce(mx, L, f.yi, k);
+    schedule_reduce(s, L, f.yi, k);
+    p.pipeline = Pipeline(L);
+    p.args = {X, T};
+    p.extents = {{N, M}, {M}, {M}};
+    p.schedule = row_schedule(f, k, "two passes per row: max, sum of exp(x - max); L = log(sum) + (max - x[t])");
+    p.schedule.set("target_index", Value::string("clamp(T, 0, N-1) for bounds inference; T is in range"));
+    p.schedule.set("exp_log", Value::string("Halide exp, log (libm expf, logf under strict_float)"));
+    return p;
+}
+
+// plan_norm: rmsnorm, layernorm and residual_layernorm. The residual sum
+// H = X + R is formed in FP32 once per row; Y normalizes that FP32 sum and
+// H is stored (rounded to storage) beside Y by the same Tuple-valued Func.
+Plan plan_norm(const std::string &op, int M, int N, float eps, const Knobs &k) {
+    Plan p;
+    bool rms = op == "rmsnorm", res = op == "residual_layernorm";
+    ImageParam X = input("X", k.F, {N, M});
+    ImageParam Rs = input("R", k.F, {N, M});
+    ImageParam W = input("W", k.F, {N});
+    ImageParam B = input("B", k.F, {N});
+    RowFrame f = row_frame(M, N, k);
+    Func h("h"), Y("Y");
+    Var hx("hx"), hy("hy");
+    if (res) {
+        h(hx, hy) = widen(X(hx, hy)) + widen(Rs(hx, hy));
+    } else {
+        h(hx, hy) = widen(X(hx, hy));
+    }
+    Func mean("mean"), rs("rsqrt"), var("var");
+    Var my("my"), vy("vy"), ry("ry");
+    std::vector<RowReduce> reds;
+    if (rms) {
+        RowReduce ss = row_reduce("row_sumsq", Combine::Add, N, f.lanes, [&](Expr x, Expr y) {
+            Expr v = h(x, y);
+            return v * v;
+        });
+        rs(ry) = 1.0f / sqrt(ss.total(ry) / float(N) + eps);
+        Y(f.x, f.y) = cast(k.F, h(f.x, f.y) * rs(f.y) * widen(W(f.x)));
+        reds.push_back(ss);
+    } else {
+        RowReduce s1 = row_reduce("row_sum", Combine::Add, N, f.lanes, [&](Expr x, Expr y) { return h(x, y); });
+        mean(my) = s1.total(my) / float(N);
+        RowReduce s2 = row_reduce("row_sqdev", Combine::Add, N, f.lanes, [&](Expr x, Expr y) {
+            Expr d = h(x, y) - mean(y);
+            return d * d;
+        });
+        var(vy) = s2.total(vy) / float(N);
+        rs(ry) = 1.0f / sqrt(var(ry) + eps);
+        Expr y = cast(k.F, (h(f.x, f.y) - mean(f.y)) * rs(f.y) * widen(W(f.x)) + widen(B(f.x)));
+        if (res) {
+            Y(f.x, f.y) = Tuple(y, cast(k.F, h(f.x, f.y)));
+        } else {
+            Y(f.x, f.y) = y;
+        }
+        reds.push_back(s1);
+        reds.push_back(s2);
+    }
     constrain_output(Y, {N, M});
     schedule_rows(Y, f, true);
-    schedule_reduce(ss, Y, f.yi, k);
+    for (RowReduce &r : reds) {
+        schedule_reduce(r, Y, f.yi, k);
+    }
+    if (res) {
+        // The sum is read by both reductions and the output: keep its row.
+        h.compute_at(Y, f.yi);
+        if (f.v > 1) {
+            h.vectorize(hx, f.v);
+        }
+    }
+    if (!rms) {
+        mean.compute_at(Y, f.yi);
+        var.compute_at(Y, f.yi);
+    }
     rs.compute_at(Y, f.yi);
     p.pipeline = Pipeline(Y);
-    p.args = {X, W};
-    p.extents = {{N, M}, {N}, {N, M}};
-    p.schedule = row_schedule(f, k, "two passes per row: sum of squares, scale");
+    if (rms) {
+        p.args = {X, W};
+        p.extents = {{N, M}, {N}, {N, M}};
+        p.schedule = row_schedule(f, k, "two passes per row: sum of squares, scale");
+    } else if (res) {
+        p.args = {X, Rs, W, B};
+        p.extents = {{N, M}, {N, M}, {N}, {N}, {N, M}, {N, M}};
+        p.schedule = row_schedule(f, k, "h = x + r in fp32 kept per row; three passes: mean, biased variance of (h-mean), normalize; Y and H from one Tuple-valued Func");
+    } else {
+        p.args = {X, W, B};
+        p.extents = {{N, M}, {N}, {N}, {N, M}};
+        p.schedule = row_schedule(f, k, "three passes per row: mean, biased variance of (x-mean), normalize");
+    }
     p.schedule.set("rsqrt", Value::string("1/sqrt"));
     return p;
 }
 
-Plan plan_layernorm(int M, int N, float eps, const Knobs &k) {
+// plan_scan_ordered: the inclusive prefix sum as a sequential left fold,
+// one RDom over the row in order; strict_float forbids reassociation, so
+// every element is bitwise the FP32 fold y[j] = y[j-1] + x[j].
+Plan plan_scan_ordered(int M, int N, const Knobs &k) {
     Plan p;
-    ImageParam X = input("X", {N, M});
-    ImageParam W = input("W", {N});
-    ImageParam B = input("B", {N});
+    ImageParam X = input("X", Float(32), {N, M});
     RowFrame f = row_frame(M, N, k);
-    RowReduce s1 = row_reduce("row_sum", Combine::Add, N, f.lanes, [&](Expr x, Expr y) { return X(x, y); });
-    Func mean("mean"), var("var"), rs("rsqrt_var"), Y("Y");
-    Var my("my"), vy("vy"), ry("ry");
-    mean(my) = s1.total(my) / float(N);
-    RowReduce s2 = row_reduce("row_sqdev", Combine::Add, N, f.lanes, [&](Expr x, Expr y) {
-        Expr d = X(x, y) - mean(y);
-        return d * d;
-    });
-    var(vy) = s2.total(vy) / float(N);
-    rs(ry) = 1.0f / sqrt(var(ry) + eps);
-    Y(f.x, f.y) = (X(f.x, f.y) - mean(f.y)) * rs(f.y) * W(f.x) + B(f.x);
+    Func Y("Y");
+    Y(f.x, f.y) = X(f.x, f.y);
+    bool rows_vec = false;
+    if (N > 1) {
+        RDom r(1, N - 1, "j");
+        Y(r, f.y) = Y(r - 1, f.y) + X(r, f.y);
+        // Rows are independent: the fold of R rows runs in lockstep, one
+        // row per vector lane, each lane still strictly sequential.
+        Var yv("yv");
+        Stage u = Y.update();
+        u.split(f.y, f.yo, f.yi, f.R, TailStrategy::GuardWithIf);
+        if (f.R >= k.vec) {
+            rows_vec = true;
+            u.split(f.yi, f.yi, yv, k.vec, TailStrategy::GuardWithIf).reorder(yv, r, f.yi, f.yo).vectorize(yv);
+        }
+        u.parallel(f.yo);
+    }
     constrain_output(Y, {N, M});
     schedule_rows(Y, f, true);
-    schedule_reduce(s1, Y, f.yi, k);
-    schedule_reduce(s2, Y, f.yi, k);
-    mean.compute_at(Y, f.yi);
-    var.compute_at(Y, f.yi);
-    rs.compute_at(Y, f.yi);
     p.pipeline = Pipeline(Y);
-    p.args = {X, W, B};
-    p.extents = {{N, M}, {N}, {N}, {N, M}};
-    p.schedule = row_schedule(f, k, "three passes per row: mean, biased variance of (x-mean), normalize");
-    p.schedule.set("rsqrt", Value::string("1/sqrt"));
+    p.args = {X};
+    p.extents = {{N, M}, {N, M}};
+    p.schedule = row_schedule(f, k, "sequential left fold per row (RDom over the row in order), bitwise reproducible");
+    p.schedule.set("reduce_lanes", Value::number(1));
+    p.schedule.set("reduce_vector", Value::number(1));
+    p.schedule.set("fold_rows_per_vector", Value::number(rows_vec ? k.vec : 1));
+    return p;
+}
+
+// plan_scan: a blocked scan. The row is cut into blocks of BS; each block
+// is folded sequentially on its own (blocks side by side in vector lanes),
+// the block totals are folded into exclusive offsets, and
+// y[j] = offset[block] + local[j]: a different association from the left
+// fold, which the scan contract allows.
+Plan plan_scan(int M, int N, const Knobs &k) {
+    Plan p;
+    ImageParam X = input("X", Float(32), {N, M});
+    RowFrame f = row_frame(M, N, k);
+    int BS = std::max(1, std::min(256, int(std::ceil(std::sqrt(double(N))))));
+    int NB = (N + BS - 1) / BS;
+    Func xs("xs"), L("block_fold"), O("block_offset"), Y("Y");
+    Var i("i"), iy("iy"), b("b"), j("j"), ly("ly"), ob("ob"), oy("oy");
+    // Positions past the row in the last block fold zeros; they are never
+    // output.
+    xs(i, iy) = select(i < N, X(min(i, N - 1), iy), 0.0f);
+    L(b, j, ly) = xs(b * BS + j, ly);
+    if (BS > 1) {
+        RDom rj(1, BS - 1, "rj");
+        L(b, rj, ly) = L(b, rj - 1, ly) + xs(b * BS + rj, ly);
+    }
+    O(ob, oy) = 0.0f;
+    if (NB > 1) {
+        RDom rb(1, NB - 1, "rb");
+        O(rb, oy) = O(rb - 1, oy) + L(rb - 1, BS - 1, oy);
+    }
+    Y(f.x, f.y) = O(f.x / BS, f.y) + L(f.x / BS, f.x % BS, f.y);
+    constrain_output(Y, {N, M});
+    schedule_rows(Y, f, true);
+    L.compute_at(Y, f.yi);
+    O.compute_at(Y, f.yi);
+    int vb = NB >= k.vec ? k.vec : 1;
+    if (vb > 1) {
+        L.vectorize(b, vb);
+        if (BS > 1) {
+            L.update().vectorize(b, vb);
+        }
+    }
+    p.pipeline = Pipeline(Y);
+    p.args = {X};
+    p.extents = {{N, M}, {N, M}};
+    p.schedule = row_schedule(f, k, "blocked scan: sequential fold within each block (blocks in vector lanes), sequential fold of block totals into offsets, y = offset + local");
+    p.schedule.set("block", Value::number(BS));
+    p.schedule.set("blocks", Value::number(NB));
+    p.schedule.set("block_vector", Value::number(vb));
+    p.schedule.set("reduce_lanes", Value::number(1));
+    p.schedule.set("reduce_vector", Value::number(vb));
+    return p;
+}
+
+// plan_argmax: one RDom over the row in order; an element replaces the
+// running best only if it is strictly greater, so the first index of the
+// maximum wins (and -0 vs +0 compare equal: the first stays). The scan
+// carries only the index and rereads the best value from X, so V is a copy
+// of that element's bits. (A (value, index) Tuple update miscompiles in
+// Halide 14 under strict_float: the index element reads the value element
+// after it was stored.)
+Plan plan_argmax(int M, int N, const Knobs &k) {
+    Plan p;
+    ImageParam X = input("X", Float(32), {N, M});
+    RowFrame f = row_frame(M, N, k);
+    Func best("best"), A("argmax");
+    Var by("by");
+    // The clamp tells bounds inference the index stays in the row; it
+    // always does.
+    auto at_best = [&](Expr y) { return X(clamp(best(y), 0, N - 1), y); };
+    best(by) = 0;
+    RDom r;
+    if (N > 1) {
+        r = RDom(1, N - 1, "j");
+        best(by) = select(X(r, by) > at_best(by), r, best(by));
+    }
+    A(f.y) = Tuple(at_best(f.y), cast<int64_t>(best(f.y)));
+    constrain_output(A, {M});
+    schedule_rows(A, f, false);
+    best.compute_at(A, f.yo);
+    bool rows_vec = false;
+    if (N > 1 && f.R >= k.vec) {
+        // Rows are independent: R rows scan in lockstep, one per vector
+        // lane, each lane still in index order.
+        rows_vec = true;
+        Var bo("byo"), bv("byv");
+        best.update().split(by, bo, bv, k.vec, TailStrategy::GuardWithIf).reorder(bv, r.x, bo).vectorize(bv);
+    }
+    p.pipeline = Pipeline(A);
+    p.args = {X};
+    p.extents = {{N, M}, {M}, {M}};
+    p.schedule = row_schedule(f, k, "sequential scan per row keeping the index of the best so far, replaced only on a strict >: first index of the maximum; V = X[row, index]");
+    p.schedule.set("reduce_lanes", Value::number(1));
+    p.schedule.set("reduce_vector", Value::number(1));
+    p.schedule.set("rows_per_vector", Value::number(rows_vec ? k.vec : 1));
+    return p;
+}
+
+// plan_rank_select: topk (descending, first K) and sort (ascending, all N)
+// by rank counting, which is stable by construction:
+//   rank(i) = #{j : x_j before x_i}, where x_j is before x_i if it is
+//   strictly better, or equal with j < i,
+// then each element is scattered to position rank(i). The ranks are a
+// permutation of [0, N), so every output position is written once. O(N^2)
+// compares per row (check_op_dims bounds M*N^2).
+Plan plan_rank_select(bool descending, int M, int N, int Kk, const Knobs &k) {
+    Plan p;
+    ImageParam X = input("X", Float(32), {N, M});
+    RowFrame f = row_frame(M, N, k);
+    f.R = rows_per_task(M, std::min(N * N, 1 << 24), k);
+    Func rank("rank"), S("scatter"), Out("VI");
+    Var i("i"), ry("ry"), s("s"), sy("sy");
+    RDom j(0, N, "j");
+    Expr xj = X(j, ry), xi = X(i, ry);
+    Expr before = (descending ? xj > xi : xj < xi) || (xj == xi && j < i);
+    rank(i, ry) = 0;
+    rank(i, ry) += select(before, 1, 0);
+    S(s, sy) = Tuple(0.0f, cast<int64_t>(0));
+    RDom e(0, N, "e");
+    // The clamp is for bounds inference only: ranks are in [0, N), and
+    // the predicate keeps the K best.
+    Expr re = rank(e, sy);
+    if (Kk < N) {
+        e.where(re < Kk);
+    }
+    S(clamp(re, 0, Kk - 1), sy) = Tuple(X(e, sy), cast<int64_t>(e));
+    Out(f.x, f.y) = Tuple(S(f.x, f.y)[0], S(f.x, f.y)[1]);
+    constrain_output(Out, {Kk, M});
+    Out.split(f.y, f.yo, f.yi, f.R).parallel(f.yo);
+    S.compute_at(Out, f.yi);
+    rank.compute_at(Out, f.yi);
+    int v = N >= k.vec ? k.vec : 1;
+    if (v > 1) {
+        Var io("io"), ii("ii");
+        rank.vectorize(i, v);
+        rank.update().reorder(i, j).split(i, io, ii, v, TailStrategy::GuardWithIf).vectorize(ii);
+    }
+    p.pipeline = Pipeline(Out);
+    p.args = {X};
+    p.extents = {{N, M}, {Kk, M}, {Kk, M}};
+    Value sc = Value::object();
+    sc.set("algorithm", Value::string(std::string("stable rank counting (O(N^2) compares per row), then scatter to position rank; ") +
+                                      (descending ? "descending, first K" : "ascending")));
+    sc.set("ranking", Value::string("stable (which also meets standard)"));
+    sc.set("parallel", Value::string("row blocks"));
+    sc.set("rows_per_task", Value::number(f.R));
+    sc.set("rank_vector", Value::number(v));
+    sc.set("scatter_index", Value::string("clamp(rank, 0, K-1) for bounds inference; ranks are a permutation"));
+    sc.set("limits", Value::string("M*N^2 <= " + std::to_string(kMaxRankCompares)));
+    p.schedule = sc;
+    return p;
+}
+
+Plan plan_embedding(int V, int D, int M, const Knobs &k) {
+    Plan p;
+    ImageParam E = input("E", Float(32), {D, V});
+    ImageParam I = input("I", Int(64), {M});
+    RowFrame f = row_frame(M, D, k);
+    Func Y("Y");
+    // Ids are in [0, V) (tilepipe rejects others before any route runs);
+    // the clamp only tells bounds inference so.
+    Expr id = cast<int>(clamp(I(f.y), cast<int64_t>(0), cast<int64_t>(V - 1)));
+    Y(f.x, f.y) = E(f.x, id);
+    constrain_output(Y, {D, M});
+    schedule_rows(Y, f, true);
+    p.pipeline = Pipeline(Y);
+    p.args = {E, I};
+    p.extents = {{D, V}, {M}, {D, M}};
+    p.schedule = row_schedule(f, k, "row gather: Y[m] = E[I[m]], a bit copy");
+    p.schedule.set("id_index", Value::string("clamp(I, 0, V-1) for bounds inference; ids are in range"));
+    p.schedule.set("reduce_lanes", Value::number(1));
+    p.schedule.set("reduce_vector", Value::number(1));
+    return p;
+}
+
+// plan_attention: causal GQA/MQA attention in two passes per query row:
+// scores S = (q . k) * 1/sqrt(D) for the keys the query sees (k <= q + K -
+// Q, the bottom-right mask), their max, p = exp(S - max) and its sum l,
+// then O = (sum_k p * v) / l. Query head h reads KV head h / (Hq/Hkv).
+Plan plan_attention(int Bt, int Hq, int Hkv, int Qn, int Kn, int D, int Dv, const Knobs &k) {
+    Plan p;
+    ImageParam Qt = input("Q", Float(32), {D, Qn, Hq, Bt});
+    ImageParam Kt = input("K", Float(32), {D, Kn, Hkv, Bt});
+    ImageParam Vt = input("V", Float(32), {Dv, Kn, Hkv, Bt});
+    int G = Hq / Hkv, off = Kn - Qn;
+    float scale = float(1.0 / std::sqrt(double(D)));
+    Var dv("dv"), q("q"), h("h"), b("b"), kk("kk");
+    Func S("score"), P("prob"), mx("row_max"), l("row_sum"), acc("acc"), O("O");
+    RDom rd(0, D, "d");
+    S(kk, q, h, b) = 0.0f;
+    // Vector tails of the score row run past K: the key index is clamped
+    // so they read a real key; those lanes are never used.
+    S(kk, q, h, b) += Qt(rd, q, h, b) * Kt(rd, min(kk, Kn - 1), h / G, b);
+    RDom rk(0, Kn, "k");
+    rk.where(rk <= q + off);
+    Expr sc = S(rk, q, h, b) * scale;
+    mx(q, h, b) = -std::numeric_limits<float>::infinity();
+    mx(q, h, b) = max(mx(q, h, b), sc);
+    P(kk, q, h, b) = exp(S(kk, q, h, b) * scale - mx(q, h, b));
+    l(q, h, b) = 0.0f;
+    l(q, h, b) += P(rk, q, h, b);
+    RDom rv(0, Kn, "kv");
+    rv.where(rv <= q + off);
+    acc(dv, q, h, b) = 0.0f;
+    acc(dv, q, h, b) += P(rv, q, h, b) * Vt(min(dv, Dv - 1), rv, h / G, b);
+    O(dv, q, h, b) = acc(dv, q, h, b) / l(q, h, b);
+    constrain_output(O, {Dv, Qn, Hq, Bt});
+
+    Var hb("hb"), task("task");
+    O.fuse(h, b, hb).fuse(q, hb, task).parallel(task);
+    int v = k.vec;
+    for (Func fn : {S, P, mx, l, acc}) {
+        fn.compute_at(O, task);
+    }
+    if (Kn >= v) {
+        S.vectorize(kk, v);
+        S.update().reorder(kk, rd).vectorize(kk, v);
+        P.vectorize(kk, v);
+    }
+    if (Dv >= v) {
+        O.vectorize(dv, v);
+        acc.vectorize(dv, v);
+        acc.update().reorder(dv, rv).vectorize(dv, v);
+    }
+    p.pipeline = Pipeline(O);
+    p.args = {Qt, Kt, Vt};
+    p.extents = {{D, Qn, Hq, Bt}, {D, Kn, Hkv, Bt}, {Dv, Kn, Hkv, Bt}, {Dv, Qn, Hq, Bt}};
+    Value s = Value::object();
+    s.set("algorithm", Value::string("two passes per query row: scores (fp32 dot over D, sequential) * 1/sqrt(D), max over visible keys, p = exp(s - max) and its sum, O = (sum p*v) / sum p"));
+    s.set("mask", Value::string("bottom-right causal: key k visible to query q iff k <= q + K - Q (RDom where)"));
+    s.set("gqa", Value::string("query head h reads KV head h / (Hq/Hkv)"));
+    s.set("scale", Value::number(scale));
+    s.set("parallel", Value::string("fused (query, head, batch)"));
+    s.set("vector_keys", Value::number(Kn >= v ? v : 1));
+    s.set("vector_dv", Value::number(Dv >= v ? v : 1));
+    s.set("exp", Value::string("Halide exp (libm expf under strict_float)"));
+    p.schedule = s;
     return p;
 }
 
 Plan plan(const Case &c, const Knobs &k) {
+    const std::string &op = c.op;
     int M = c.dim("M"), N = c.dim("N");
     float eps = float(c.eps);
-    if (c.op == "gemm") {
-        return plan_gemm(M, N, c.dim("K"), k);
-    } else if (c.op == "add") {
-        return plan_add(M, N, k);
-    } else if (c.op == "sum") {
-        return plan_sum(M, N, k);
-    } else if (c.op == "softmax") {
+    if (op == "gemm" || op == "gemm_relu" || op == "gemm_gelu") {
+        Epilogue e = op == "gemm_relu" ? Epilogue::Relu : op == "gemm_gelu" ? Epilogue::Gelu : Epilogue::None;
+        return plan_matmul(1, M, N, c.dim("K"), false, e, k);
+    } else if (op == "bmm") {
+        return plan_matmul(c.dim("B"), M, N, c.dim("K"), true, Epilogue::None, k);
+    } else if (op == "gemv") {
+        return plan_gemv(M, c.dim("K"), k);
+    } else if (op == "add" || op == "gelu_add" || op == "swiglu" || op == "sigmoid_pair" || op == "gelu_pair") {
+        return plan_pointwise(op, M, N, k);
+    } else if (op == "rope") {
+        return plan_rope(M, N, c.dim("R"), k);
+    } else if (op == "sum" || op == "max") {
+        return plan_row_reduce(op, M, N, k);
+    } else if (op == "softmax") {
         return plan_softmax(M, N, k);
-    } else if (c.op == "rmsnorm") {
-        return plan_rmsnorm(M, N, eps, k);
+    } else if (op == "rmsnorm" || op == "layernorm" || op == "residual_layernorm") {
+        return plan_norm(op, M, N, eps, k);
+    } else if (op == "cross_entropy") {
+        return plan_cross_entropy(M, N, k);
+    } else if (op == "scan_ordered") {
+        return plan_scan_ordered(M, N, k);
+    } else if (op == "scan") {
+        return plan_scan(M, N, k);
+    } else if (op == "argmax") {
+        return plan_argmax(M, N, k);
+    } else if (op == "topk") {
+        return plan_rank_select(true, M, N, c.dim("K"), k);
+    } else if (op == "sort") {
+        return plan_rank_select(false, M, N, N, k);
+    } else if (op == "embedding") {
+        return plan_embedding(c.dim("V"), c.dim("D"), M, k);
+    } else if (op == "attention") {
+        return plan_attention(c.dim("B"), c.dim("Hq"), c.dim("Hkv"), c.dim("Q"), c.dim("K"), c.dim("D"), c.dim("Dv"), k);
     }
-    return plan_layernorm(M, N, eps, k);
+    fail("internal: no plan for op " + op);
 }
 
 // ---- entry.c ----
@@ -671,6 +1306,27 @@ std::string c_comment(const std::string &s) {
         out += (ch == '*' || ch == '/' || (unsigned char)ch < 0x20) ? '_' : ch;
     }
     return out;
+}
+
+// type_code and type_bits give halide_buffer_t's type for a protocol dtype.
+const char *type_code(const std::string &dtype) {
+    if (dtype == "i64") {
+        return "halide_type_int";
+    }
+    if (dtype == "bf16") {
+        return "halide_type_bfloat";
+    }
+    return "halide_type_float";
+}
+
+int type_bits(const std::string &dtype) {
+    if (dtype == "i64") {
+        return 64;
+    }
+    if (dtype == "f16" || dtype == "bf16") {
+        return 16;
+    }
+    return 32;
 }
 
 std::string entry_source(const Case &c, const Plan &p) {
@@ -695,8 +1351,8 @@ std::string entry_source(const Case &c, const Plan &p) {
         o << "};\n";
         o << "    halide_buffer_t b" << i << " = {0};\n"
           << "    b" << i << ".host = (uint8_t *)buffers[" << i << "];\n"
-          << "    b" << i << ".type.code = halide_type_float;\n"
-          << "    b" << i << ".type.bits = 32;\n"
+          << "    b" << i << ".type.code = " << type_code(c.signature[i].dtype) << ";\n"
+          << "    b" << i << ".type.bits = " << type_bits(c.signature[i].dtype) << ";\n"
           << "    b" << i << ".type.lanes = 1;\n"
           << "    b" << i << ".dimensions = " << ext.size() << ";\n"
           << "    b" << i << ".dim = d" << i << ";\n";
@@ -850,8 +1506,8 @@ void emit(const Value &v) {
 
 Value describe() {
     Value ops = Value::array();
-    for (const char *op : kOps) {
-        ops.push(Value::string(op));
+    for (const OpInfo &o : op_table()) {
+        ops.push(Value::string(o.name));
     }
     Value v = Value::object();
     v.set("protocol", Value::number(1));
@@ -903,6 +1559,7 @@ Value build(const std::string &case_path, const std::string &workdir) {
         Knobs k;
         k.vec = std::max(1, target.natural_vector_size<float>());
         k.threads = c.threads > 0 ? c.threads : 1;
+        k.F = storage(c.dtype);
         Plan p = plan(c, k);
         // Threads size the parallel tasks here; at run time the pool size
         // comes from HL_NUM_THREADS, which replay sets for every visit.
@@ -910,7 +1567,8 @@ Value build(const std::string &case_path, const std::string &workdir) {
         p.schedule.set("runtime_threads", Value::string("HL_NUM_THREADS"));
         p.schedule.set("strict_float", Value::boolean(true));
         p.schedule.set("function", Value::string(kFunction));
-        if (c.op == "rmsnorm" || c.op == "layernorm") {
+        p.schedule.set("storage", Value::string(c.dtype == "f32" ? "f32" : c.dtype + " storage, fp32 arithmetic, round-to-nearest-even stores"));
+        if (c.op == "rmsnorm" || c.op == "layernorm" || c.op == "residual_layernorm") {
             p.schedule.set("eps", Value::number(c.eps));
         }
 
