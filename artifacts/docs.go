@@ -112,6 +112,7 @@ type CapturedCase struct {
 type CaptureDoc struct {
 	Schema  int            `json:"schema"`
 	Cohort  string         `json:"cohort"`
+	Rounds  int            `json:"rounds,omitempty"` // the cohort's default replay rounds
 	Threads int            `json:"threads"`
 	Routes  []Route        `json:"routes"`
 	Cases   []CapturedCase `json:"cases"`

@@ -91,7 +91,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	}
 	s.Name("cohort.json", cd)
 
-	doc := artifacts.CaptureDoc{Schema: artifacts.DocSchema, Cohort: co.Name, Threads: cfg.Threads}
+	doc := artifacts.CaptureDoc{Schema: artifacts.DocSchema, Cohort: co.Name, Rounds: co.Rounds, Threads: cfg.Threads}
 	for _, r := range routes {
 		info, cmd, err := describe(ctx, s, r)
 		if err != nil {

@@ -98,6 +98,9 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	}
 	routes, cases := r.routesAndCases()
 	if r.cfg.Rounds == 0 {
+		r.cfg.Rounds = r.cdoc.Rounds // the cohort's default, if it has one
+	}
+	if r.cfg.Rounds == 0 {
 		r.cfg.Rounds = DefaultRounds(len(routes))
 	}
 	if err := r.checkConfig(routes); err != nil {

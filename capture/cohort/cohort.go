@@ -2,7 +2,7 @@
 //
 // # Format
 //
-//	{"schema": 1, "name": "quick", "cases": [
+//	{"schema": 1, "name": "quick", "rounds": 1, "cases": [
 //	  {"op": "gemm", "dims": {"M": 64, "N": 64, "K": 64}, "seed": 1}]}
 //
 // Per case, dtype defaults to f32, pattern to normal, policy to strict and
@@ -29,10 +29,14 @@ var builtin embed.FS
 
 // Cohort is a named list of cases.
 type Cohort struct {
-	Schema      int           `json:"schema"`
-	Name        string        `json:"name"`
-	Description string        `json:"description,omitempty"`
-	Cases       []oracle.Case `json:"cases"`
+	Schema      int    `json:"schema"`
+	Name        string `json:"name"`
+	Description string `json:"description,omitempty"`
+	// Rounds, when set, is the replay's default number of rounds for this
+	// cohort (the --rounds flag still wins); a smoke cohort uses it to
+	// run as a labelled screen.
+	Rounds int           `json:"rounds,omitempty"`
+	Cases  []oracle.Case `json:"cases"`
 }
 
 // MaxFileBytes bounds a cohort file.
@@ -94,6 +98,7 @@ func Parse(file string, b []byte) (*Cohort, error) {
 		Schema      int               `json:"schema"`
 		Name        string            `json:"name"`
 		Description string            `json:"description"`
+		Rounds      int               `json:"rounds"`
 		Cases       []json.RawMessage `json:"cases"`
 	}
 	dec := json.NewDecoder(bytes.NewReader(b))
@@ -115,7 +120,10 @@ func Parse(file string, b []byte) (*Cohort, error) {
 	if len(raw.Cases) == 0 {
 		return nil, &SyntaxError{file, 1, "cases: want at least one case"}
 	}
-	c := &Cohort{Schema: 1, Name: raw.Name, Description: raw.Description}
+	if raw.Rounds < 0 {
+		return nil, &SyntaxError{file, 1, fmt.Sprintf("rounds: want >= 1 (or absent), got %d", raw.Rounds)}
+	}
+	c := &Cohort{Schema: 1, Name: raw.Name, Description: raw.Description, Rounds: raw.Rounds}
 	seen := map[string]int{}
 	// Cases appear in order, so search each after the previous one: a
 	// byte-identical duplicate must get its own line, not the first's.

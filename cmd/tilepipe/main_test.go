@@ -206,3 +206,24 @@ func TestCohortsAndRoutesList(t *testing.T) {
 		t.Errorf("routes = exit %d:\n%s%s", code, out, errs)
 	}
 }
+
+// TestCohortRounds: a cohort's "rounds" is replay's default; --rounds wins.
+func TestCohortRounds(t *testing.T) {
+	p := filepath.Join(t.TempDir(), "cohort.json")
+	if err := os.WriteFile(p, []byte(`{"schema": 1, "rounds": 3, "cases": [`+gemm16+`]}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		flags []string
+		want  int
+	}{{nil, 3}, {[]string{"--rounds", "2"}, 2}} {
+		dir := filepath.Join(t.TempDir(), "run")
+		args := append([]string{"run", "--cohort", p, "--routes", "", "--route-exec", testroute.Path(t), "--baseline", "naive", "--output", dir}, fast...)
+		if code, out, errs := tp(t, append(args, tc.flags...)...); code != 0 {
+			t.Fatalf("run %v = exit %d\n%s%s", tc.flags, code, out, errs)
+		}
+		if got := readReplay(t, filepath.Join(dir, "replay")).Config.Rounds; got != tc.want {
+			t.Errorf("run %v: replay rounds = %d, want %d", tc.flags, got, tc.want)
+		}
+	}
+}

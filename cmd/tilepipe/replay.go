@@ -12,7 +12,7 @@ import (
 func replayFlags() []cli.Flag {
 	d := replay.DefaultConfig
 	return []cli.Flag{
-		&cli.IntFlag{Name: "rounds", Value: d.Rounds, Usage: "rounds (0: twice the number of routes)"},
+		&cli.IntFlag{Name: "rounds", Value: d.Rounds, Usage: "rounds (0: the cohort's default, else twice the number of routes)"},
 		&cli.IntFlag{Name: "samples", Value: d.Samples, Usage: "batch samples per visit"},
 		&cli.IntFlag{Name: "singles", Value: d.Singles, Usage: "single-call samples per visit"},
 		&cli.Float64Flag{Name: "sample-ms", Value: d.SampleMs, Usage: "minimum duration of one batch sample"},
