@@ -22,7 +22,6 @@ func (a *auditor) floors() {
 	if r, err := a.rep.Receipt(); err == nil {
 		env = r.Predicate.Environment
 	}
-	peak, peakWhy := fp32Peak(env)
 	var w []string
 	cases := map[string]artifacts.CapturedCase{}
 	for _, c := range a.cdoc.Cases {
@@ -49,6 +48,7 @@ func (a *auditor) floors() {
 		if s.MinNs < floorNs {
 			w = append(w, fmt.Sprintf("%s/%s: fastest sample %.0f ns per op is below the memory floor %.0f ns (%d bytes at %.1f GB/s read+write, slack %d)", s.Case, s.Route, s.MinNs, floorNs, bytes, bw[bytes]/1e9, floorSlack))
 		}
+		peak, peakWhy := flopPeak(env, c.Case.Dtype)
 		if fl := flops(c.Case); fl > 0 && peak > 0 {
 			if f := fl / peak * 1e9; s.MinNs < f {
 				w = append(w, fmt.Sprintf("%s/%s: fastest sample %.0f ns per op is below the compute floor %.0f ns (%.3g flop at %s)", s.Case, s.Route, s.MinNs, f, fl, peakWhy))
@@ -56,7 +56,8 @@ func (a *auditor) floors() {
 		}
 		n++
 	}
-	a.add("physical floor", nil, w, fmt.Sprintf("%d timed rows against measured copy bandwidth and nominal FP32 peak (%s)", n, peakWhy))
+	_, peakWhy := flopPeak(env, "f32")
+	a.add("physical floor", nil, w, fmt.Sprintf("%d timed rows against measured copy bandwidth and nominal peak (FP32: %s)", n, peakWhy))
 }
 
 // minBytes is what a case must at least read and write: every tensor once,
@@ -73,9 +74,21 @@ func minBytes(c oracle.Case, sig []oracle.Param) int {
 	return n
 }
 
+// flops is the multiply-add work a matrix op cannot avoid (two flops per
+// term); attention counts only the keys its causal mask leaves visible.
 func flops(c oracle.Case) float64 {
-	if c.Op == "gemm" {
-		return 2 * float64(c.Dims["M"]) * float64(c.Dims["N"]) * float64(c.Dims["K"])
+	d := func(k string) float64 { return float64(c.Dims[k]) }
+	switch c.Op {
+	case "gemm", "gemm_relu", "gemm_gelu":
+		return 2 * d("M") * d("N") * d("K")
+	case "bmm":
+		return 2 * d("B") * d("M") * d("N") * d("K")
+	case "gemv":
+		return 2 * d("M") * d("K")
+	case "attention":
+		Q, K := d("Q"), d("K")
+		visible := Q*(K-Q) + Q*(Q+1)/2 // query q sees keys 0..q+K-Q
+		return 2 * d("B") * d("Hq") * visible * (d("D") + d("Dv"))
 	}
 	return 0
 }
@@ -141,16 +154,22 @@ func warmUp(d time.Duration) {
 	wg.Wait()
 }
 
-// fp32Peak is cores x clock x FP32 flops per cycle of the machine env
-// describes (two FMA units of 16 lanes with AVX-512, 8 with AVX2+FMA, else
-// 4 lanes without FMA).
-func fp32Peak(env artifacts.Environment) (float64, string) {
+// flopPeak is cores x clock x flops per cycle of the machine env describes,
+// for matrix arithmetic on the case's storage dtype: FP32 FMA (two units of
+// 16 lanes with AVX-512, 8 with AVX2+FMA, else 4 lanes without FMA); for
+// bf16 and f16, AMX tiles (1024 multiply-adds per cycle) or AVX-512
+// BF16/FP16 dot products where the CPU has them.
+func flopPeak(env artifacts.Environment, dtype string) (float64, string) {
 	if env.CPUMHz == 0 || env.CPUs == 0 {
 		return 0, "unknown clock: no compute floor"
 	}
 	has := func(f string) bool { return slices.Contains(env.CPUFlags, f) }
 	perCycle, isa := 8.0, "SSE"
 	switch {
+	case dtype == "bf16" && has("amx_bf16"), dtype == "f16" && has("amx_fp16"):
+		perCycle, isa = 2048, "AMX "+dtype
+	case dtype == "bf16" && has("avx512_bf16"), dtype == "f16" && has("avx512_fp16"):
+		perCycle, isa = 128, "AVX-512 "+dtype
 	case has("avx512f"):
 		perCycle, isa = 64, "AVX-512 FMA"
 	case has("avx2") && has("fma"):
