@@ -288,6 +288,17 @@ func (c Case) Validate() error {
 	return nil
 }
 
+// SignatureOf is op's tensor list for dims and storage dtype without
+// validating them (nil for an unknown op): what a route must take, also for
+// cases a route is expected to refuse.
+func SignatureOf(op string, dims map[string]int, dtype string) []Param {
+	spec, ok := ops[op]
+	if !ok {
+		return nil
+	}
+	return spec.sig(dims, dtype)
+}
+
 // Signature is the ordered tensor list of c (see docs/protocol.md).
 func Signature(c Case) ([]Param, error) {
 	if err := c.Validate(); err != nil {

@@ -20,6 +20,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/tilepipe/tilepipe/oracle"
 	"math"
 	"os"
 	"os/exec"
@@ -112,54 +113,14 @@ type visitResp struct {
 // (docs/protocol.md).
 func signature(op string, dims map[string]int) []param { return signatureF(op, dims, "f32") }
 
-// signatureF is op's tensor list with float tensors stored in f.
+// signatureF is op's tensor list with float tensors stored in f: exactly
+// what capture sends a route (oracle.SignatureOf, docs/protocol.md).
 func signatureF(op string, dims map[string]int, f string) []param {
-	d := func(n string) int { return dims[n] }
-	M, N, K := d("M"), d("N"), d("K")
-	in := func(name string, shape ...int) param { return param{name, "input", f, shape} }
-	out := func(name string, shape ...int) param { return param{name, "output", f, shape} }
-	in64 := func(name string, shape ...int) param { return param{name, "input", "i64", shape} }
-	out64 := func(name string, shape ...int) param { return param{name, "output", "i64", shape} }
-	switch op {
-	case "gemm", "gemm_relu", "gemm_gelu":
-		return []param{in("A", M, K), in("B", K, N), out("C", M, N)}
-	case "bmm":
-		return []param{in("A", d("B"), M, K), in("B", d("B"), K, N), out("C", d("B"), M, N)}
-	case "gemv":
-		return []param{in("A", M, K), in("X", K), out("Y", M)}
-	case "add", "gelu_add":
-		return []param{in("A", M, N), in("B", M, N), out("C", M, N)}
-	case "sigmoid_pair", "gelu_pair":
-		return []param{in("X", M, N), out("Y", M, N), out("D", M, N)}
-	case "swiglu":
-		return []param{in("G", M, N), in("U", M, N), out("Y", M, N)}
-	case "rope":
-		return []param{in("X", M, N), in("COS", M, d("R")/2), in("SIN", M, d("R")/2), out("Y", M, N)}
-	case "sum", "max":
-		return []param{in("X", M, N), out("Y", M)}
-	case "softmax", "scan_ordered", "scan":
-		return []param{in("X", M, N), out("Y", M, N)}
-	case "rmsnorm":
-		return []param{in("X", M, N), in("W", N), out("Y", M, N)}
-	case "layernorm":
-		return []param{in("X", M, N), in("W", N), in("B", N), out("Y", M, N)}
-	case "residual_layernorm":
-		return []param{in("X", M, N), in("R", M, N), in("W", N), in("B", N), out("Y", M, N), out("H", M, N)}
-	case "cross_entropy":
-		return []param{in("X", M, N), in64("T", M), out("L", M)}
-	case "argmax":
-		return []param{in("X", M, N), out("V", M), out64("I", M)}
-	case "topk":
-		return []param{in("X", M, N), out("V", M, K), out64("I", M, K)}
-	case "sort":
-		return []param{in("X", M, N), out("V", M, N), out64("I", M, N)}
-	case "embedding":
-		return []param{in("E", d("V"), d("D")), in64("I", M), out("Y", M, d("D"))}
-	case "attention":
-		B, Hq, Hkv, Q, Kn := d("B"), d("Hq"), d("Hkv"), d("Q"), d("K")
-		return []param{in("Q", B, Hq, Q, d("D")), in("K", B, Hkv, Kn, d("D")), in("V", B, Hkv, Kn, d("Dv")), out("O", B, Hq, Q, d("Dv"))}
+	var out []param
+	for _, p := range oracle.SignatureOf(op, dims, f) {
+		out = append(out, param(p))
 	}
-	return nil
+	return out
 }
 
 func dimsFor(op string) map[string]int {
