@@ -444,7 +444,7 @@ func (a *auditor) summaries() {
 			name   string
 			hv, wv float64
 		}{{"medianNs", h.MedianNs, w.MedianNs}, {"minNs", h.MinNs, w.MinNs}, {"maxNs", h.MaxNs, w.MaxNs}, {"q1Ns", h.Q1Ns, w.Q1Ns}, {"q3Ns", h.Q3Ns, w.Q3Ns}, {"ratio", h.Ratio, w.Ratio}, {"ratioMin", h.RatioMin, w.RatioMin}, {"ratioMax", h.RatioMax, w.RatioMax}, {"ratioLo", h.RatioLo, w.RatioLo}, {"ratioHi", h.RatioHi, w.RatioHi}} {
-			if !close(f.hv, f.wv) {
+			if !near(f.hv, f.wv) {
 				p = append(p, fmt.Sprintf("summary %s/%s %s: stored %g, recomputed %g", k[0], k[1], f.name, f.hv, f.wv))
 			}
 		}
@@ -455,7 +455,7 @@ func (a *auditor) summaries() {
 	a.add("summaries", p, nil, fmt.Sprintf("recomputed %d summaries and paired ratios from %d raw samples", len(want), len(rows)))
 }
 
-func close(a, b float64) bool {
+func near(a, b float64) bool {
 	if a == b {
 		return true
 	}
