@@ -3,6 +3,7 @@ package oracle
 import (
 	"math"
 	"sort"
+	"strings"
 )
 
 // Binary32 implementations of the ops added with issue 3, in several
@@ -359,8 +360,11 @@ func embeddingImpl(c Case, in []Tensor) []Tensor {
 // attentionImpl: blockN 0 is the standard two-pass softmax (scores, max,
 // exponentials, sum, then P·V divided by the sum); blockN > 0 is the
 // FlashAttention-2 recurrence over key blocks of that size, with a running
-// max, rescaled running sum and accumulator, divided at the end.
+// max, rescaled running sum and accumulator, divided at the end. A name
+// ending in "/sorted" visits the keys in ascending score order, so that
+// every key is a new maximum: the most rescales any order can cause.
 func attentionImpl(name string, blockN int, exp func(float32) float32, d dotter, prescale bool) impl {
+	ascending := strings.HasSuffix(name, "/sorted")
 	return impl{name: "attention/" + name, run: func(c Case, in [][]float32) []float32 {
 		B, Hq, Hkv, Q, K, D, Dv := c.Dims["B"], c.Dims["Hq"], c.Dims["Hkv"], c.Dims["Q"], c.Dims["K"], c.Dims["D"], c.Dims["Dv"]
 		sc := float32(1 / math.Sqrt(float64(D)))
@@ -406,14 +410,21 @@ func attentionImpl(name string, blockN int, exp func(float32) float32, d dotter,
 						}
 						continue
 					}
+					ord := make([]int, n)
+					for j := range ord {
+						ord[j] = j
+					}
+					if ascending {
+						sort.SliceStable(ord, func(a, b int) bool { return s[ord[a]] < s[ord[b]] })
+					}
 					m := float32(math.Inf(-1))
 					var l float32
 					acc := make([]float32, Dv)
 					for j0 := 0; j0 < n; j0 += blockN {
 						j1 := min(j0+blockN, n)
 						mb := m
-						for _, x := range s[j0:j1] {
-							mb = max(mb, x)
+						for _, j := range ord[j0:j1] {
+							mb = max(mb, s[j])
 						}
 						alpha := float32(0)
 						if !math.IsInf(float64(m), -1) {
@@ -423,7 +434,7 @@ func attentionImpl(name string, blockN int, exp func(float32) float32, d dotter,
 						for t := range acc {
 							acc[t] = float32(acc[t] * alpha)
 						}
-						for j := j0; j < j1; j++ {
+						for _, j := range ord[j0:j1] {
 							p := exp(s[j] - mb)
 							l = l + p
 							for t := range acc {
@@ -488,7 +499,9 @@ func moreImpls(op string) []impl {
 			attentionImpl("two-pass/libm/seq", 0, expLibm, seqD, false),
 			attentionImpl("flash16/halide/lanes16-prescaled", 16, expHalide, lanesD, true),
 			attentionImpl("online1/base2/pairwise", 1, expBase2, pairD, false),
-			attentionImpl("flash64/libm/fma", 64, expLibm, dotters[1], true))
+			attentionImpl("flash64/libm/fma", 64, expLibm, dotters[1], true),
+			attentionImpl("online1/libm/seq/sorted", 1, expLibm, seqD, false),
+			attentionImpl("online1/edge/sorted-dot/sorted", 1, expEdge, dotters[11], false))
 	}
 	return out
 }

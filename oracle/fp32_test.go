@@ -288,6 +288,15 @@ func expHalide(x float32) float32 {
 	return float32(p * math.Float32frombits(uint32(biased)<<23))
 }
 
+// expEdge is an exponential at the edge of the allowance: 3.5 ulp above
+// e^d (the allowance is 4 ulp), exact at d = 0 as any faithful exp is.
+func expEdge(d float32) float32 {
+	if d == 0 {
+		return 1
+	}
+	return float32(math.Exp(float64(d)) * (1 + 7*unit))
+}
+
 func expBase2(d float32) float32 {
 	t := float32(d * float32(math.Log2E))
 	return float32(math.Exp2(float64(t)))

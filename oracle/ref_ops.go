@@ -294,6 +294,9 @@ func refAttention(d map[string]int, q, k, v []float32) (want, bnd []float64) {
 	E := make([]float64, K)
 	p := make([]float64, K)
 	r := make([]float64, K)
+	lo, hi := make([]float64, K), make([]float64, K)
+	cnt := make([]int, K)
+	ups := make([]float64, 0, K)
 	for b := 0; b < B; b++ {
 		for h := 0; h < Hq; h++ {
 			hk := h / group
@@ -324,26 +327,44 @@ func refAttention(d map[string]int, q, k, v []float32) (want, bnd []float64) {
 					p[j] = math.Exp(s[j] - sMax)
 					sum += p[j]
 				}
-				// Rescales of an online softmax: at most n-1 per term, each
-				// an exp of a max difference and one product.
-				rng := sMax - sMin + 2*eMax
-				rho := math.Expm1((9*float64(n-1) + 3*rng) * unit * (1 + 0x1p-20))
-				var WL, WU float64
-				lo := make([]float64, n)
-				hi := make([]float64, n)
+				// Rescales of an online softmax: a term is rescaled only
+				// when the running max of the computed scores rises after
+				// it was added, so at most c_j times, c_j the number of
+				// other keys whose computed score can exceed term j's.
+				ups = ups[:0]
+				for j := 0; j < n; j++ {
+					ups = append(ups, s[j]+E[j])
+				}
+				sort.Float64s(ups)
 				for j := 0; j < n; j++ {
 					p[j] /= sum
+					low := s[j] - E[j]
+					c := n - sort.Search(n, func(i int) bool { return ups[i] > low })
+					if E[j] > 0 {
+						c-- // key j itself
+					}
+					cnt[j] = c
 					Dj := sMax - s[j] + E[j] + eMax
 					th := (1+(expBase+expSlope*Dj)*unit)*math.Exp(unit*Dj) - 1
+					rho := 0.0
+					if c > 0 {
+						rho = math.Expm1((expBase*float64(c) + (expSlope+1)*Dj) * unit)
+					}
 					hi[j] = math.Exp(E[j]) * (1 + th) * (1 + rho)
-					lo[j] = math.Exp(-E[j]) * (1 - th) / (1 + rho)
-					WL += p[j] * lo[j]
-					WU += p[j] * hi[j]
+					lo[j] = math.Exp(-E[j]) * (1 - th) * (1 - rho)
 				}
-				gn, g1 := gamma(n), gamma(n-1)
+				// Roundings per term: the product with V (numerator only),
+				// at most n-1 additions and c_j rescale products.
+				var WL, WU float64
 				for j := 0; j < n; j++ {
-					up := hi[j] * (1 + gn) / ((1 - g1) * (p[j]*hi[j] + WL - p[j]*lo[j]))
-					dn := lo[j] * (1 - gn) / ((1 + g1) * (p[j]*lo[j] + WU - p[j]*hi[j]))
+					g1 := gamma(n - 1 + cnt[j])
+					WL += p[j] * lo[j] * (1 - g1)
+					WU += p[j] * hi[j] * (1 + g1)
+				}
+				for j := 0; j < n; j++ {
+					gn, g1 := gamma(n+cnt[j]), gamma(n-1+cnt[j])
+					up := hi[j] * (1 + gn) / (p[j]*hi[j]*(1-g1) + WL - p[j]*lo[j]*(1-g1))
+					dn := lo[j] * (1 - gn) / (p[j]*lo[j]*(1+g1) + WU - p[j]*hi[j]*(1+g1))
 					r[j] = math.Max(up-1, 1-dn)
 					if !(lo[j] > 0) || !(WL > 0) {
 						r[j] = math.Inf(1)
