@@ -7,7 +7,7 @@ COHORT ?= cpu-default
 ROUTES ?= halide,openblas,torch-eager
 
 # System packages the routes need (Debian 12 names).
-DEB_PACKAGES := libhalide14-0-dev libopenblas-dev python3-torch python3-numpy g++ gcc
+DEB_PACKAGES := libhalide14-0-dev libopenblas-dev python3-torch python3-numpy g++ gcc llvm-14-dev clang-14
 
 .PHONY: all deps build routes run test test-oracle bench clean
 
@@ -29,6 +29,7 @@ build: deps routes
 
 routes:
 	$(MAKE) -C routes/halide BIN=$(BIN)/routes/halide
+	$(MAKE) -C routes/orc BIN=$(BIN)/routes/orc
 	@for r in openblas torch-eager; do \
 	  mkdir -p $(BIN)/routes/$$r && find routes/$$r -maxdepth 1 -type f -exec cp -p {} $(BIN)/routes/$$r/ \; ; \
 	done
