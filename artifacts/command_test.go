@@ -4,7 +4,9 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"reflect"
 	"runtime"
 	"testing"
@@ -188,6 +190,37 @@ func TestFingerprint(t *testing.T) {
 	t.Setenv("OMP_NUM_THREADS", "3")
 	if got := artifacts.Fingerprint().EnvVars["OMP_NUM_THREADS"]; got != "3" {
 		t.Errorf("Fingerprint().EnvVars[OMP_NUM_THREADS] = %q, want 3", got)
+	}
+}
+
+func TestCPUFlags(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name, body string) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	good := write("good", "processor\t: 0\nmodel name\t: Test CPU\nflags\t\t: sse2 fma avx2\n\nprocessor\t: 1\nflags\t\t: sse2\n")
+	if got, err := artifacts.CPUFlags(good); err != nil || !reflect.DeepEqual(got, []string{"avx2", "fma", "sse2"}) {
+		t.Errorf("CPUFlags(good) = %v, %v; want the first CPU's flags, sorted", got, err)
+	}
+	noFlags := write("arm", "processor\t: 0\nFeatures\t: fp asimd\n")
+	missing := filepath.Join(dir, "missing")
+	for _, tc := range []struct{ path, want string }{
+		{noFlags, noFlags + ": no flags line"},
+		{missing, "open " + missing + ": no such file or directory"},
+	} {
+		if got, err := artifacts.CPUFlags(tc.path); err == nil || err.Error() != tc.want {
+			t.Errorf("CPUFlags(%s) = %v, %v; want error %q", tc.path, got, err, tc.want)
+		}
+	}
+	if runtime.GOOS == "linux" && runtime.GOARCH == "amd64" {
+		got, err := artifacts.CPUFlags(artifacts.CPUInfoPath)
+		if err != nil || !reflect.DeepEqual(got, artifacts.Fingerprint().CPUFlags) {
+			t.Errorf("CPUFlags(%s) = %v, %v; want the fingerprint's flags", artifacts.CPUInfoPath, got, err)
+		}
 	}
 }
 

@@ -36,10 +36,13 @@ type TensorRef struct {
 	Size   int64  `json:"size"`
 }
 
-// FileRef is a file a route or stage produced, stored by digest.
+// FileRef is a file a route or stage produced, stored by digest. Param
+// names the output param a file of role output holds (docs/protocol.md,
+// validation outputs).
 type FileRef struct {
 	Path   string `json:"path"`
 	Role   string `json:"role"`
+	Param  string `json:"param,omitempty"`
 	Digest Digest `json:"digest"`
 	Size   int64  `json:"size"`
 }
@@ -80,6 +83,8 @@ type Route struct {
 	Digest    Digest   `json:"digest"`
 	Describe  Digest   `json:"describe"`
 	External  bool     `json:"external"`
+	Validates bool     `json:"validates,omitempty"` // runs its build once and returns the outputs
+	AcceptsIR bool     `json:"acceptsIR,omitempty"` // builds from --ir/--abi when given
 }
 
 // Build is one route's answer for one case.
@@ -97,6 +102,36 @@ type Build struct {
 	Response  Digest         `json:"response,omitempty"`
 	Stderr    Digest         `json:"stderr,omitempty"`
 	Seconds   float64        `json:"seconds"`
+	// RequiresCPU are the /proc/cpuinfo flags the build's code needs;
+	// replay refuses to time it on a CPU without them.
+	RequiresCPU []string    `json:"requiresCPU,omitempty"`
+	Validation  *Validation `json:"validation,omitempty"`
+}
+
+// Validation is capture's full check, against the FP64 oracle, of the
+// outputs a validating route computed from the case's inputs in its build.
+// A failed validation fails the build.
+type Validation struct {
+	Pass     bool    `json:"pass"`
+	Reason   string  `json:"reason,omitempty"`
+	MaxRatio float64 `json:"maxRatio"`
+	Checked  int     `json:"checked"`
+}
+
+// ExternalFile is one file given to capture from outside (--ir, --abi),
+// stored under Title and read from Source.
+type ExternalFile struct {
+	Title  string `json:"title"`  // layer title: external/ir/NAME or external/abi.json
+	Source string `json:"source"` // absolute path it was read from
+	Digest Digest `json:"digest"`
+	Size   int64  `json:"size"`
+}
+
+// External is the IR and ABI a capture handed to the routes that accept
+// IR (docs/protocol.md, external IR).
+type External struct {
+	IR  []ExternalFile `json:"ir"`
+	ABI ExternalFile   `json:"abi"`
 }
 
 // CapturedCase is a case with its packet and every route's build.
@@ -116,6 +151,8 @@ type CaptureDoc struct {
 	Threads int            `json:"threads"`
 	Routes  []Route        `json:"routes"`
 	Cases   []CapturedCase `json:"cases"`
+	// External is what --ir and --abi gave, absent without them.
+	External *External `json:"external,omitempty"`
 }
 
 // ClosureFile is one file a timed process maps, pinned by digest.

@@ -2,6 +2,8 @@ package artifacts
 
 import (
 	"bufio"
+	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"runtime"
@@ -132,27 +134,8 @@ func Fingerprint() Environment {
 	if e.Governor == "" {
 		e.Governor = "unknown (no cpufreq)"
 	}
-	if f, err := os.Open("/proc/cpuinfo"); err == nil {
-		sc := bufio.NewScanner(f)
-		sc.Buffer(make([]byte, 1<<20), 1<<20)
-		for sc.Scan() {
-			k, v, ok := strings.Cut(sc.Text(), ":")
-			if !ok {
-				continue
-			}
-			k, v = strings.TrimSpace(k), strings.TrimSpace(v)
-			switch {
-			case k == "model name" && e.CPUModel == "":
-				e.CPUModel = v
-			case k == "cpu MHz":
-				if x, err := strconv.ParseFloat(v, 64); err == nil && x > e.CPUMHz {
-					e.CPUMHz = x
-				}
-			case k == "flags" && e.CPUFlags == nil:
-				e.CPUFlags = strings.Fields(v)
-				sort.Strings(e.CPUFlags)
-			}
-		}
+	if f, err := os.Open(CPUInfoPath); err == nil {
+		e.CPUModel, e.CPUMHz, e.CPUFlags, _ = parseCPUInfo(f)
 		f.Close()
 	}
 	if f, err := os.Open("/proc/meminfo"); err == nil {
@@ -182,6 +165,55 @@ func Fingerprint() Environment {
 		}
 	}
 	return e
+}
+
+// CPUInfoPath is where Linux describes the CPUs.
+const CPUInfoPath = "/proc/cpuinfo"
+
+// CPUFlags reads the feature flags of the first CPU listed in the cpuinfo
+// file at path (normally [CPUInfoPath]), sorted. A file that cannot be
+// read or has no flags line is an error, so callers that gate on features
+// fail closed.
+func CPUFlags(path string) ([]string, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	_, _, flags, err := parseCPUInfo(f)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	if flags == nil {
+		return nil, fmt.Errorf("%s: no flags line", path)
+	}
+	return flags, nil
+}
+
+// parseCPUInfo reads the first model name, the highest clock and the first
+// flags line (sorted) of a cpuinfo file.
+func parseCPUInfo(r io.Reader) (model string, mhz float64, flags []string, err error) {
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	for sc.Scan() {
+		k, v, ok := strings.Cut(sc.Text(), ":")
+		if !ok {
+			continue
+		}
+		k, v = strings.TrimSpace(k), strings.TrimSpace(v)
+		switch {
+		case k == "model name" && model == "":
+			model = v
+		case k == "cpu MHz":
+			if x, err := strconv.ParseFloat(v, 64); err == nil && x > mhz {
+				mhz = x
+			}
+		case k == "flags" && flags == nil:
+			flags = strings.Fields(v)
+			sort.Strings(flags)
+		}
+	}
+	return model, mhz, flags, sc.Err()
 }
 
 func readTrim(path string) string {

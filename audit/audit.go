@@ -392,7 +392,86 @@ func (a *auditor) outputs() {
 			t.Release()
 		}
 	}
-	a.add("outputs", p, nil, fmt.Sprintf("re-checked every element of %d passed visits' outputs; worst error/bound %.3g", n, worst))
+	summary := fmt.Sprintf("re-checked every element of %d passed visits' outputs; worst error/bound %.3g", n, worst)
+	if nv := a.validations(&p); nv > 0 {
+		summary += fmt.Sprintf("; and of %d validating builds' outputs at capture", nv)
+	}
+	a.add("outputs", p, nil, summary)
+}
+
+// validations re-checks the outputs each validating route returned at
+// capture against the recomputed oracle; the verdict must be the one
+// capture recorded, and a failed one must have failed the build. It
+// returns the number of validations checked.
+func (a *auditor) validations(p *[]string) int {
+	validates := map[string]bool{}
+	for _, r := range a.cdoc.Routes {
+		validates[r.Name] = r.Validates
+	}
+	n := 0
+	for _, c := range a.cdoc.Cases {
+		for _, b := range c.Builds {
+			v := b.Validation
+			if v == nil {
+				if validates[b.Route] && b.Status == artifacts.StatusBuilt {
+					*p = append(*p, fmt.Sprintf("case %s route %s: built by a validating route, but capture recorded no validation", c.Case.ID, b.Route))
+				}
+				continue
+			}
+			n++
+			where := fmt.Sprintf("case %s route %s validation", c.Case.ID, b.Route)
+			exp, ok := a.expected[c.Case.ID]
+			if !ok {
+				*p = append(*p, where+": the case has no recomputed reference")
+				continue
+			}
+			var got []oracle.Tensor
+			for _, sp := range c.Signature {
+				if sp.Role != "output" {
+					continue
+				}
+				i := slices.IndexFunc(b.Files, func(f artifacts.FileRef) bool { return f.Role == "output" && f.Param == sp.Name })
+				if i < 0 {
+					*p = append(*p, fmt.Sprintf("%s: no stored output for param %s", where, sp.Name))
+					break
+				}
+				raw, err := a.readCapture(b.Files[i].Digest, int64(sp.Bytes()))
+				if err == nil && len(raw) != sp.Bytes() {
+					err = fmt.Errorf("%d bytes, want %d", len(raw), sp.Bytes())
+				}
+				var t oracle.Tensor
+				if err == nil {
+					t, err = oracle.Decode(sp.Dtype, raw)
+				}
+				if err != nil {
+					*p = append(*p, fmt.Sprintf("%s: output %s: %v", where, sp.Name, err))
+					break
+				}
+				got = append(got, t)
+			}
+			if len(got) != len(exp) {
+				continue
+			}
+			vd := oracle.Compare(c.Case, exp, got)
+			if vd.Pass != v.Pass || vd.Reason != v.Reason || vd.Checked != v.Checked || !near(vd.MaxRatio, v.MaxRatio) {
+				*p = append(*p, fmt.Sprintf("%s: capture recorded pass=%t %q (%d elements, worst %g), the recomputed oracle says pass=%t %q (%d elements, worst %g)",
+					where, v.Pass, v.Reason, v.Checked, v.MaxRatio, vd.Pass, vd.Reason, vd.Checked, vd.MaxRatio))
+			}
+			if !v.Pass && (b.Status != artifacts.StatusFailed || b.Reason != "validation: "+v.Reason) {
+				*p = append(*p, fmt.Sprintf("%s failed, but the build is %s %q", where, b.Status, b.Reason))
+			}
+		}
+	}
+	return n
+}
+
+// readCapture reads a capture blob that the audit re-hashed when it opened
+// the stage.
+func (a *auditor) readCapture(d artifacts.Digest, limit int64) ([]byte, error) {
+	if !a.cap.Has(d) {
+		return nil, fmt.Errorf("blob %s is not a layer of the capture", artifacts.Short(d))
+	}
+	return a.cap.Store.ReadVerified(d, "capture output", limit)
 }
 
 // summaries recomputes every summary from the raw sample table and the

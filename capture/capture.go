@@ -33,6 +33,8 @@ type Config struct {
 	Threads      int           // passed to routes in the case file
 	Jobs         int           // route builds run at once
 	BuildTimeout time.Duration // per route build
+	IR           []string      // external IR files for routes that accept IR (--ir)
+	ABI          string        // the IR's entry ABI, a JSON object (--abi); with IR or not at all
 	Progress     *progress.Reporter
 }
 
@@ -70,6 +72,10 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
+	irs, abi, err := externalPaths(cfg)
+	if err != nil {
+		return nil, err
+	}
 	s, err := artifacts.Create(cfg.Output)
 	if err != nil {
 		return nil, err
@@ -79,6 +85,9 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		return nil, err
 	}
 	defer os.RemoveAll(tmp)
+	if tmp, err = filepath.Abs(tmp); err != nil { // routes get absolute paths
+		return nil, err
+	}
 
 	rec := artifacts.Receipt{
 		Stage: "capture", Tool: artifacts.ToolInfo(), StartedOn: start,
@@ -92,6 +101,13 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	s.Name("cohort.json", cd)
 
 	doc := artifacts.CaptureDoc{Schema: artifacts.DocSchema, Cohort: co.Name, Rounds: co.Rounds, Threads: cfg.Threads}
+	var ir *caseIR
+	if irs != nil {
+		rec.Parameters["ir"], rec.Parameters["abi"] = irs, abi
+		if doc.External, ir, err = putExternal(s, irs, abi, tmp); err != nil {
+			return nil, err
+		}
+	}
 	for _, r := range routes {
 		info, cmd, err := describe(ctx, s, r)
 		if err != nil {
@@ -107,20 +123,35 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		}
 		names[r.Name] = true
 	}
+	if ir != nil && !slices.ContainsFunc(doc.Routes, func(r artifacts.Route) bool { return r.AcceptsIR }) {
+		var rs []string
+		for _, r := range doc.Routes {
+			rs = append(rs, r.Name)
+		}
+		return nil, fmt.Errorf("--ir: no selected route accepts IR (routes: %s)", strings.Join(rs, ", "))
+	}
+	// Only a validating route needs the inputs and expected values after
+	// the packet is stored; without one they are not kept in memory.
+	keep := slices.ContainsFunc(doc.Routes, func(r artifacts.Route) bool { return r.Validates && r.Available })
 
 	res := &Result{Counts: map[string]int{}}
 	cases := make([]*artifacts.CapturedCase, len(co.Cases))
 	cmds := make([][]*artifacts.Command, len(co.Cases))
-	caseFiles := make([]string, len(co.Cases))
+	jobs := make([]*job, len(co.Cases))
 	for i, c := range co.Cases {
 		cfg.Progress.Step("capture", i+1, len(co.Cases), c.ID+" packet")
-		if cases[i], err = packet(s, c); err != nil {
+		j := &job{c: c, tmp: tmp, threads: cfg.Threads, caseFile: filepath.Join(tmp, c.ID+".json")}
+		if cases[i], j.inputs, j.expected, err = packet(s, c); err != nil {
 			return nil, err
 		}
-		caseFiles[i] = filepath.Join(tmp, c.ID+".json")
-		if err := writeCaseFile(caseFiles[i], c, cases[i].Signature, cfg.Threads); err != nil {
+		j.sig = cases[i].Signature
+		if !keep {
+			j.inputs, j.expected = nil, nil
+		}
+		if err := writeCaseFile(j.caseFile, caseFile{Case: c, Signature: j.sig, Threads: cfg.Threads}); err != nil {
 			return nil, err
 		}
+		jobs[i] = j
 		cases[i].Builds = make([]artifacts.Build, len(doc.Routes))
 		cmds[i] = make([]*artifacts.Command, len(doc.Routes))
 	}
@@ -133,7 +164,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	for i, c := range co.Cases {
 		for j, r := range doc.Routes {
 			g.Go(func() error {
-				b, cmd, err := build(gctx, s, cfg, r, c, cases[i].Signature, caseFiles[i], filepath.Join(tmp, c.ID+"."+r.Name))
+				b, cmd, err := build(gctx, s, cfg, r, jobs[i], ir)
 				if err != nil {
 					return err
 				}
@@ -168,19 +199,20 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 }
 
 // packet generates the case's inputs, FP64 expected outputs and bounds, and
-// stores each as an Arrow tensor.
-func packet(s *artifacts.Store, c oracle.Case) (*artifacts.CapturedCase, error) {
+// stores each as an Arrow tensor. It returns the inputs and the expected
+// values too, for validating routes.
+func packet(s *artifacts.Store, c oracle.Case) (*artifacts.CapturedCase, []oracle.Tensor, []oracle.Expected, error) {
 	sig, err := oracle.Signature(c)
 	if err != nil {
-		return nil, err
+		return nil, nil, nil, err
 	}
 	inputs, err := oracle.Generate(c)
 	if err != nil {
-		return nil, fmt.Errorf("case %s: generate inputs: %w", c.ID, err)
+		return nil, nil, nil, fmt.Errorf("case %s: generate inputs: %w", c.ID, err)
 	}
 	expected, err := oracle.Reference(c, inputs)
 	if err != nil {
-		return nil, fmt.Errorf("case %s: oracle: %w", c.ID, err)
+		return nil, nil, nil, fmt.Errorf("case %s: oracle: %w", c.ID, err)
 	}
 	cc := &artifacts.CapturedCase{Case: c, Signature: sig, Generator: oracle.Generator}
 	var in, out []oracle.Param
@@ -203,7 +235,7 @@ func packet(s *artifacts.Store, c oracle.Case) (*artifacts.CapturedCase, error) 
 	for i, p := range in {
 		r, err := put(p, "input", p.Dtype, oracle.Encode(inputs[i]))
 		if err != nil {
-			return nil, err
+			return nil, nil, nil, err
 		}
 		cc.Packet.Inputs = append(cc.Packet.Inputs, r)
 	}
@@ -213,37 +245,104 @@ func packet(s *artifacts.Store, c oracle.Case) (*artifacts.CapturedCase, error) 
 		if p.Dtype == "i64" {
 			r, err := put(p, "expected", "i64", oracle.Encode(oracle.I64(expected[i].WantI)))
 			if err != nil {
-				return nil, err
+				return nil, nil, nil, err
 			}
 			cc.Packet.Expected = append(cc.Packet.Expected, r)
 			continue
 		}
 		r, err := put(p, "expected", "f64", tensor.Float64Bytes(expected[i].Want))
 		if err != nil {
-			return nil, err
+			return nil, nil, nil, err
 		}
 		cc.Packet.Expected = append(cc.Packet.Expected, r)
 		if r, err = put(p, "bound", "f64", tensor.Float64Bytes(expected[i].Bound)); err != nil {
-			return nil, err
+			return nil, nil, nil, err
 		}
 		cc.Packet.Bound = append(cc.Packet.Bound, r)
 	}
-	return cc, nil
+	return cc, inputs, expected, nil
 }
 
-// caseFile is the JSON a route's build receives (docs/protocol.md).
+// caseFile is the JSON a route's build receives (docs/protocol.md). Inputs
+// go only to validating routes, IR only to routes that accept it.
 type caseFile struct {
 	oracle.Case
 	Signature []oracle.Param `json:"signature"`
 	Threads   int            `json:"threads"`
+	Inputs    []caseInput    `json:"inputs,omitempty"`
+	IR        *caseIR        `json:"ir,omitempty"`
 }
 
-func writeCaseFile(path string, c oracle.Case, sig []oracle.Param, threads int) error {
-	b, err := json.MarshalIndent(caseFile{c, sig, threads}, "", "  ")
+// caseInput is one input tensor written out for a validating route.
+type caseInput struct {
+	Name string `json:"name"`
+	Path string `json:"path"`
+}
+
+// caseIR is the external IR as routes that accept it receive it.
+type caseIR struct {
+	Files []string `json:"files"`
+	ABI   string   `json:"abi"`
+}
+
+func writeCaseFile(path string, cf caseFile) error {
+	b, err := json.MarshalIndent(cf, "", "  ")
 	if err != nil {
 		return err
 	}
 	return os.WriteFile(path, b, 0o444)
+}
+
+// job is one case as its builds need it.
+type job struct {
+	c        oracle.Case
+	sig      []oracle.Param
+	caseFile string // for routes that take neither inputs nor IR
+	tmp      string // capture's scratch directory
+	threads  int
+	inputs   []oracle.Tensor   // generated inputs; kept only when a route validates
+	expected []oracle.Expected // their FP64 reference; likewise
+}
+
+// routeCaseFile writes the case file of route r when r gets more than the
+// shared one: a validating route gets its own copy of every input (raw
+// little-endian, exactly the bytes a timer reads) in a fresh directory
+// outside its workdir, a route that accepts IR gets the IR. It returns the
+// case file and the directory to remove after the build.
+func (j *job) routeCaseFile(r artifacts.Route, ir *caseIR) (path, scratch string, err error) {
+	cf := caseFile{Case: j.c, Signature: j.sig, Threads: j.threads}
+	if r.AcceptsIR {
+		cf.IR = ir
+	}
+	if !r.Validates && cf.IR == nil {
+		return j.caseFile, "", nil
+	}
+	scratch = filepath.Join(j.tmp, "route-inputs", j.c.ID+"."+r.Name)
+	if err := os.MkdirAll(scratch, 0o755); err != nil {
+		return "", "", err
+	}
+	if r.Validates {
+		if j.inputs == nil {
+			return "", "", fmt.Errorf("case %s: inputs were not kept for validating route %s", j.c.ID, r.Name)
+		}
+		k := 0
+		for _, p := range j.sig {
+			if p.Role != "input" {
+				continue
+			}
+			path := filepath.Join(scratch, p.Name+".bin")
+			if err := os.WriteFile(path, oracle.Encode(j.inputs[k]), 0o444); err != nil {
+				return "", "", err
+			}
+			cf.Inputs = append(cf.Inputs, caseInput{Name: p.Name, Path: path})
+			k++
+		}
+	}
+	path = filepath.Join(j.tmp, "route-cases", j.c.ID+"."+r.Name+".json")
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return "", "", err
+	}
+	return path, scratch, writeCaseFile(path, cf)
 }
 
 // response is a route's build answer (docs/protocol.md).
@@ -259,11 +358,14 @@ type response struct {
 	Schedule  map[string]any    `json:"schedule"`
 	Toolchain map[string]any    `json:"toolchain"`
 	Commands  []json.RawMessage `json:"commands"`
+	// RequiresCPU lists the /proc/cpuinfo flags the built code needs.
+	RequiresCPU []string `json:"requires_cpu"`
 }
 
 type responseFile struct {
-	Path string `json:"path"`
-	Role string `json:"role"`
+	Path  string `json:"path"`
+	Role  string `json:"role"`
+	Param string `json:"param"` // role output: the output param it holds
 }
 
 type responseProcess struct {
@@ -274,18 +376,30 @@ type responseProcess struct {
 	OutputPolicy string            `json:"output_policy"`
 }
 
-var fileRoles = []string{"object", "source", "header", "stmt", "llvm", "asm", "wrapper", "log", "other"}
+var fileRoles = []string{"object", "source", "header", "stmt", "llvm", "asm", "wrapper", "log", "other", "output"}
+
+// cpuFlagRE is a CPU feature as /proc/cpuinfo spells it.
+var cpuFlagRE = regexp.MustCompile(`^[a-z0-9_]+$`)
 
 // build runs one route's build for one case and stores what it made. A
 // route's failure is a failed Build, not an error.
-func build(ctx context.Context, s *artifacts.Store, cfg Config, r artifacts.Route, c oracle.Case, sig []oracle.Param, caseFile, work string) (artifacts.Build, *artifacts.Command, error) {
+func build(ctx context.Context, s *artifacts.Store, cfg Config, r artifacts.Route, j *job, ir *caseIR) (artifacts.Build, *artifacts.Command, error) {
+	c, sig := j.c, j.sig
 	b := artifacts.Build{Route: r.Name, Kind: r.Kind}
 	if !r.Available {
 		b.Status, b.Reason = artifacts.StatusUnavailable, r.Reason
 		return b, nil, nil
 	}
+	work := filepath.Join(j.tmp, c.ID+"."+r.Name)
 	if err := os.Mkdir(work, 0o755); err != nil {
 		return b, nil, err
+	}
+	caseFile, scratch, err := j.routeCaseFile(r, ir)
+	if err != nil {
+		return b, nil, err
+	}
+	if scratch != "" {
+		defer os.RemoveAll(scratch)
 	}
 	t0 := time.Now()
 	cmd, out, reason, err := s.Run(ctx, []string{r.Exec, "build", "--case", caseFile, "--workdir", work}, work, nil, cfg.BuildTimeout)
@@ -314,9 +428,47 @@ func build(ctx context.Context, s *artifacts.Store, cfg Config, r artifacts.Rout
 	}
 	if err := fill(s, &b, resp, r, sig, work, prefix); err != nil {
 		b.Status, b.Reason = artifacts.StatusFailed, fmt.Sprintf("route %s build: %v", r.Name, err)
-		b.Files, b.Entry, b.Process = nil, nil, nil
+		b.Files, b.Entry, b.Process, b.RequiresCPU = nil, nil, nil, nil
+		return b, &cmd, nil
+	}
+	if r.Validates && b.Status == artifacts.StatusBuilt {
+		if err := validate(s, &b, j, prefix); err != nil {
+			return b, nil, fmt.Errorf("route %s: build %s: %w", r.Name, c.ID, err)
+		}
 	}
 	return b, &cmd, nil
+}
+
+// validate checks the outputs a validating route computed in its build
+// (fill made sure there is one file of the right size per output param)
+// in full against the oracle, and fails the build when they are wrong.
+// The error is for outputs that could not be read back from the store.
+func validate(s *artifacts.Store, b *artifacts.Build, j *job, prefix string) error {
+	var got []oracle.Tensor
+	for _, p := range j.sig {
+		if p.Role != "output" {
+			continue
+		}
+		i := slices.IndexFunc(b.Files, func(f artifacts.FileRef) bool { return f.Role == "output" && f.Param == p.Name })
+		if i < 0 {
+			return fmt.Errorf("no output file for param %s", p.Name)
+		}
+		raw, err := s.ReadVerified(b.Files[i].Digest, prefix+b.Files[i].Path, int64(p.Bytes()))
+		if err != nil {
+			return err
+		}
+		t, err := oracle.Decode(p.Dtype, raw)
+		if err != nil {
+			return fmt.Errorf("output %s: %w", p.Name, err)
+		}
+		got = append(got, t)
+	}
+	vd := oracle.Compare(j.c, j.expected, got)
+	b.Validation = &artifacts.Validation{Pass: vd.Pass, Reason: vd.Reason, MaxRatio: vd.MaxRatio, Checked: vd.Checked}
+	if !vd.Pass {
+		b.Status, b.Reason = artifacts.StatusFailed, "validation: "+vd.Reason
+	}
+	return nil
 }
 
 func fill(s *artifacts.Store, b *artifacts.Build, resp response, r artifacts.Route, sig []oracle.Param, work, prefix string) error {
@@ -347,7 +499,20 @@ func fill(s *artifacts.Store, b *artifacts.Build, resp response, r artifacts.Rou
 	if len(resp.Files) == 0 {
 		return errors.New("response files: a built case must list its files")
 	}
-	seen := map[string]bool{}
+	for i, f := range resp.RequiresCPU {
+		if !cpuFlagRE.MatchString(f) {
+			return fmt.Errorf("response requires_cpu[%d] %q: want a CPU flag as /proc/cpuinfo spells it (lowercase letters, digits and '_')", i, f)
+		}
+	}
+	outputs := map[string]oracle.Param{}
+	var outNames []string
+	for _, p := range sig {
+		if p.Role == "output" {
+			outputs[p.Name] = p
+			outNames = append(outNames, p.Name)
+		}
+	}
+	seen, have := map[string]bool{}, map[string]bool{}
 	for i, f := range resp.Files {
 		if !artifacts.ValidTitle(f.Path) {
 			return fmt.Errorf("response files[%d].path %q: want a clean relative path inside the workdir", i, f.Path)
@@ -358,6 +523,22 @@ func fill(s *artifacts.Store, b *artifacts.Build, resp response, r artifacts.Rou
 		seen[f.Path] = true
 		if !slices.Contains(fileRoles, f.Role) {
 			return fmt.Errorf("response files[%d].role %q: want one of %v", i, f.Role, fileRoles)
+		}
+		var out oracle.Param
+		switch {
+		case f.Role == "output" && !r.Validates:
+			return fmt.Errorf(`response files[%d].role output: only a route that describes itself with "validates": true returns outputs`, i)
+		case f.Role == "output":
+			var ok bool
+			if out, ok = outputs[f.Param]; !ok {
+				return fmt.Errorf("response files[%d].param %q: want the output param the file holds, one of %v", i, f.Param, outNames)
+			}
+			if have[f.Param] {
+				return fmt.Errorf("response files[%d].param %q: a second output file for param %s", i, f.Param, f.Param)
+			}
+			have[f.Param] = true
+		case f.Param != "":
+			return fmt.Errorf("response files[%d].param %q: only a file with role output names a param", i, f.Param)
 		}
 		full := filepath.Join(work, f.Path)
 		fi, err := os.Lstat(full)
@@ -371,8 +552,18 @@ func fill(s *artifacts.Store, b *artifacts.Build, resp response, r artifacts.Rou
 		if err != nil {
 			return err
 		}
+		if f.Role == "output" && d.Size != int64(out.Bytes()) {
+			return fmt.Errorf("response files[%d].path %q: output %s has %d bytes, want %d (raw little-endian %s %v)", i, f.Path, out.Name, d.Size, out.Bytes(), out.Dtype, out.Shape)
+		}
 		s.Name(prefix+f.Path, d)
-		b.Files = append(b.Files, artifacts.FileRef{Path: f.Path, Role: f.Role, Digest: d.Digest, Size: d.Size})
+		b.Files = append(b.Files, artifacts.FileRef{Path: f.Path, Role: f.Role, Param: f.Param, Digest: d.Digest, Size: d.Size})
+	}
+	if r.Validates {
+		for _, n := range outNames {
+			if p := outputs[n]; !have[n] {
+				return fmt.Errorf("response files: no file with role output for param %s (want %d bytes, raw little-endian %s %v)", n, p.Bytes(), p.Dtype, p.Shape)
+			}
+		}
 	}
 	switch r.Kind {
 	case "object":
@@ -417,7 +608,7 @@ func fill(s *artifacts.Store, b *artifacts.Build, resp response, r artifacts.Rou
 	default:
 		return fmt.Errorf("route kind %q: this tilepipe times object and process routes", r.Kind)
 	}
-	b.Status = artifacts.StatusBuilt
+	b.Status, b.RequiresCPU = artifacts.StatusBuilt, resp.RequiresCPU
 	return nil
 }
 

@@ -15,4 +15,12 @@
 // a fresh work directory, and stores every file the route lists. A route's
 // failure, an unsupported op or an unavailable route is a [artifacts.Build]
 // row with its reason, never dropped.
+//
+// # Validation and external IR
+//
+// A route that validates (describe's "validates") also gets the case's
+// inputs as raw files and returns the outputs its build computed; capture
+// checks them against the oracle and records an [artifacts.Validation].
+// A route that accepts IR gets the --ir and --abi files, stored under
+// external/ and recorded as [artifacts.External].
 package capture

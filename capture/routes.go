@@ -66,6 +66,11 @@ type Description struct {
 	Available bool     `json:"available"`
 	Reason    string   `json:"reason"`
 	Ops       []string `json:"ops"`
+	// Validates: the route runs its own build once and returns the outputs
+	// it computed from the inputs capture hands it.
+	Validates bool `json:"validates"`
+	// AcceptsIR: the route builds from external IR (--ir, --abi).
+	AcceptsIR bool `json:"accepts_ir"`
 }
 
 // Describe asks the route program at path to describe itself.
@@ -124,7 +129,8 @@ func describe(ctx context.Context, s *artifacts.Store, r routeExec) (artifacts.R
 	s.Name("routes/"+d.Name+"/route", pd)
 	s.Name("routes/"+d.Name+"/describe.json", ocispecDesc(cmd.Stdout))
 	return artifacts.Route{Name: d.Name, Kind: d.Kind, Version: d.Version, Available: d.Available, Reason: d.Reason,
-		Ops: d.Ops, Exec: r.path, Digest: pd.Digest, Describe: cmd.Stdout, External: r.external}, cmd, nil
+		Ops: d.Ops, Exec: r.path, Digest: pd.Digest, Describe: cmd.Stdout, External: r.external,
+		Validates: d.Validates, AcceptsIR: d.AcceptsIR}, cmd, nil
 }
 
 func ocispecDesc(d artifacts.Digest) ocispec.Descriptor {

@@ -96,6 +96,9 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	if err := r.open(); err != nil {
 		return nil, err
 	}
+	if err := checkCPU(r.cdoc, func() ([]string, error) { return artifacts.CPUFlags(artifacts.CPUInfoPath) }); err != nil {
+		return nil, err
+	}
 	routes, cases := r.routesAndCases()
 	if r.cfg.Rounds == 0 {
 		r.cfg.Rounds = r.cdoc.Rounds // the cohort's default, if it has one

@@ -18,6 +18,8 @@ func captureFlags() []cli.Flag {
 		&cli.StringSliceFlag{Name: "route-exec", Usage: "PATH of a route program speaking docs/protocol.md (repeatable)"},
 		&cli.IntFlag{Name: "threads", Value: d.Threads, Usage: "threads per timed process (also recorded at capture)"},
 		&cli.IntFlag{Name: "jobs", Value: d.Jobs, Usage: "route builds run at once"},
+		&cli.StringSliceFlag{Name: "ir", Usage: "FILE of external IR for routes that accept IR (repeatable; needs --abi)"},
+		&cli.StringFlag{Name: "abi", Usage: "FILE: the external IR's entry ABI as JSON (docs/protocol.md; needs --ir)"},
 	}
 }
 
@@ -31,6 +33,7 @@ func captureConfig(c *cli.Context, output string) capture.Config {
 		}
 	}
 	cfg.RouteExec = c.StringSlice("route-exec")
+	cfg.IR, cfg.ABI = c.StringSlice("ir"), c.String("abi")
 	cfg.Progress = progress.New(c.App.ErrWriter)
 	return cfg
 }
