@@ -11,7 +11,7 @@ import (
 )
 
 // builtinRoutes are the routes make build installs under bin/routes.
-var builtinRoutes = []string{"halide", "openblas", "torch-eager"}
+var builtinRoutes = []string{"halide", "orc", "openblas", "torch-eager"}
 
 func routesCommand() *cli.Command {
 	return &cli.Command{
