@@ -117,6 +117,36 @@ func (s *Store) Path(d Digest) string {
 	return filepath.Join(s.dir, "blobs", "sha256", d.Encoded())
 }
 
+// CopyOut copies blob d to a new file path (which must not exist) with
+// mode, then hashes the copy: a blob changed on disk, or a copy that went
+// wrong, is a *MismatchError naming path.
+func (s *Store) CopyOut(d Digest, path string, mode os.FileMode) error {
+	src, err := os.Open(s.Path(d))
+	if err != nil {
+		return err
+	}
+	defer src.Close()
+	dst, err := os.OpenFile(path, os.O_CREATE|os.O_EXCL|os.O_WRONLY, mode)
+	if err != nil {
+		return err
+	}
+	if _, err := io.Copy(dst, src); err != nil {
+		dst.Close()
+		return err
+	}
+	if err := dst.Close(); err != nil {
+		return err
+	}
+	got, _, err := HashFile(path)
+	if err != nil {
+		return err
+	}
+	if got != d {
+		return &MismatchError{Name: filepath.Base(path), Path: path, Expected: d, Actual: got}
+	}
+	return nil
+}
+
 // Writer streams a new blob to disk, hashing while it writes.
 type Writer struct {
 	s         *Store

@@ -683,3 +683,38 @@ func TestWriteFileAtomic(t *testing.T) {
 		t.Errorf("temp files = %v, want none", m)
 	}
 }
+
+// TestCopyOut copies a blob out with its mode, refuses an existing target,
+// and names the copy when the blob on disk no longer matches its digest.
+func TestCopyOut(t *testing.T) {
+	s, err := artifacts.Create(filepath.Join(t.TempDir(), "store"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, err := s.PutBytes([]byte("object bytes\n"), artifacts.MediaText)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	good := filepath.Join(dir, "good.o")
+	if err := s.CopyOut(d.Digest, good, 0o444); err != nil {
+		t.Fatalf("CopyOut = %v", err)
+	}
+	if b, err := os.ReadFile(good); err != nil || string(b) != "object bytes\n" {
+		t.Errorf("copy = %q, %v", b, err)
+	}
+	if fi, err := os.Stat(good); err != nil || fi.Mode().Perm() != 0o444 {
+		t.Errorf("copy mode = %v, %v; want 0444", fi.Mode(), err)
+	}
+	if err := s.CopyOut(d.Digest, good, 0o444); !errors.Is(err, os.ErrExist) {
+		t.Errorf("CopyOut onto an existing file = %v, want os.ErrExist", err)
+	}
+
+	tamper(t, s.Path(d.Digest), []byte("object bytez\n"))
+	bad := filepath.Join(dir, "bad.o")
+	err = s.CopyOut(d.Digest, bad, 0o444)
+	var me *artifacts.MismatchError
+	if !errors.As(err, &me) || me.Path != bad || me.Name != "bad.o" || me.Expected != d.Digest || me.Actual != digest.FromString("object bytez\n") {
+		t.Errorf("CopyOut of a tampered blob = %v, want a MismatchError naming %s", err, bad)
+	}
+}

@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 
@@ -130,28 +129,5 @@ func copyBlob(s *artifacts.Store, d artifacts.Digest, dst string) error {
 	if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
 		return err
 	}
-	in, err := os.Open(s.Path(d))
-	if err != nil {
-		return err
-	}
-	defer in.Close()
-	out, err := os.OpenFile(dst, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o444)
-	if err != nil {
-		return err
-	}
-	if _, err := io.Copy(out, in); err != nil {
-		out.Close()
-		return err
-	}
-	if err := out.Close(); err != nil {
-		return err
-	}
-	got, _, err := artifacts.HashFile(dst)
-	if err != nil {
-		return err
-	}
-	if got != d {
-		return &artifacts.MismatchError{Name: filepath.Base(dst), Path: dst, Expected: d, Actual: got}
-	}
-	return nil
+	return s.CopyOut(d, dst, 0o444)
 }

@@ -3,7 +3,6 @@ package prepare
 import (
 	"context"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -241,30 +240,7 @@ func (p *preparer) materialize(d artifacts.Digest, path string, mode os.FileMode
 	if !p.cap.Has(d) {
 		return fmt.Errorf("capture blob %s is not a layer of the capture manifest", artifacts.Short(d))
 	}
-	src, err := os.Open(p.cap.Store.Path(d))
-	if err != nil {
-		return err
-	}
-	defer src.Close()
-	dst, err := os.OpenFile(path, os.O_CREATE|os.O_EXCL|os.O_WRONLY, mode)
-	if err != nil {
-		return err
-	}
-	if _, err := io.Copy(dst, src); err != nil {
-		dst.Close()
-		return err
-	}
-	if err := dst.Close(); err != nil {
-		return err
-	}
-	got, _, err := artifacts.HashFile(path)
-	if err != nil {
-		return err
-	}
-	if got != d {
-		return &artifacts.MismatchError{Name: filepath.Base(path), Path: path, Expected: d, Actual: got}
-	}
-	return nil
+	return p.cap.Store.CopyOut(d, path, mode)
 }
 
 // object links the captured objects, unchanged, with the harness.

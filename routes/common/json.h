@@ -3,8 +3,8 @@
 // Case files are tiny and written by tilepipe, but the reader still follows
 // RFC 8259 strictly (no trailing commas, no comments, \u escapes with
 // surrogate pairs) so that a malformed case is reported, never guessed at.
-#ifndef TILEPIPE_ROUTES_HALIDE_JSON_H
-#define TILEPIPE_ROUTES_HALIDE_JSON_H
+#ifndef TILEPIPE_ROUTES_COMMON_JSON_H
+#define TILEPIPE_ROUTES_COMMON_JSON_H
 
 #include <cstdint>
 #include <stdexcept>
