@@ -74,7 +74,7 @@ func newApp(stdout, stderr io.Writer) *cli.App {
 		ErrWriter: stderr,
 		Commands: []*cli.Command{
 			captureCommand(), prepareCommand(), replayCommand(), auditCommand(), runCommand(),
-			routesCommand(), cohortsCommand(),
+			compareCommand(), routesCommand(), cohortsCommand(),
 		},
 		OnUsageError:   onUsage,
 		ExitErrHandler: func(*cli.Context, error) {},

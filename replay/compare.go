@@ -1,0 +1,56 @@
+package replay
+
+import (
+	"fmt"
+
+	"github.com/tilepipe/tilepipe/artifacts"
+	"github.com/tilepipe/tilepipe/artifacts/samples"
+)
+
+// Compare recomputes a finished replay's summaries against another
+// baseline route from the samples it stored, without timing anything: a
+// reviewer can ask "orc against halide" of a run made against torch-eager.
+// Both stages are verified (every blob re-hashed) and the replay must have
+// been made from that prepared stage. The returned document is the
+// replay's, with Config.Baseline and Summary replaced; it is not stored.
+func Compare(preparedDir, replayDir, baseline string) (artifacts.ReplayDoc, error) {
+	var doc artifacts.ReplayDoc
+	prep, err := artifacts.OpenStage(preparedDir, artifacts.PreparedType, nil)
+	if err != nil {
+		return doc, err
+	}
+	var pdoc artifacts.PreparedDoc
+	if err := prep.ReadDoc(&pdoc); err != nil {
+		return doc, err
+	}
+	rep, err := artifacts.OpenStage(replayDir, artifacts.ReplayType, nil)
+	if err != nil {
+		return doc, err
+	}
+	if err := rep.ReadDoc(&doc); err != nil {
+		return doc, err
+	}
+	if doc.Schema != artifacts.DocSchema {
+		return doc, fmt.Errorf("replay %s: %s: schema: want %d, got %d", replayDir, artifacts.DocTitle, artifacts.DocSchema, doc.Schema)
+	}
+	if doc.Prepared != prep.Descriptor.Digest {
+		return doc, fmt.Errorf("replay %s: made from prepared %s, but %s is %s", replayDir, doc.Prepared, preparedDir, prep.Descriptor.Digest)
+	}
+	known := false
+	for _, r := range doc.Routes {
+		known = known || r == baseline
+	}
+	if !known {
+		return doc, fmt.Errorf("--baseline %q: not a route of replay %s (routes: %v)", baseline, replayDir, doc.Routes)
+	}
+	if !rep.Has(doc.Samples) {
+		return doc, fmt.Errorf("replay %s: samples %s is not a layer of the replay manifest", replayDir, artifacts.Short(doc.Samples))
+	}
+	rows, err := samples.ReadFile(rep.Store.Path(doc.Samples), nil)
+	if err != nil {
+		return doc, fmt.Errorf("replay %s: samples.arrow: %w", replayDir, err)
+	}
+	doc.Config.Baseline = baseline
+	doc.Summary = Summaries(doc.Cases, doc.Routes, pdoc.Entries, doc.Visits, rows, doc.Config)
+	return doc, nil
+}
