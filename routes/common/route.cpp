@@ -160,6 +160,22 @@ std::string first_line(const std::string &s) {
     return s.substr(0, s.find('\n'));
 }
 
+tpjson::Value response(const std::string &status, const std::string &reason) {
+    Value v = Value::object();
+    v.set("protocol", Value::number(1));
+    v.set("status", Value::string(status));
+    v.set("reason", Value::string(reason));
+    v.set("kind", Value::string("object"));
+    v.set("files", Value::array());
+    v.set("entry", Value::null());
+    v.set("link", Value::array());
+    v.set("process", Value::null());
+    v.set("schedule", Value::object());
+    v.set("toolchain", Value::object());
+    v.set("commands", Value::array());
+    return v;
+}
+
 int route_main(int argc, char **argv, const char *name, const std::function<Value()> &describe,
                const std::function<Value(const std::string &, const std::string &)> &build) {
     route_name = name;

@@ -45,6 +45,10 @@ bool regular_file(const std::string &path);
 void make_dir(const std::string &dir);
 std::string first_line(const std::string &s);
 
+// response is an object route's build answer (protocol 1) with status and
+// reason set and every other field present and empty.
+tpjson::Value response(const std::string &status, const std::string &reason);
+
 // route_main runs "NAME describe" or "NAME build --case CASE --workdir DIR"
 // and writes the one JSON answer to the real stdout; everything else the
 // process prints (compilers' diagnostics) goes to stderr. Only usage errors

@@ -1371,22 +1371,6 @@ Value describe() {
     return v;
 }
 
-Value response(const std::string &status, const std::string &reason) {
-    Value v = Value::object();
-    v.set("protocol", Value::number(1));
-    v.set("status", Value::string(status));
-    v.set("reason", Value::string(reason));
-    v.set("kind", Value::string("object"));
-    v.set("files", Value::array());
-    v.set("entry", Value::null());
-    v.set("link", Value::array());
-    v.set("process", Value::null());
-    v.set("schedule", Value::object());
-    v.set("toolchain", Value::object());
-    v.set("commands", Value::array());
-    return v;
-}
-
 Value build(const std::string &case_path, const std::string &workdir) {
     Value commands = Value::array();
     Value toolchain = Value::object();

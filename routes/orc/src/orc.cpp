@@ -439,22 +439,6 @@ JitResult jit(const std::vector<std::string> &files, const std::string &symbol, 
 
 // ---- responses ----
 
-Value response(const std::string &status, const std::string &reason) {
-    Value v = Value::object();
-    v.set("protocol", Value::number(1));
-    v.set("status", Value::string(status));
-    v.set("reason", Value::string(reason));
-    v.set("kind", Value::string("object"));
-    v.set("files", Value::array());
-    v.set("entry", Value::null());
-    v.set("link", Value::array());
-    v.set("process", Value::null());
-    v.set("schedule", Value::object());
-    v.set("toolchain", Value::object());
-    v.set("commands", Value::array());
-    return v;
-}
-
 // halide_describe asks the sibling halide route for its ops.
 Value halide_describe() {
     Run r = run({halide_route(), "describe"}, "", true);
