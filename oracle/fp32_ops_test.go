@@ -2,6 +2,7 @@ package oracle
 
 import (
 	"math"
+	"slices"
 	"sort"
 	"strings"
 )
@@ -231,6 +232,25 @@ func crossEntropyImplT(name string, exp func(float32) float32, d dotter) impl {
 			s := d.fn(e, one)
 			ls := float32(math.Log(float64(s)))
 			out[i] = ls + (m - x[in[1].I[i]])
+		}
+		return []Tensor{F32(out)}
+	}}
+}
+
+// crossEntropyOnline takes logsumexp from the online normaliser
+// (onlineMaxSum); a name ending in "/sorted" feeds it the row in ascending
+// order, so every element is a new maximum.
+func crossEntropyOnline(name string, exp func(float32) float32) impl {
+	return impl{name: "cross_entropy/" + name, runT: func(c Case, in []Tensor) []Tensor {
+		M, N := c.Dims["M"], c.Dims["N"]
+		out := make([]float32, M)
+		for i := 0; i < M; i++ {
+			x := in[0].F[i*N : (i+1)*N]
+			if strings.HasSuffix(name, "/sorted") {
+				x = slices.Sorted(slices.Values(x))
+			}
+			m, s := onlineMaxSum(x, exp, 1)
+			out[i] = float32(math.Log(float64(s))) + (m - in[0].F[i*N+int(in[1].I[i])])
 		}
 		return []Tensor{F32(out)}
 	}}
@@ -483,7 +503,9 @@ func moreImpls(op string) []impl {
 			crossEntropyImplT("libm/seq", expLibm, seqD),
 			crossEntropyImplT("halide/lanes16", expHalide, lanesD),
 			crossEntropyImplT("base2/pairwise", expBase2, pairD),
-			crossEntropyImplT("libm/sorted", expLibm, dotters[11]))
+			crossEntropyImplT("libm/sorted", expLibm, dotters[11]),
+			crossEntropyOnline("halide/online-seq", expHalide),
+			crossEntropyOnline("edge/online-seq/sorted", expEdge))
 	case "scan_ordered":
 		out = append(out, scanImpl(0))
 	case "scan":

@@ -2,7 +2,9 @@ package oracle
 
 import (
 	"math"
+	"slices"
 	"sort"
+	"strings"
 )
 
 // This file holds binary32 implementations of every op in several
@@ -321,6 +323,10 @@ func softmaxImpl(v softmaxVariant) impl {
 			x, y := in[0][i*N:(i+1)*N], out[i*N:(i+1)*N]
 			var m, s float32
 			switch {
+			case v.online > 0 && strings.HasSuffix(v.name, "/sorted"):
+				// Ascending order: every element is a new maximum, the
+				// most rescales any order causes.
+				m, s = onlineMaxSum(slices.Sorted(slices.Values(x)), v.exp, v.online)
 			case v.online > 0:
 				m, s = onlineMaxSum(x, v.exp, v.online)
 			default:
@@ -570,6 +576,8 @@ func impls(op string) []impl {
 			{"libm/f64/noshift", expLibm, f64D, false, false, 0},
 			{"halide/online-seq", expHalide, seqD, false, true, 1},
 			{"libm/online-lanes8", expLibm, seqD, true, true, 8},
+			{"libm/online-seq/sorted", expLibm, seqD, false, true, 1},
+			{"edge/online-seq/sorted", expEdge, seqD, false, true, 1},
 		} {
 			out = append(out, softmaxImpl(v))
 		}

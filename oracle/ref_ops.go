@@ -155,22 +155,16 @@ func refResidualLayerNorm(M, N int, eps float64, dtype string, x, r, w, b []floa
 // refCrossEntropy: L = logsumexp(X[m]) - X[m, T[m]], max-shifted.
 func refCrossEntropy(M, N int, x []float32, t []int64) (want, bnd []float64) {
 	want, bnd = make([]float64, M), make([]float64, M)
-	gs := gamma(N - 1)
+	var sorted []float32
 	for i := 0; i < M; i++ {
 		row := x[i*N : (i+1)*N]
-		m := float64(row[0])
-		for _, v := range row {
-			m = math.Max(m, float64(v))
-		}
+		m := rowMax(row)
 		var s float64
 		for _, v := range row {
 			s += math.Exp(float64(v) - m)
 		}
-		phi := 2 * float64(N) * tiny
-		for _, v := range row {
-			d := float64(v) - m
-			phi += math.Exp(d) / s * ((1+expTheta(d, float64(v)))*(1+gs) - 1)
-		}
+		var phi float64
+		phi, sorted = expSumError(row, m, s, sorted)
 		ls := math.Log(s)
 		e := math.Inf(1)
 		if phi < 1 {

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"math/bits"
+	"slices"
 
 	"gonum.org/v1/gonum/blas"
 	"gonum.org/v1/gonum/blas/blas64"
@@ -308,35 +309,22 @@ func refSum(M, N int, x []float32) (want, bnd []float64) {
 func refSoftmax(M, N int, x []float32) (want, bnd []float64) {
 	want = make([]float64, M*N)
 	bnd = make([]float64, M*N)
-	gs := gamma(N - 1)
+	var sorted []float32
 	for i := 0; i < M; i++ {
 		row := x[i*N : (i+1)*N]
 		y, theta := want[i*N:(i+1)*N], bnd[i*N:(i+1)*N]
-		m := float64(row[0])
-		for _, v := range row {
-			m = math.Max(m, float64(v))
-		}
+		m := rowMax(row)
 		var s float64
 		for j, v := range row {
 			d := float64(v) - m
 			y[j] = math.Exp(d)
 			s += y[j]
-			// Relative error of one computed exponential: the exp
-			// allowance at the larger of the shifted and unshifted
-			// argument, times the effect of rounding x - max.
-			D := math.Max(-d, math.Abs(float64(v)))
-			a := (expBase + expSlope*D*(1+unit)) * unit
-			theta[j] = (1+a)/(1+unit*d) - 1
-			if -unit*d >= 0.5 {
-				theta[j] = math.Inf(1)
-			}
+			theta[j] = expTheta(d, float64(v))
 		}
-		phi := 2 * float64(N) * tiny
+		var phi float64
+		phi, sorted = expSumError(row, m, s, sorted)
 		for j := range y {
 			y[j] /= s
-			phi += y[j] * ((1+theta[j])*(1+gs) - 1)
-		}
-		for j := range y {
 			rho := (1+theta[j])*(1+divRel)/(1-phi) - 1
 			if !(phi < 1) {
 				rho = math.Inf(1)
@@ -345,6 +333,56 @@ func refSoftmax(M, N int, x []float32) (want, bnd []float64) {
 		}
 	}
 	return want, bnd
+}
+
+// upperBound is the index of the first element of ascending a above v.
+func upperBound(a []float32, v float32) int {
+	lo, hi := 0, len(a)
+	for lo < hi {
+		mid := int(uint(lo+hi) >> 1)
+		if a[mid] > v {
+			hi = mid
+		} else {
+			lo = mid + 1
+		}
+	}
+	return lo
+}
+
+func rowMax(row []float32) float64 {
+	m := float64(row[0])
+	for _, v := range row {
+		m = math.Max(m, float64(v))
+	}
+	return m
+}
+
+// expSumError is Φ, the bound on the relative error of a computed
+// s = Σ_j exp(x_j − m) over one row (m the row max, s the exact sum), in
+// any order and also as an online sum (a running max, the partial sum
+// rescaled by exp(m_old − m_new) when the max rises): docs/oracle.md,
+// softmax step 2. Term j is rescaled at most c_j = #{k : x_k > x_j} times,
+// since every rescale raises the max its partial sum is scaled to, to
+// another element's value. sorted is scratch, returned for reuse.
+func expSumError(row []float32, m, s float64, sorted []float32) (float64, []float32) {
+	N := len(row)
+	sorted = append(sorted[:0], row...)
+	slices.Sort(sorted)
+	gs := gamma(N - 1)
+	phi := 2 * float64(N) * tiny
+	for _, v := range row {
+		d := float64(v) - m
+		c := N - upperBound(sorted, v)
+		g, rho := gs, 0.0
+		if c > 0 {
+			// c rescales: each an exp (the allowance, its argument's
+			// rounding; the arguments add up to -d) and one product.
+			g = gamma(N - 1 + c)
+			rho = math.Expm1((expBase*float64(c) + (expSlope+1)*(-d)) * unit)
+		}
+		phi += math.Exp(d) / s * ((1+expTheta(d, float64(v)))*(1+rho)*(1+g) - 1)
+	}
+	return phi, sorted
 }
 
 // finite maps a bound that left the domain of its derivation (NaN,
