@@ -145,12 +145,15 @@ type CapturedCase struct {
 
 // CaptureDoc is the capture stage's document.
 type CaptureDoc struct {
-	Schema  int            `json:"schema"`
-	Cohort  string         `json:"cohort"`
-	Rounds  int            `json:"rounds,omitempty"` // the cohort's default replay rounds
-	Threads int            `json:"threads"`
-	Routes  []Route        `json:"routes"`
-	Cases   []CapturedCase `json:"cases"`
+	Schema  int    `json:"schema"`
+	Cohort  string `json:"cohort"`
+	Rounds  int    `json:"rounds,omitempty"` // the cohort's default replay rounds
+	Threads int    `json:"threads"`
+	// Oracle is the oracle.Version that computed the packets' references
+	// and bounds (empty in captures made before versions were recorded).
+	Oracle string         `json:"oracle,omitempty"`
+	Routes []Route        `json:"routes"`
+	Cases  []CapturedCase `json:"cases"`
 	// External is what --ir and --abi gave, absent without them.
 	External *External `json:"external,omitempty"`
 }

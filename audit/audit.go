@@ -293,6 +293,12 @@ func (a *auditor) sameTensor(st *artifacts.Stage, ref artifacts.TensorRef, want 
 func (a *auditor) oracle() {
 	var p []string
 	a.expected = map[string][]oracle.Expected{}
+	sameVersion := a.cdoc.Oracle == oracle.Version
+	if !sameVersion {
+		// The outputs check still judges the stored outputs with this
+		// auditor's oracle; only the packet bytes are not comparable.
+		p = append(p, fmt.Sprintf("capture: oracle %q, this auditor computes %q: references and bounds are compared only within one oracle version; audit with the tilepipe that made the capture", a.cdoc.Oracle, oracle.Version))
+	}
 	for _, c := range a.cdoc.Cases {
 		in, err := oracle.Generate(c.Case)
 		if err != nil {
@@ -305,6 +311,9 @@ func (a *auditor) oracle() {
 			continue
 		}
 		a.expected[c.Case.ID] = exp
+		if !sameVersion {
+			continue
+		}
 		if len(c.Packet.Expected) != len(exp) {
 			p = append(p, fmt.Sprintf("case %s: %d expected tensors, the oracle makes %d", c.Case.ID, len(c.Packet.Expected), len(exp)))
 			continue

@@ -100,7 +100,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	}
 	s.Name("cohort.json", cd)
 
-	doc := artifacts.CaptureDoc{Schema: artifacts.DocSchema, Cohort: co.Name, Rounds: co.Rounds, Threads: cfg.Threads}
+	doc := artifacts.CaptureDoc{Schema: artifacts.DocSchema, Cohort: co.Name, Rounds: co.Rounds, Threads: cfg.Threads, Oracle: oracle.Version}
 	var ir *caseIR
 	if irs != nil {
 		rec.Parameters["ir"], rec.Parameters["abi"] = irs, abi

@@ -10,6 +10,15 @@ import (
 // any generated bit must change this name.
 const Generator = "tilepipe-splitmix64/1"
 
+// Version names the references and bounds [Reference] computes
+// (docs/oracle.md). Captures record it; an audit recomputes packets only
+// with the same version. A change to any reference or bound bit must
+// change it.
+//
+//	tilepipe-oracle/1: attention charges each key the rescales it can see;
+//	softmax and cross_entropy count an online sum's rescales (2026-11-29).
+const Version = "tilepipe-oracle/1"
+
 // patterns lists the input patterns [Generate] knows, in documentation order.
 var patterns = []string{"normal", "dyadic", "ties", "adversarial"}
 

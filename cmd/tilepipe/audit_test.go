@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/tilepipe/tilepipe/artifacts"
+	"github.com/tilepipe/tilepipe/oracle"
 	"github.com/tilepipe/tilepipe/artifacts/tensor"
 	"github.com/tilepipe/tilepipe/internal/testroute"
 )
@@ -121,6 +122,11 @@ func TestAuditRecomputes(t *testing.T) {
 				d.Cases[0].Packet.Expected[0] = retensor(t, s, s, d.Cases[0].Packet.Expected[0])
 			})
 		}, "oracle", "FAILED", "case gemm-16x16x16 expected C: stored bytes differ from the recomputed ones at byte 3"},
+		{"other oracle version", func(t *testing.T, dir string) {
+			forge(t, filepath.Join(dir, "capture"), artifacts.CaptureType, func(_ *artifacts.Store, d *artifacts.CaptureDoc, _ *artifacts.Receipt) {
+				d.Oracle = "tilepipe-oracle/0"
+			})
+		}, "oracle", "FAILED", `capture: oracle "tilepipe-oracle/0", this auditor computes "` + oracle.Version + `": references and bounds are compared only within one oracle version; audit with the tilepipe that made the capture`},
 		{"capture re-committed", func(t *testing.T, dir string) {
 			forge(t, filepath.Join(dir, "capture"), artifacts.CaptureType, func(*artifacts.Store, *artifacts.CaptureDoc, *artifacts.Receipt) {})
 		}, "chain", "FAILED", "prepared manifest subject: want capture manifest"},
