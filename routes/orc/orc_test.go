@@ -406,6 +406,8 @@ func TestRejects(t *testing.T) {
 			"abi: entry tp_add2 is not defined by the IR (WORK/ir/add.ll)"},
 		{"entry type", "add_void.ll", nil, false, "failed",
 			"abi: entry tp_add in WORK/ir/add_void.ll has type void (i8**), want i32 (ptr): int tp_add(void *const *buffers)"},
+		{"internal entry", "add_internal.ll", nil, false, "failed",
+			"abi: entry tp_add in WORK/ir/add_internal.ll has type i32 (i8**) (not external), want i32 (ptr): int tp_add(void *const *buffers)"},
 		{"params", "add.ll", func(a map[string]any) { a["params"] = sig[:2] }, false, "failed",
 			"abi ABI: params " + routeJSON(sig[:2]) + " differ from the case signature " + routeJSON(sig)},
 		{"other case", "add.ll", func(a map[string]any) { a["dims"] = map[string]int{"M": 3, "N": 8} }, false, "unsupported",
