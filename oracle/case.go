@@ -61,6 +61,18 @@ const (
 	MaxTerms = 1 << 34 // product terms of one matrix op (e.g. M·N·K)
 )
 
+// Policies are the numeric envelopes a case may declare (docs/oracle.md,
+// "Policies"). strict is the default and the only one for most ops; tf32
+// is the relaxed envelope of TF32 tensor-core matrix products, a separate
+// policy recorded in the case, never a widened default.
+const (
+	PolicyStrict = "strict"
+	PolicyTF32   = "tf32"
+)
+
+// tf32Ops are the ops the tf32 policy applies to.
+var tf32Ops = map[string]bool{"gemm": true, "gemm_relu": true, "gemm_gelu": true, "bmm": true, "gemv": true}
+
 // Rankings are the tie contracts of topk and sort.
 const (
 	RankingStable   = "stable"   // ties in original index order
@@ -260,8 +272,13 @@ func (c Case) Validate() error {
 	default:
 		return fmt.Errorf("case %s: dtype: want f32, f16 or bf16, got %q", c.ID, c.Dtype)
 	}
-	if c.Policy != "strict" {
-		return fmt.Errorf("case %s: policy: want strict, got %q", c.ID, c.Policy)
+	switch {
+	case c.Policy == PolicyStrict:
+	case c.Policy == PolicyTF32 && tf32Ops[c.Op] && c.Dtype == "f32":
+	case c.Policy == PolicyTF32:
+		return fmt.Errorf("case %s: policy: tf32 applies to gemm, gemm_relu, gemm_gelu, bmm and gemv in f32 storage, not %s in %s", c.ID, c.Op, c.Dtype)
+	default:
+		return fmt.Errorf("case %s: policy: want %s or %s, got %q", c.ID, PolicyStrict, PolicyTF32, c.Policy)
 	}
 	switch {
 	case spec.ranking && c.Ranking != RankingStable && c.Ranking != RankingStandard:

@@ -62,7 +62,11 @@ func TestValidate(t *testing.T) {
 			"case x: 68719476736 product terms, limit 17179869184 (2^34)"},
 		{"elements", Case{ID: "x", Op: "embedding", Dims: map[string]int{"V": 16384, "D": 2048, "M": 1}, Dtype: "f32", Pattern: "normal", Policy: "strict"},
 			"case x: tensor E has 33554432 elements, limit 16777216"},
-		{"policy", with(func(c *Case) { c.Policy = "tf32" }), `case x: policy: want strict, got "tf32"`},
+		{"policy", with(func(c *Case) { c.Policy = "fast-math" }), `case x: policy: want strict or tf32, got "fast-math"`},
+		{"tf32 op", Case{ID: "x", Op: "softmax", Dims: map[string]int{"M": 4, "N": 4}, Dtype: "f32", Pattern: "normal", Policy: "tf32"},
+			"case x: policy: tf32 applies to gemm, gemm_relu, gemm_gelu, bmm and gemv in f32 storage, not softmax in f32"},
+		{"tf32 dtype", with(func(c *Case) { c.Policy, c.Dtype = "tf32", "bf16" }),
+			"case x: policy: tf32 applies to gemm, gemm_relu, gemm_gelu, bmm and gemv in f32 storage, not gemm in bf16"},
 		{"pattern", with(func(c *Case) { c.Pattern = "uniform" }), `case x: pattern: unknown pattern "uniform" (known: normal, dyadic, ties, adversarial)`},
 		{"eps", with(func(c *Case) { c.Params = map[string]float64{"eps": 0} }), "case x: params.eps: want 0 < eps < 1, got 0"},
 	} {

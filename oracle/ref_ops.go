@@ -33,8 +33,8 @@ func evBounds(n int, f func(i int) ev) (want, bnd []float64) {
 }
 
 // refGemmAct: C = act(0.125*(A·B) + 0.25), act relu or tanh-GELU.
-func refGemmAct(op string, M, N, K int, a, b []float32) (want, bnd []float64) {
-	w, bd := refGemm(M, N, K, a, b)
+func refGemmAct(op string, M, N, K int, a, b []float32, policy string) (want, bnd []float64) {
+	w, bd := refGemm(M, N, K, a, b, policy)
 	return evBounds(M*N, func(i int) ev {
 		z := evAdd(evScale(ev{w[i], bd[i]}, 0.125), cnst(0.25))
 		if op == "gemm_gelu" {
@@ -57,9 +57,9 @@ func relu(z ev) ev {
 }
 
 // refBmm: one gemm per batch.
-func refBmm(B, M, N, K int, a, b []float32) (want, bnd []float64) {
+func refBmm(B, M, N, K int, a, b []float32, policy string) (want, bnd []float64) {
 	for i := 0; i < B; i++ {
-		w, bd := refGemm(M, N, K, a[i*M*K:(i+1)*M*K], b[i*K*N:(i+1)*K*N])
+		w, bd := refGemm(M, N, K, a[i*M*K:(i+1)*M*K], b[i*K*N:(i+1)*K*N], policy)
 		want, bnd = append(want, w...), append(bnd, bd...)
 	}
 	return want, bnd

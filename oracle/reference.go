@@ -110,13 +110,13 @@ func Reference(c Case, inputs []Tensor) ([]Expected, error) {
 	one := func(want, bnd []float64) { exp = []Expected{{Want: want, Bound: bnd}} }
 	switch c.Op {
 	case "gemm":
-		one(refGemm(M, N, K, f(0), f(1)))
+		one(refGemm(M, N, K, f(0), f(1), c.Policy))
 	case "gemm_relu", "gemm_gelu":
-		one(refGemmAct(c.Op, M, N, K, f(0), f(1)))
+		one(refGemmAct(c.Op, M, N, K, f(0), f(1), c.Policy))
 	case "bmm":
-		one(refBmm(d["B"], M, N, K, f(0), f(1)))
+		one(refBmm(d["B"], M, N, K, f(0), f(1), c.Policy))
 	case "gemv":
-		one(refGemm(M, 1, K, f(0), f(1)))
+		one(refGemm(M, 1, K, f(0), f(1), c.Policy))
 	case "add":
 		one(refAdd(f(0), f(1)))
 	case "gelu_add", "sigmoid_pair", "gelu_pair", "swiglu":
@@ -219,8 +219,9 @@ func widen(x []float32) []float64 {
 	return y
 }
 
-// refGemm: C = A·B. See docs/oracle.md, "gemm".
-func refGemm(M, N, K int, a, b []float32) (want, bnd []float64) {
+// refGemm: C = A·B. See docs/oracle.md, "gemm"; policy tf32 widens the
+// bound to the TF32 envelope (docs/oracle.md, "Policies").
+func refGemm(M, N, K int, a, b []float32, policy string) (want, bnd []float64) {
 	a64, b64 := widen(a), widen(b)
 	want = make([]float64, M*N)
 	blas64.Gemm(blas.NoTrans, blas.NoTrans, 1,
@@ -238,11 +239,39 @@ func refGemm(M, N, K int, a, b []float32) (want, bnd []float64) {
 		blas64.General{Rows: M, Cols: K, Data: a64, Stride: K},
 		blas64.General{Rows: K, Cols: N, Data: b64, Stride: N},
 		0, blas64.General{Rows: M, Cols: N, Data: bnd, Stride: N})
+	if policy == PolicyTF32 {
+		for i, s := range bnd {
+			bnd[i] = tf32DotBound(s, K)
+		}
+		return want, bnd
+	}
 	limit := exactLimit(grainExp(a) + grainExp(b))
 	for i, s := range bnd {
 		bnd[i] = dotBound(s, want[i], K, true, limit)
 	}
 	return want, bnd
+}
+
+// tf32Unit bounds the relative error of converting a binary32 input to
+// TF32 (11 significant bits) by rounding or by truncation: 2^-10.
+// tf32Op bounds one product or addition rounded to binary32 to nearest or
+// toward zero (tensor-core accumulation truncates): 2u.
+const (
+	tf32Unit = 0x1p-10
+	tf32Op   = 2 * unit
+)
+
+// tf32DotBound bounds a K-term dot product under the tf32 policy, s the
+// sum of the exact terms' magnitudes: each input converted (1 ± 2^-10),
+// then K products and additions in any order, each off by at most 2u:
+// ((1+t)^2 - 1)·s + γ'_K·(1+t)^2·s, γ'_K = K·2u/(1 − K·2u).
+func tf32DotBound(s float64, K int) float64 {
+	conv := (1 + tf32Unit) * (1 + tf32Unit)
+	kk := float64(K) * tf32Op
+	if kk >= 1 {
+		return math.Inf(1)
+	}
+	return ((conv-1)*s + kk/(1-kk)*conv*s + float64(2*K-1)*tiny) * slack
 }
 
 // dotBound bounds the binary32 error of a sum of n terms (docs/oracle.md,

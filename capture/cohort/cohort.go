@@ -183,8 +183,8 @@ func DefaultID(c oracle.Case) string {
 		}
 	}
 	id := c.Op + "-" + strings.Join(dims, "x")
-	for _, s := range []string{c.Dtype, c.Ranking, c.Pattern} {
-		if s != "" && s != "f32" && s != "normal" {
+	for _, s := range []string{c.Dtype, c.Ranking, c.Pattern, c.Policy} {
+		if s != "" && s != "f32" && s != "normal" && s != oracle.PolicyStrict {
 			id += "-" + s
 		}
 	}
