@@ -8,9 +8,9 @@ import (
 	"time"
 
 	"github.com/tilepipe/tilepipe/artifacts"
-	"github.com/tilepipe/tilepipe/oracle"
 	"github.com/tilepipe/tilepipe/artifacts/tensor"
 	"github.com/tilepipe/tilepipe/internal/testroute"
+	"github.com/tilepipe/tilepipe/oracle"
 )
 
 // forge rewrites a stage the way a careless or dishonest tool would: it
