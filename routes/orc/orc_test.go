@@ -406,6 +406,8 @@ func TestRejects(t *testing.T) {
 			"abi: entry tp_add2 is not defined by the IR (WORK/ir/add.ll)"},
 		{"entry type", "add_void.ll", nil, false, "failed",
 			"abi: entry tp_add in WORK/ir/add_void.ll has type void (i8**), want i32 (ptr): int tp_add(void *const *buffers)"},
+		{"two definitions", "add.ll,add_again.ll", nil, false, "failed",
+			"abi: entry tp_add is defined by 2 IR modules (WORK/ir/add.ll, WORK/ir/add_again.ll), want exactly 1"},
 		{"internal entry", "add_internal.ll", nil, false, "failed",
 			"abi: entry tp_add in WORK/ir/add_internal.ll has type i32 (i8**) (not external), want i32 (ptr): int tp_add(void *const *buffers)"},
 		{"params", "add.ll", func(a map[string]any) { a["params"] = sig[:2] }, false, "failed",
@@ -417,7 +419,7 @@ func TestRejects(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			j := newJob(t, "add", map[string]int{"M": 3, "N": 7}, "f32")
-			j.ir, j.abi, j.noIn = []string{tc.ir}, addABI("tp_add"), tc.noIn
+			j.ir, j.abi, j.noIn = strings.Split(tc.ir, ","), addABI("tp_add"), tc.noIn
 			if tc.abi != nil {
 				tc.abi(j.abi)
 			}

@@ -295,12 +295,16 @@ void check_entry_ir(const std::vector<std::unique_ptr<llvm::Module>> &mods, cons
                  ", want i32 (ptr): int " + symbol + "(void *const *buffers)");
         }
     }
+    std::string list;
+    for (const auto &f : files) {
+        list += (list.empty() ? "" : ", ") + f;
+    }
     if (defs == 0) {
-        std::string list;
-        for (const auto &f : files) {
-            list += (list.empty() ? "" : ", ") + f;
-        }
         fail("abi: entry " + symbol + " is not defined by the IR (" + list + ")");
+    }
+    if (defs > 1) {
+        fail("abi: entry " + symbol + " is defined by " + std::to_string(defs) + " IR modules (" + list +
+             "), want exactly 1");
     }
 }
 
