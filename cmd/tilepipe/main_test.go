@@ -202,7 +202,7 @@ func TestCohortsAndRoutesList(t *testing.T) {
 		t.Errorf("cohorts = exit %d:\n%s%s", code, out, errs)
 	}
 	code, out, errs = tp(t, "routes")
-	if code != 0 || !strings.Contains(out, "ROUTE") || !strings.Contains(out, "halide") {
+	if code != 0 || !strings.Contains(out, "ROUTE  ") || !strings.Contains(out, "EXTRAS") || !strings.Contains(out, "halide") {
 		t.Errorf("routes = exit %d:\n%s%s", code, out, errs)
 	}
 }

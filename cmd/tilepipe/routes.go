@@ -19,19 +19,36 @@ func routesCommand() *cli.Command {
 		Usage: "list each built-in route, whether it is available here, and why not",
 		Action: func(c *cli.Context) error {
 			tw := tabwriter.NewWriter(c.App.Writer, 0, 4, 2, ' ', 0)
-			fmt.Fprintln(tw, "ROUTE\tKIND\tAVAILABLE\tVERSION\tOPS / REASON")
+			fmt.Fprintln(tw, "ROUTE\tKIND\tAVAILABLE\tEXTRAS\tVERSION\tOPS / REASON")
 			for _, name := range builtinRoutes {
 				d, err := capture.Describe(c.Context, filepath.Join(capture.RoutesDir(), name, "route"))
 				switch {
 				case err != nil:
-					fmt.Fprintf(tw, "%s\t-\tno\t-\t%v\n", name, err)
+					fmt.Fprintf(tw, "%s\t-\tno\t-\t-\t%v\n", name, err)
 				case d.Available:
-					fmt.Fprintf(tw, "%s\t%s\tyes\t%s\t%s\n", name, d.Kind, d.Version, strings.Join(d.Ops, ","))
+					fmt.Fprintf(tw, "%s\t%s\tyes\t%s\t%s\t%s\n", name, d.Kind, extras(d), d.Version, strings.Join(d.Ops, ","))
 				default:
-					fmt.Fprintf(tw, "%s\t%s\tno\t%s\t%s\n", name, d.Kind, d.Version, d.Reason)
+					fmt.Fprintf(tw, "%s\t%s\tno\t%s\t%s\t%s\n", name, d.Kind, extras(d), d.Version, d.Reason)
 				}
 			}
 			return tw.Flush()
 		},
 	}
+}
+
+// extras names the optional protocol features a route describes itself
+// with (docs/protocol.md): "validates" (capture checks its own first run)
+// and "ir" (it builds from --ir/--abi).
+func extras(d capture.Description) string {
+	var e []string
+	if d.Validates {
+		e = append(e, "validates")
+	}
+	if d.AcceptsIR {
+		e = append(e, "ir")
+	}
+	if len(e) == 0 {
+		return "-"
+	}
+	return strings.Join(e, ",")
 }
