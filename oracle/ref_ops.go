@@ -156,15 +156,17 @@ func refResidualLayerNorm(M, N int, eps float64, dtype string, x, r, w, b []floa
 func refCrossEntropy(M, N int, x []float32, t []int64) (want, bnd []float64) {
 	want, bnd = make([]float64, M), make([]float64, M)
 	var sorted []float32
+	e := make([]float64, N)
 	for i := 0; i < M; i++ {
 		row := x[i*N : (i+1)*N]
 		m := rowMax(row)
 		var s float64
-		for _, v := range row {
-			s += math.Exp(float64(v) - m)
+		for j, v := range row {
+			e[j] = math.Exp(float64(v) - m)
+			s += e[j]
 		}
 		var phi float64
-		phi, sorted = expSumError(row, m, s, sorted)
+		phi, sorted = expSumError(row, e, m, s, sorted)
 		ls := math.Log(s)
 		e := math.Inf(1)
 		if phi < 1 {

@@ -351,7 +351,7 @@ func refSoftmax(M, N int, x []float32) (want, bnd []float64) {
 			theta[j] = expTheta(d, float64(v))
 		}
 		var phi float64
-		phi, sorted = expSumError(row, m, s, sorted)
+		phi, sorted = expSumError(row, y, m, s, sorted)
 		for j := range y {
 			y[j] /= s
 			rho := (1+theta[j])*(1+divRel)/(1-phi) - 1
@@ -390,16 +390,17 @@ func rowMax(row []float32) float64 {
 // s = Σ_j exp(x_j − m) over one row (m the row max, s the exact sum), in
 // any order and also as an online sum (a running max, the partial sum
 // rescaled by exp(m_old − m_new) when the max rises): docs/oracle.md,
-// softmax step 2. Term j is rescaled at most c_j = #{k : x_k > x_j} times,
+// softmax step 2; e[j] = exp(x_j − m). Term j is rescaled at most
+// c_j = #{k : x_k > x_j} times,
 // since every rescale raises the max its partial sum is scaled to, to
 // another element's value. sorted is scratch, returned for reuse.
-func expSumError(row []float32, m, s float64, sorted []float32) (float64, []float32) {
+func expSumError(row []float32, e []float64, m, s float64, sorted []float32) (float64, []float32) {
 	N := len(row)
 	sorted = append(sorted[:0], row...)
 	slices.Sort(sorted)
 	gs := gamma(N - 1)
 	phi := 2 * float64(N) * tiny
-	for _, v := range row {
+	for j, v := range row {
 		d := float64(v) - m
 		c := N - upperBound(sorted, v)
 		g, rho := gs, 0.0
@@ -409,7 +410,7 @@ func expSumError(row []float32, m, s float64, sorted []float32) (float64, []floa
 			g = gamma(N - 1 + c)
 			rho = math.Expm1((expBase*float64(c) + (expSlope+1)*(-d)) * unit)
 		}
-		phi += math.Exp(d) / s * ((1+expTheta(d, float64(v)))*(1+rho)*(1+g) - 1)
+		phi += e[j] / s * ((1+expTheta(d, float64(v)))*(1+rho)*(1+g) - 1)
 	}
 	return phi, sorted
 }
