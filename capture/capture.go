@@ -378,6 +378,9 @@ type responseProcess struct {
 
 var fileRoles = []string{"object", "source", "header", "stmt", "llvm", "asm", "wrapper", "log", "other", "output"}
 
+// symbolRE is a C identifier: what an object build's entry symbol may be.
+var symbolRE = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+
 // cpuFlagRE is a CPU feature as /proc/cpuinfo spells it.
 var cpuFlagRE = regexp.MustCompile(`^[a-z0-9_]+$`)
 
@@ -569,6 +572,9 @@ func fill(s *artifacts.Store, b *artifacts.Build, resp response, r artifacts.Rou
 	case "object":
 		if resp.Entry == nil || resp.Entry.Symbol == "" {
 			return errors.New("response entry: an object build must name its entry symbol")
+		}
+		if !symbolRE.MatchString(resp.Entry.Symbol) {
+			return fmt.Errorf("response entry.symbol %q: want a C identifier (prepare links the harness's tilepipe_entry to it)", resp.Entry.Symbol)
 		}
 		if err := sameSignature(resp.Entry.Params, sig); err != nil {
 			return fmt.Errorf("response entry.params: %w", err)

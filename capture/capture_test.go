@@ -271,6 +271,32 @@ func TestRequiresCPU(t *testing.T) {
 	}
 }
 
+// TestEntrySymbol: an object build's entry symbol must be a C identifier,
+// since prepare hands it to the linker.
+func TestEntrySymbol(t *testing.T) {
+	cohortPath, c := addCase(t)
+	files := map[string][]byte{"k.o": nil, "k.c": nil}
+	for _, tc := range []struct {
+		symbol, status, reason string
+	}{
+		{"tp_add2", artifacts.StatusBuilt, ""},
+		{"tp_add,--foo", artifacts.StatusFailed, `route fake build: response entry.symbol "tp_add,--foo": want a C identifier (prepare links the harness's tilepipe_entry to it)`},
+		{"2add", artifacts.StatusFailed, `route fake build: response entry.symbol "2add": want a C identifier (prepare links the harness's tilepipe_entry to it)`},
+	} {
+		t.Run(tc.symbol, func(t *testing.T) {
+			resp := builtResponse(c)
+			resp["entry"].(map[string]any)["symbol"] = tc.symbol
+			res, err := runCapture(t, Config{Cohort: cohortPath, RouteExec: []string{newFakeRoute(t, "fake", "", resp, files)}})
+			if err != nil {
+				t.Fatalf("capture: %v", err)
+			}
+			if b := res.Doc.Cases[0].Builds[0]; b.Status != tc.status || b.Reason != tc.reason {
+				t.Errorf("build = %s %q, want %s %q", b.Status, b.Reason, tc.status, tc.reason)
+			}
+		})
+	}
+}
+
 // TestExternalIR: --ir and --abi are checked, stored and handed only to
 // the routes that accept IR.
 func TestExternalIR(t *testing.T) {
