@@ -176,6 +176,14 @@ tpjson::Value response(const std::string &status, const std::string &reason) {
     return v;
 }
 
+tpjson::Value failure_response(const std::string &status, const std::string &reason, const tpjson::Value &toolchain,
+                               const tpjson::Value &commands) {
+    Value v = response(status, reason);
+    v.set("toolchain", toolchain);
+    v.set("commands", commands);
+    return v;
+}
+
 int route_main(int argc, char **argv, const char *name, const std::function<Value()> &describe,
                const std::function<Value(const std::string &, const std::string &)> &build) {
     route_name = name;

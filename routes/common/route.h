@@ -49,6 +49,11 @@ std::string first_line(const std::string &s);
 // reason set and every other field present and empty.
 tpjson::Value response(const std::string &status, const std::string &reason);
 
+// failure_response is response(status, reason) keeping the toolchain and
+// the commands a build had recorded before it stopped.
+tpjson::Value failure_response(const std::string &status, const std::string &reason, const tpjson::Value &toolchain,
+                               const tpjson::Value &commands);
+
 // route_main runs "NAME describe" or "NAME build --case CASE --workdir DIR"
 // and writes the one JSON answer to the real stdout; everything else the
 // process prints (compilers' diagnostics) goes to stderr. Only usage errors

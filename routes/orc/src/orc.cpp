@@ -710,15 +710,9 @@ Value build(const std::string &case_path, const std::string &workdir) {
         v.set("requires_cpu", req);
         return v;
     } catch (const Failure &f) {
-        Value v = response(f.status, f.reason);
-        v.set("toolchain", toolchain);
-        v.set("commands", commands);
-        return v;
+        return failure_response(f.status, f.reason, toolchain, commands);
     } catch (const std::exception &e) {
-        Value v = response("failed", e.what());
-        v.set("toolchain", toolchain);
-        v.set("commands", commands);
-        return v;
+        return failure_response("failed", e.what(), toolchain, commands);
     }
 }
 
