@@ -2,6 +2,7 @@ package replay
 
 import (
 	"fmt"
+	"slices"
 
 	"github.com/tilepipe/tilepipe/artifacts"
 	"github.com/tilepipe/tilepipe/artifacts/samples"
@@ -36,11 +37,7 @@ func Compare(preparedDir, replayDir, baseline string) (artifacts.ReplayDoc, erro
 	if doc.Prepared != prep.Descriptor.Digest {
 		return doc, fmt.Errorf("replay %s: made from prepared %s, but %s is %s", replayDir, doc.Prepared, preparedDir, prep.Descriptor.Digest)
 	}
-	known := false
-	for _, r := range doc.Routes {
-		known = known || r == baseline
-	}
-	if !known {
+	if !slices.Contains(doc.Routes, baseline) {
 		return doc, fmt.Errorf("--baseline %q: not a route of replay %s (routes: %v)", baseline, replayDir, doc.Routes)
 	}
 	if !rep.Has(doc.Samples) {

@@ -9,10 +9,10 @@ import (
 	"github.com/tilepipe/tilepipe/artifacts"
 )
 
-// needRoutes returns the built routes directory ($TILEPIPE_ROUTES, which
-// make test sets), skipping the test without it unless
+// needRoutes skips the test unless the named routes are built under
+// $TILEPIPE_ROUTES (which make test sets), or fails it with
 // TILEPIPE_REQUIRE_ROUTES=1.
-func needRoutes(t *testing.T, names ...string) string {
+func needRoutes(t *testing.T, names ...string) {
 	t.Helper()
 	dir := os.Getenv("TILEPIPE_ROUTES")
 	for _, n := range names {
@@ -23,7 +23,6 @@ func needRoutes(t *testing.T, names ...string) string {
 			t.Skipf("route %s not built (TILEPIPE_ROUTES=%q; make build)", n, dir)
 		}
 	}
-	return dir
 }
 
 const add3x7 = `{"op": "add", "dims": {"M": 3, "N": 7}, "seed": 3}`

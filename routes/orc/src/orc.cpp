@@ -633,16 +633,22 @@ Value build(const std::string &case_path, const std::string &workdir) {
         }
 
         Value files = Value::array();
-        auto add = [&](const std::string &path, const std::string &role) {
+        auto add = [&](const std::string &path, const std::string &role, const std::string &param = "") {
             if (!regular_file(base + path)) {
                 fail("product " + path + " is missing after the build");
             }
             Value f = Value::object();
             f.set("path", Value::string(path));
             f.set("role", Value::string(role));
+            if (!param.empty()) {
+                f.set("param", Value::string(param));
+            }
             files.push(f);
-            return f;
         };
+        if (jr.objects.size() != src.ir.size()) {
+            fail("JIT emitted " + std::to_string(jr.objects.size()) + " objects for " + std::to_string(src.ir.size()) +
+                 " modules");
+        }
         Value objects = Value::array();
         for (const std::string &ir : src.ir) {
             std::string m = stem(ir);
@@ -657,10 +663,6 @@ Value build(const std::string &case_path, const std::string &workdir) {
                 }
             }
         }
-        if (jr.objects.size() != src.ir.size()) {
-            fail("JIT emitted " + std::to_string(jr.objects.size()) + " objects for " + std::to_string(src.ir.size()) +
-                 " modules");
-        }
         for (const auto &f : src.files) {
             add(f.first, f.second);
         }
@@ -672,9 +674,7 @@ Value build(const std::string &case_path, const std::string &workdir) {
             }
             std::string path = "out/" + p.name + ".bin";
             write_file(base + path, std::string(buffers[i].begin(), buffers[i].begin() + p.bytes));
-            Value f = add(path, "output");
-            f.set("param", Value::string(p.name));
-            files.arr.back() = f;
+            add(path, "output", p.name);
         }
 
         toolchain.set("jit", Value::string("LLJIT in-process, no platform (objects as codegen emits them)"));
