@@ -408,6 +408,8 @@ func TestRejects(t *testing.T) {
 			"abi: entry tp_add in WORK/ir/add_void.ll has type void (i8**), want i32 (ptr): int tp_add(void *const *buffers)"},
 		{"two definitions", "add.ll,add_again.ll", nil, false, "failed",
 			"abi: entry tp_add is defined by 2 IR modules (WORK/ir/add.ll, WORK/ir/add_again.ll), want exactly 1"},
+		{"unreached module", "add.ll,unused.ll", nil, false, "failed",
+			"JIT: module unused was not compiled by the entry's lookup (no symbol of it is reachable from tp_add); pass only the IR the entry needs"},
 		{"internal entry", "add_internal.ll", nil, false, "failed",
 			"abi: entry tp_add in WORK/ir/add_internal.ll has type i32 (i8**) (not external), want i32 (ptr): int tp_add(void *const *buffers)"},
 		{"params", "add.ll", func(a map[string]any) { a["params"] = sig[:2] }, false, "failed",
