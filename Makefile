@@ -7,9 +7,9 @@ COHORT ?= cpu-default
 ROUTES ?= halide,openblas,torch-eager
 
 # System packages the routes need (Debian 12 names).
-DEB_PACKAGES := libhalide14-0-dev libopenblas-dev python3-torch python3-numpy g++ gcc llvm-14-dev clang-14
+DEB_PACKAGES := libhalide14-0-dev libopenblas-dev python3-torch python3-numpy g++ gcc llvm-14-dev clang-14 bubblewrap
 
-.PHONY: all deps build routes run test test-oracle bench clean
+.PHONY: all deps build routes run test test-adversarial test-oracle bench clean
 
 all: build
 
@@ -43,9 +43,18 @@ run: build
 	$(BIN)/tilepipe run --cohort $(COHORT) --routes $(ROUTES) --output $(RUN_DIR) || [ $$? -eq 3 ]
 
 # -count=1: tests run route programs and timers whose files the go test
-# cache cannot see, so a cached pass could hide a changed route.
+# cache cannot see, so a cached pass could hide a changed route. The
+# adversarial suite (docs/threat-model.md) runs second, alone: its
+# extra-threads kernels are caught by CPU accounting, which needs the
+# machine's cores free of other test packages.
 test: build
-	TILEPIPE_ROUTES=$(BIN)/routes TILEPIPE_REQUIRE_ROUTES=1 $(GO) test -count=1 ./...
+	TILEPIPE_ROUTES=$(BIN)/routes TILEPIPE_REQUIRE_ROUTES=1 $(GO) test -count=1 -skip '^TestAdversaries$$' ./...
+	TILEPIPE_ROUTES=$(BIN)/routes TILEPIPE_REQUIRE_ROUTES=1 $(GO) test -count=1 -run '^TestAdversaries$$' ./cmd/tilepipe
+
+# The adversarial suite alone, writing its table (docs/results).
+test-adversarial: build
+	TILEPIPE_ROUTES=$(BIN)/routes TILEPIPE_REQUIRE_ROUTES=1 TILEPIPE_ADVERSARY_TABLE=$(abspath adversarial.md) \
+	  $(GO) test -count=1 -run '^TestAdversaries$$' -v ./cmd/tilepipe
 
 test-oracle:
 	$(GO) test ./oracle/ -run TestTightness -v -count=1

@@ -76,9 +76,14 @@ func TestRun(t *testing.T) {
 			wantStdout: "new,replaced",
 		},
 		{
-			name:       "env inherited",
-			argv:       []string{"sh", "-c", `printf '%s' "$TP_TEST_OLD"`},
-			wantStdout: "old",
+			name:       "env scrubbed",
+			argv:       []string{"sh", "-c", `printf '%s,%s' "$TP_TEST_OLD" "${PATH:+path}"`},
+			wantStdout: ",path",
+		},
+		{
+			name:       "left-behind process killed, its pipe released",
+			argv:       []string{"sh", "-c", "sleep 30 & printf started"},
+			wantStdout: "started",
 		},
 	}
 	for _, tt := range tests {
@@ -113,6 +118,29 @@ func TestRun(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestRunPipeHeldOpen: a process that leaves its group (setsid) and keeps
+// stdout open cannot hold Run: after PipeGrace the command is a result
+// naming the held pipe.
+func TestRunPipeHeldOpen(t *testing.T) {
+	if _, err := exec.LookPath("setsid"); err != nil {
+		t.Skip("no setsid")
+	}
+	s := artifacts.TestStore(t)
+	start := time.Now()
+	argv := []string{"sh", "-c", "setsid sleep 20 & sleep 0.3; printf x"}
+	cmd, _, reason, err := s.Run(context.Background(), argv, "", nil, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := fmt.Sprintf("pipe_held_open: stdout or stderr still open %s after the command exited (a process it started outside its group holds it)", artifacts.PipeGrace)
+	if cmd.Exit != -1 || reason != want {
+		t.Errorf("Run(%q) = exit %d, reason %q, want -1, %q", argv, cmd.Exit, reason, want)
+	}
+	if d := time.Since(start); d > artifacts.PipeGrace+5*time.Second {
+		t.Errorf("Run(%q) took %s, want about %s", argv, d, artifacts.PipeGrace)
 	}
 }
 

@@ -207,6 +207,17 @@ type ReplayConfig struct {
 	Baseline  string  `json:"baseline"`
 	Seed      uint64  `json:"seed"`
 	Bootstrap int     `json:"bootstrap"`
+	// NoSandbox: the visits ran without a sandbox (--no-sandbox); the
+	// audit marks every row of such a replay.
+	NoSandbox bool `json:"noSandbox,omitempty"`
+}
+
+// Sandbox is the bubblewrap that contained every visit of a replay
+// (docs/threat-model.md).
+type Sandbox struct {
+	Program string   `json:"program"`
+	Version string   `json:"version"`
+	Flags   []string `json:"flags"` // what every visit got; each visit's argv adds its mounts
 }
 
 // Visit is one planned process run: a case with a route in a round.
@@ -242,8 +253,14 @@ type VisitResult struct {
 	Stdout         Digest            `json:"stdout,omitempty"`
 	Stderr         Digest            `json:"stderr,omitempty"`
 	Exit           int               `json:"exit"`
-	Start          time.Time         `json:"start"`
-	End            time.Time         `json:"end"`
+	// Argv is what replay started: the sandbox with its mounts, then the timer.
+	Argv []string `json:"argv,omitempty"`
+	// CPUNs is the CPU time of every process the visit started, WallNs its
+	// wall time, both measured by replay.
+	CPUNs  int64     `json:"cpuNs"`
+	WallNs int64     `json:"wallNs"`
+	Start  time.Time `json:"start"`
+	End    time.Time `json:"end"`
 }
 
 // ClosureCheck is the re-hash of every binary closure around one round.
@@ -269,6 +286,9 @@ type Summary struct {
 	MaxNs    float64 `json:"maxNs"`
 	Q1Ns     float64 `json:"q1Ns"`
 	Q3Ns     float64 `json:"q3Ns"`
+	// ChannelNs is the median span of the empty samples: replay's round
+	// trip to the timer, which every batch sample's span includes once.
+	ChannelNs float64 `json:"channelNs"`
 	// Paired ratio route/baseline over rounds (time ratio: < 1 is faster).
 	Ratio      float64 `json:"ratio,omitempty"`
 	RatioMin   float64 `json:"ratioMin,omitempty"`
@@ -288,6 +308,7 @@ type ReplayDoc struct {
 	Routes   []string       `json:"routes"`
 	Cases    []string       `json:"cases"`
 	Plan     []Visit        `json:"plan"`
+	Sandbox  *Sandbox       `json:"sandbox"` // nil: --no-sandbox
 	Sessions []Session      `json:"sessions"`
 	Visits   []VisitResult  `json:"visits"`
 	Closure  []ClosureCheck `json:"closure"`

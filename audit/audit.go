@@ -46,6 +46,7 @@ type Report struct {
 	Verdict  string            `json:"verdict"` // pass or fail
 	Stages   map[string]string `json:"stages"`  // stage -> manifest digest
 	Checks   []Check           `json:"checks"`
+	Rows     []Row             `json:"rows"` // every (case, route) row of the replay, with the audit's marks
 	Tool     artifacts.Tool    `json:"tool"`
 	Started  time.Time         `json:"startedOn"`
 	Finished time.Time         `json:"finishedOn"`
@@ -99,6 +100,7 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	a.balance()
 	a.timeWindows()
 	a.floors()
+	rep.Rows = a.containment()
 	return a.finish(rep), nil
 }
 
@@ -531,7 +533,7 @@ func (a *auditor) summaries() {
 		for _, f := range []struct {
 			name   string
 			hv, wv float64
-		}{{"medianNs", h.MedianNs, w.MedianNs}, {"minNs", h.MinNs, w.MinNs}, {"maxNs", h.MaxNs, w.MaxNs}, {"q1Ns", h.Q1Ns, w.Q1Ns}, {"q3Ns", h.Q3Ns, w.Q3Ns}, {"ratio", h.Ratio, w.Ratio}, {"ratioMin", h.RatioMin, w.RatioMin}, {"ratioMax", h.RatioMax, w.RatioMax}, {"ratioLo", h.RatioLo, w.RatioLo}, {"ratioHi", h.RatioHi, w.RatioHi}} {
+		}{{"medianNs", h.MedianNs, w.MedianNs}, {"minNs", h.MinNs, w.MinNs}, {"maxNs", h.MaxNs, w.MaxNs}, {"q1Ns", h.Q1Ns, w.Q1Ns}, {"q3Ns", h.Q3Ns, w.Q3Ns}, {"channelNs", h.ChannelNs, w.ChannelNs}, {"ratio", h.Ratio, w.Ratio}, {"ratioMin", h.RatioMin, w.RatioMin}, {"ratioMax", h.RatioMax, w.RatioMax}, {"ratioLo", h.RatioLo, w.RatioLo}, {"ratioHi", h.RatioHi, w.RatioHi}} {
 			if !near(f.hv, f.wv) {
 				p = append(p, fmt.Sprintf("summary %s/%s %s: stored %g, recomputed %g", k[0], k[1], f.name, f.hv, f.wv))
 			}
@@ -578,8 +580,12 @@ func recompute(doc artifacts.ReplayDoc, rows []samples.Row) map[[2]string]artifa
 	}
 	all := map[[2]string][]float64{}
 	rounds := map[[2]string]map[int32][]float64{}
+	channel := map[[2]string][]float64{}
 	for _, r := range rows {
 		k := [2]string{r.Case, r.Route}
+		if r.Kind == "empty" && !failed[k] {
+			channel[k] = append(channel[k], float64(r.TotalNs))
+		}
 		if r.Kind != "batch" || failed[k] {
 			continue
 		}
@@ -593,6 +599,9 @@ func recompute(doc artifacts.ReplayDoc, rows []samples.Row) map[[2]string]artifa
 	for k, xs := range all {
 		s := stats.Summarize(xs)
 		sum := artifacts.Summary{Case: k[0], Route: k[1], Samples: s.N, MedianNs: s.Median, MinNs: s.Min, MaxNs: s.Max, Q1Ns: s.Q1, Q3Ns: s.Q3}
+		if len(channel[k]) > 0 {
+			sum.ChannelNs = stats.Median(channel[k])
+		}
 		base := [2]string{k[0], doc.Config.Baseline}
 		if k[1] != doc.Config.Baseline && all[base] != nil {
 			var ids []int
@@ -832,6 +841,12 @@ func Markdown(r *Report) string {
 	b.WriteString("\n| check | status | summary |\n|---|---|---|\n")
 	for _, c := range r.Checks {
 		fmt.Fprintf(&b, "| %s | %s | %s |\n", c.Name, c.Status, strings.ReplaceAll(c.Summary, "|", `\|`))
+	}
+	if len(r.Rows) > 0 {
+		b.WriteString("\n## rows\n\n| case | route | status | marks |\n|---|---|---|---|\n")
+		for _, row := range r.Rows {
+			fmt.Fprintf(&b, "| %s | %s | %s | %s |\n", row.Case, row.Route, row.Status, strings.Join(row.Marks, ", "))
+		}
 	}
 	for _, c := range r.Checks {
 		if len(c.Evidence) > 0 {

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -19,6 +20,7 @@ import (
 	"github.com/tilepipe/tilepipe/artifacts/tensor"
 	"github.com/tilepipe/tilepipe/capture/cohort"
 	"github.com/tilepipe/tilepipe/internal/progress"
+	"github.com/tilepipe/tilepipe/internal/visit"
 	"github.com/tilepipe/tilepipe/oracle"
 	"golang.org/x/sync/errgroup"
 )
@@ -35,6 +37,9 @@ type Config struct {
 	BuildTimeout time.Duration // per route build
 	IR           []string      // external IR files for routes that accept IR (--ir)
 	ABI          string        // the IR's entry ABI, a JSON object (--abi); with IR or not at all
+	RouteEnv     []string      // KEY=VALUE every route build sees (--route-env); nothing else is passed but PATH, HOME, the locale
+	NoSandbox    bool          // builds run without a sandbox (--no-sandbox)
+	Bwrap        string        // bubblewrap program; "" finds bwrap on PATH
 	Progress     *progress.Reporter
 }
 
@@ -72,6 +77,16 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
+	routeEnv, err := parseRouteEnv(cfg.RouteEnv)
+	if err != nil {
+		return nil, err
+	}
+	var sb *visit.Sandbox
+	if !cfg.NoSandbox {
+		if sb, err = visit.Probe(ctx, cfg.Bwrap); err != nil {
+			return nil, fmt.Errorf("capture: no sandbox for route builds can be made on this machine: %v; --no-sandbox builds without one", err)
+		}
+	}
 	irs, abi, err := externalPaths(cfg)
 	if err != nil {
 		return nil, err
@@ -91,7 +106,8 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 
 	rec := artifacts.Receipt{
 		Stage: "capture", Tool: artifacts.ToolInfo(), StartedOn: start,
-		Parameters:  map[string]any{"cohort": cfg.Cohort, "routes": cfg.Routes, "routeExec": cfg.RouteExec, "threads": cfg.Threads},
+		Parameters: map[string]any{"cohort": cfg.Cohort, "routes": cfg.Routes, "routeExec": cfg.RouteExec, "threads": cfg.Threads,
+			"routeEnv": routeEnv, "sandbox": sb.Record()},
 		Environment: artifacts.Fingerprint(),
 	}
 	cd, err := s.PutBytes(raw, artifacts.MediaJSON)
@@ -109,7 +125,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		}
 	}
 	for _, r := range routes {
-		info, cmd, err := describe(ctx, s, r)
+		info, cmd, err := describe(ctx, s, r, routeEnv)
 		if err != nil {
 			return nil, err
 		}
@@ -140,7 +156,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	jobs := make([]*job, len(co.Cases))
 	for i, c := range co.Cases {
 		cfg.Progress.Step("capture", i+1, len(co.Cases), c.ID+" packet")
-		j := &job{c: c, tmp: tmp, threads: cfg.Threads, caseFile: filepath.Join(tmp, c.ID+".json")}
+		j := &job{c: c, tmp: tmp, threads: cfg.Threads, caseFile: filepath.Join(tmp, c.ID+".json"), store: s.Dir(), env: routeEnv, sandbox: sb}
 		if cases[i], j.inputs, j.expected, err = packet(s, c); err != nil {
 			return nil, err
 		}
@@ -295,6 +311,9 @@ func writeCaseFile(path string, cf caseFile) error {
 
 // job is one case as its builds need it.
 type job struct {
+	store    string            // the capture's own directory: hidden from builds
+	env      map[string]string // --route-env
+	sandbox  *visit.Sandbox    // nil: --no-sandbox
 	c        oracle.Case
 	sig      []oracle.Param
 	caseFile string // for routes that take neither inputs nor IR
@@ -343,6 +362,41 @@ func (j *job) routeCaseFile(r artifacts.Route, ir *caseIR) (path, scratch string
 		return "", "", err
 	}
 	return path, scratch, writeCaseFile(path, cf)
+}
+
+// buildArgv is a route's build command, in the build sandbox: the file
+// system read-only, with capture's store and scratch directory hidden
+// (other cases' inputs and work, every expected output), the build's own
+// work directory writable, and its case file, its own inputs and the IR
+// visible read-only; a private /tmp, and every namespace unshared.
+func (j *job) buildArgv(r artifacts.Route, caseFile, scratch string, ir *caseIR, work string) []string {
+	argv := []string{r.Exec, "build", "--case", caseFile, "--workdir", work}
+	ro := []visit.Bind{{Src: filepath.Dir(r.Exec), Dst: filepath.Dir(r.Exec)}, {Src: caseFile, Dst: caseFile}}
+	if scratch != "" {
+		ro = append(ro, visit.Bind{Src: scratch, Dst: scratch})
+	}
+	if ir != nil && r.AcceptsIR {
+		for _, f := range append(slices.Clone(ir.Files), ir.ABI) {
+			ro = append(ro, visit.Bind{Src: f, Dst: f})
+		}
+	}
+	return j.sandbox.Wrap([]string{j.store, j.tmp}, ro, []visit.Bind{{Src: work, Dst: work}}, work, argv)
+}
+
+// parseRouteEnv reads --route-env KEY=VALUE pairs.
+func parseRouteEnv(kvs []string) (map[string]string, error) {
+	env := map[string]string{}
+	for _, kv := range kvs {
+		k, v, ok := strings.Cut(kv, "=")
+		if !ok || k == "" || strings.ContainsAny(k, " \t\n") {
+			return nil, fmt.Errorf("--route-env %q: want KEY=VALUE", kv)
+		}
+		if _, dup := env[k]; dup {
+			return nil, fmt.Errorf("--route-env %s: given twice", k)
+		}
+		env[k] = v
+	}
+	return env, nil
 }
 
 // response is a route's build answer (docs/protocol.md).
@@ -405,7 +459,13 @@ func build(ctx context.Context, s *artifacts.Store, cfg Config, r artifacts.Rout
 		defer os.RemoveAll(scratch)
 	}
 	t0 := time.Now()
-	cmd, out, reason, err := s.Run(ctx, []string{r.Exec, "build", "--case", caseFile, "--workdir", work}, work, nil, cfg.BuildTimeout)
+	argv := j.buildArgv(r, caseFile, scratch, ir, work)
+	env := maps.Clone(j.env)
+	if env == nil {
+		env = map[string]string{}
+	}
+	env["TMPDIR"] = "/tmp"
+	cmd, out, reason, err := s.Run(ctx, argv, work, env, cfg.BuildTimeout)
 	b.Seconds = time.Since(t0).Seconds()
 	if err != nil {
 		return b, nil, fmt.Errorf("route %s: build %s: %w", r.Name, c.ID, err)

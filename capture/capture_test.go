@@ -101,7 +101,70 @@ func runCapture(t *testing.T, cfg Config) (*Result, error) {
 		cfg.Output = filepath.Join(t.TempDir(), "capture")
 	}
 	cfg.Routes, cfg.Threads, cfg.Jobs, cfg.BuildTimeout = nil, 1, 1, DefaultConfig.BuildTimeout
+	// The fake route reports what it saw by writing next to itself, which
+	// the build sandbox forbids; TestBuildSandbox tests the sandbox.
+	cfg.NoSandbox = true
 	return Run(context.Background(), cfg)
+}
+
+// spyRoute answers every build unsupported, with a reason that says what
+// it could see and do: the capture's store (named by TILEPIPE_TEST_STORE),
+// the scratch directory around its workdir, a file it plants in /tmp, and
+// the environment it got.
+const spyRoute = `#!/bin/sh
+if [ "$1" = describe ]; then
+  echo '{"protocol": 1, "name": "spy", "kind": "object", "version": "spy 1", "available": true, "reason": "", "ops": ["add"]}'
+  exit 0
+fi
+work=$5
+store=$(ls "$TILEPIPE_TEST_STORE" 2>/dev/null | tr '
+' ' ')
+scratch=$(ls "$(dirname "$work")" | tr '
+' ' ')
+echo planted > /tmp/tilepipe-spy-planted 2>/dev/null && tmp=written || tmp=refused
+echo x > "$(dirname "$work")/planted" 2>/dev/null && up=written || up=refused
+echo x > "$work/kept" && own=written || own=refused
+printf '{"protocol": 1, "status": "unsupported", "reason": "store=[%s] scratch=[%s] tmp=%s up=%s own=%s secret=%s"}
+' "$store" "$scratch" "$tmp" "$up" "$own" "$TILEPIPE_TEST_SECRET"
+`
+
+// TestBuildSandbox: a route build sees neither the capture's store (the
+// expected outputs) nor the other builds' scratch, writes only its own
+// workdir and a private /tmp, and gets only the --route-env variables.
+func TestBuildSandbox(t *testing.T) {
+	cohortPath, _ := addCase(t)
+	dir := t.TempDir()
+	route := filepath.Join(dir, "route")
+	must(t, os.WriteFile(route, []byte(spyRoute), 0o755))
+	out := filepath.Join(t.TempDir(), "capture")
+	t.Setenv("TILEPIPE_TEST_SECRET", "leaked")
+	os.Remove("/tmp/tilepipe-spy-planted")
+	for _, sandbox := range []bool{true, false} {
+		o := out
+		if !sandbox {
+			o += "-unsandboxed"
+		}
+		cfg := Config{Cohort: cohortPath, RouteExec: []string{route}, Output: o, RouteEnv: []string{"TILEPIPE_TEST_STORE=" + o}}
+		cfg.Routes, cfg.Threads, cfg.Jobs, cfg.BuildTimeout, cfg.NoSandbox = nil, 1, 1, DefaultConfig.BuildTimeout, !sandbox
+		res, err := Run(context.Background(), cfg)
+		if err != nil {
+			t.Fatalf("capture (sandbox %t): %v", sandbox, err)
+		}
+		got := res.Doc.Cases[0].Builds[0].Reason
+		want := "store=[] scratch=[add-2x3.json add-2x3.spy ] tmp=written up=written own=written secret=" // tmp and up: private tmpfs, gone after the build
+		if !sandbox {
+			// What the sandbox takes away: the store (blobs, index.json, ...),
+			// the scratch directory and the host's /tmp are all reachable.
+			want = "store=[blobs "
+		}
+		if !strings.HasPrefix(got, want) {
+			t.Errorf("spy build (sandbox %t) saw %q, want %q", sandbox, got, want)
+		}
+		if _, err := os.Stat("/tmp/tilepipe-spy-planted"); (err == nil) == sandbox {
+			t.Errorf("spy build (sandbox %t): planted file in the host's /tmp: %v", sandbox, err)
+		}
+		os.Remove("/tmp/tilepipe-spy-planted")
+	}
 }
 
 // TestValidation feeds a validating route's outputs to capture: correct

@@ -80,16 +80,16 @@ func Describe(ctx context.Context, path string) (Description, error) {
 		return Description{}, err
 	}
 	defer os.RemoveAll(s.Dir())
-	_, d, err := describeRaw(ctx, s, path)
+	_, d, err := describeRaw(ctx, s, path, nil)
 	return d, err
 }
 
-func describeRaw(ctx context.Context, s *artifacts.Store, path string) (artifacts.Command, Description, error) {
+func describeRaw(ctx context.Context, s *artifacts.Store, path string, env map[string]string) (artifacts.Command, Description, error) {
 	var d Description
 	if _, err := os.Stat(path); err != nil {
 		return artifacts.Command{}, d, fmt.Errorf("route program %s: %w (run make build for the built-in routes)", path, err)
 	}
-	cmd, out, reason, err := s.Run(ctx, []string{path, "describe"}, "", nil, time.Minute)
+	cmd, out, reason, err := s.Run(ctx, []string{path, "describe"}, "", env, time.Minute)
 	if err != nil {
 		return cmd, d, fmt.Errorf("route %s: describe: %w", path, err)
 	}
@@ -114,8 +114,8 @@ func describeRaw(ctx context.Context, s *artifacts.Store, path string) (artifact
 	return cmd, d, nil
 }
 
-func describe(ctx context.Context, s *artifacts.Store, r routeExec) (artifacts.Route, artifacts.Command, error) {
-	cmd, d, err := describeRaw(ctx, s, r.path)
+func describe(ctx context.Context, s *artifacts.Store, r routeExec, env map[string]string) (artifacts.Route, artifacts.Command, error) {
+	cmd, d, err := describeRaw(ctx, s, r.path, env)
 	if err != nil {
 		return artifacts.Route{}, cmd, err
 	}

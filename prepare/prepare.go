@@ -15,19 +15,22 @@ import (
 	"github.com/tilepipe/tilepipe/artifacts"
 	"github.com/tilepipe/tilepipe/artifacts/tensor"
 	"github.com/tilepipe/tilepipe/internal/progress"
+	"github.com/tilepipe/tilepipe/internal/visit"
 	"github.com/tilepipe/tilepipe/prepare/harness"
 	"golang.org/x/sync/errgroup"
 )
 
 // Config says what to prepare. See [DefaultConfig].
 type Config struct {
-	Capture  string   // committed capture stage
-	Output   string   // new stage directory
-	CC       string   // C compiler for the harness and the link
-	CFlags   []string // harness compile flags
-	Timeout  time.Duration
-	Jobs     int // entries prepared at once
-	Progress *progress.Reporter
+	Capture   string   // committed capture stage
+	Output    string   // new stage directory
+	CC        string   // C compiler for the harness and the link
+	CFlags    []string // harness compile flags
+	Timeout   time.Duration
+	Jobs      int    // entries prepared at once
+	NoSandbox bool   // list closures without a sandbox (--no-sandbox)
+	Bwrap     string // bubblewrap program; "" finds bwrap on PATH
+	Progress  *progress.Reporter
 }
 
 // DefaultConfig compiles the harness with cc -O2 -std=c11.
@@ -46,8 +49,10 @@ type preparer struct {
 	s       *artifacts.Store
 	tmp     string
 	rec     *artifacts.Receipt
-	harness string     // path of harness.o
-	mu      sync.Mutex // guards rec.Commands
+	sandbox *visit.Sandbox // nil: --no-sandbox
+	harness string         // path of harness.o
+	timer   *timerSymbols  // names route objects may not define
+	mu      sync.Mutex     // guards rec.Commands
 }
 
 // Run verifies every blob of the capture, then links each object build into
@@ -66,6 +71,12 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	if cdoc.Schema != artifacts.DocSchema {
 		return nil, fmt.Errorf("capture %s: %s schema: want %d, got %d", cfg.Capture, artifacts.DocTitle, artifacts.DocSchema, cdoc.Schema)
 	}
+	var sb *visit.Sandbox
+	if !cfg.NoSandbox {
+		if sb, err = visit.Probe(ctx, cfg.Bwrap); err != nil {
+			return nil, fmt.Errorf("prepare: no sandbox for closure listings can be made on this machine: %v; --no-sandbox lists them without one", err)
+		}
+	}
 	s, err := artifacts.Create(cfg.Output)
 	if err != nil {
 		return nil, err
@@ -75,9 +86,9 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		return nil, err
 	}
 	defer os.RemoveAll(tmp)
-	p := &preparer{cfg: cfg, cap: cap, s: s, tmp: tmp, rec: &artifacts.Receipt{
+	p := &preparer{cfg: cfg, cap: cap, s: s, tmp: tmp, sandbox: sb, rec: &artifacts.Receipt{
 		Stage: "prepare", Tool: artifacts.ToolInfo(), StartedOn: start, Environment: artifacts.Fingerprint(),
-		Parameters:  map[string]any{"capture": cfg.Capture, "cc": cfg.CC, "cflags": cfg.CFlags},
+		Parameters:  map[string]any{"capture": cfg.Capture, "cc": cfg.CC, "cflags": cfg.CFlags, "sandbox": sb.Record()},
 		Predecessor: &artifacts.Dependency{Name: "capture manifest", Digest: cap.Descriptor.Digest, VerifiedAt: deps.List()[0].VerifiedAt},
 	}}
 	doc := artifacts.PreparedDoc{Schema: artifacts.DocSchema, Capture: cap.Descriptor.Digest, Threads: cdoc.Threads, CC: append([]string{cfg.CC}, cfg.CFlags...)}
@@ -186,6 +197,9 @@ func (p *preparer) compileHarness(ctx context.Context, doc *artifacts.PreparedDo
 	if reason != "" {
 		return fmt.Errorf("compile harness (%s): %s", strings.Join(argv, " "), reason)
 	}
+	if p.timer, err = loadTimerSymbols(ctx, p.cfg.CC, obj); err != nil {
+		return fmt.Errorf("link policy: %w", err)
+	}
 	if out, err := runOutput(ctx, p.cfg.CC, "--version"); err == nil {
 		doc.CCVersion = strings.SplitN(out, "\n", 2)[0]
 	}
@@ -242,7 +256,8 @@ func (p *preparer) materialize(d artifacts.Digest, path string, mode os.FileMode
 	return p.cap.Store.CopyOut(d, path, mode)
 }
 
-// object links the captured objects, unchanged, with the harness.
+// object checks the build against the link policy (policy.go), then links
+// the captured objects, unchanged, with the harness.
 func (p *preparer) object(ctx context.Context, c artifacts.CapturedCase, b artifacts.Build, e *artifacts.Prepared) (string, error) {
 	dir := filepath.Join(p.tmp, c.Case.ID+"."+b.Route)
 	if err := os.Mkdir(dir, 0o755); err != nil {
@@ -252,22 +267,27 @@ func (p *preparer) object(ctx context.Context, c artifacts.CapturedCase, b artif
 		return "entry: an object build without an entry symbol", nil
 	}
 	argv := []string{p.cfg.CC, "-o", filepath.Join(dir, "harness"), p.harness}
-	if b.Entry.Symbol != "tilepipe_entry" {
+	if b.Entry.Symbol != harnessEntry {
 		// The harness calls tilepipe_entry; the linker points it at the
 		// build's symbol (a C identifier, checked by capture), so the
 		// objects stay byte for byte as captured.
-		argv = append(argv, "-Wl,--defsym=tilepipe_entry="+b.Entry.Symbol)
+		argv = append(argv, "-Wl,--defsym="+harnessEntry+"="+b.Entry.Symbol)
 	}
+	var objs []policyObject
 	for _, f := range b.Files {
 		if f.Role != "object" {
 			continue
 		}
-		path := filepath.Join(dir, fmt.Sprintf("%02d-%s", len(e.Objects), filepath.Base(f.Path)))
+		path := filepath.Join(dir, fmt.Sprintf("%02d-%s", len(objs), filepath.Base(f.Path)))
 		if err := p.materialize(f.Digest, path, 0o444); err != nil {
 			return "", err
 		}
 		argv = append(argv, path)
-		e.Objects = append(e.Objects, artifacts.FileRef{Path: path, Role: "object", Digest: f.Digest, Size: f.Size})
+		objs = append(objs, policyObject{Path: f.Path, File: path})
+		e.Objects = append(e.Objects, artifacts.FileRef{Path: f.Path, Role: "object", Digest: f.Digest, Size: f.Size})
+	}
+	if why, err := checkLinkPolicy(objs, b.Link, p.timer); why != "" || err != nil {
+		return why, err
 	}
 	argv = append(argv, b.Link...)
 	argv = append(argv, "-lpthread", "-ldl", "-lm")
@@ -280,14 +300,13 @@ func (p *preparer) object(ctx context.Context, c artifacts.CapturedCase, b artif
 	}
 	// The linker must have read exactly the captured objects.
 	for i, o := range e.Objects {
-		got, _, err := artifacts.HashFile(o.Path)
+		got, _, err := artifacts.HashFile(objs[i].File)
 		if err != nil {
 			return "", err
 		}
 		if got != o.Digest {
-			return fmt.Sprintf("link: object %s changed during the link: captured %s, linked %s", o.Path, o.Digest, got), nil
+			return fmt.Sprintf("link: object %s changed during the link: captured %s, linked %s", objs[i].File, o.Digest, got), nil
 		}
-		e.Objects[i].Path = b.Files[objectIndex(b.Files, i)].Path
 	}
 	exe := filepath.Join(dir, "harness")
 	d, err := p.s.PutFile(exe, artifacts.MediaExec)
@@ -297,18 +316,6 @@ func (p *preparer) object(ctx context.Context, c artifacts.CapturedCase, b artif
 	p.s.Name(fmt.Sprintf("cases/%s/%s/harness", c.Case.ID, b.Route), d)
 	e.Program = &artifacts.FileRef{Path: "harness", Role: "executable", Digest: d.Digest, Size: d.Size}
 	return p.closure(ctx, []string{exe, "--closure"}, dir, nil, e)
-}
-
-func objectIndex(files []artifacts.FileRef, n int) int {
-	for i, f := range files {
-		if f.Role == "object" {
-			if n == 0 {
-				return i
-			}
-			n--
-		}
-	}
-	return -1
 }
 
 // process pins the wrapper script, the interpreter and what they map.
@@ -350,7 +357,11 @@ func (p *preparer) process(ctx context.Context, c artifacts.CapturedCase, b arti
 
 // closure runs the timer's --closure and pins every file it maps, except
 // the program itself (pinned as Program) and files in the work directory.
+// It is route code, so it runs in the sandbox: the file system read-only,
+// the capture, this stage and prepare's scratch hidden, its own directory
+// visible.
 func (p *preparer) closure(ctx context.Context, argv []string, dir string, env map[string]string, e *artifacts.Prepared) (string, error) {
+	argv = p.sandbox.Wrap([]string{p.cap.Store.Dir(), p.s.Dir(), p.tmp}, []visit.Bind{{Src: dir, Dst: dir}}, nil, dir, argv)
 	_, out, reason, err := p.run(ctx, argv, dir, env)
 	if err != nil {
 		return "", err

@@ -18,7 +18,7 @@ import (
 // and commits the stage.
 func (r *replayer) finish(pr planRecord, done map[int]*artifacts.VisitResult, closures []artifacts.ClosureCheck) (*Result, error) {
 	doc := artifacts.ReplayDoc{Schema: artifacts.DocSchema, Prepared: pr.Prepared, Capture: pr.Capture, Config: pr.Config,
-		Routes: pr.Routes, Cases: pr.Cases, Plan: pr.Plan, Sessions: r.sessions, Closure: closures}
+		Routes: pr.Routes, Cases: pr.Cases, Plan: pr.Plan, Sandbox: r.sandbox.Record(), Sessions: r.sessions, Closure: closures}
 	var all []samples.Row
 	res := &Result{}
 	for _, v := range pr.Plan {
@@ -93,7 +93,11 @@ func Summaries(cases, routes []string, entries []artifacts.Prepared, visits []ar
 	type key struct{ c, r string }
 	perop := map[key][]float64{}
 	perRound := map[key]map[int32][]float64{}
+	channel := map[key][]float64{}
 	for _, row := range rows {
+		if row.Kind == "empty" {
+			channel[key{row.Case, row.Route}] = append(channel[key{row.Case, row.Route}], float64(row.TotalNs))
+		}
 		if row.Kind != "batch" {
 			continue
 		}
@@ -137,6 +141,9 @@ func Summaries(cases, routes []string, entries []artifacts.Prepared, visits []ar
 			if s.Status == artifacts.StatusPassed {
 				sum := stats.Summarize(perop[k])
 				s.Samples, s.MedianNs, s.MinNs, s.MaxNs, s.Q1Ns, s.Q3Ns = sum.N, sum.Median, sum.Min, sum.Max, sum.Q1, sum.Q3
+				if len(channel[k]) > 0 {
+					s.ChannelNs = stats.Median(channel[k])
+				}
 			}
 			out = append(out, s)
 		}
@@ -191,13 +198,13 @@ func Duration(ns float64) string {
 func Table(doc artifacts.ReplayDoc) string {
 	var b bytes.Buffer
 	c := doc.Config
-	fmt.Fprintf(&b, "# tilepipe replay results\n\n%d rounds x %d routes, %d samples of >= %g ms after %g ms warm-up, %d threads; ratio = route time / %s time per round (below 1 is faster), 95%% bootstrap interval of the median ratio.\n\n",
+	fmt.Fprintf(&b, "# tilepipe replay results\n\n%d rounds x %d routes, %d samples of >= %g ms after %g ms warm-up, %d threads; ratio = route time / %s time per round (below 1 is faster), 95%% bootstrap interval of the median ratio. Spans are replay's own clock; channel = median span of an empty sample (no call), which each batch sample includes once.\n\n",
 		c.Rounds, len(doc.Routes), c.Samples, c.SampleMs, c.WarmupMs, c.Threads, c.Baseline)
-	fmt.Fprintf(&b, "| case | route | status | median per op | min – max | ratio vs %s [min – max] | 95%% interval | verdict |\n", c.Baseline)
-	b.WriteString("|---|---|---|---:|---|---|---|---|\n")
+	fmt.Fprintf(&b, "| case | route | status | median per op | min – max | channel | ratio vs %s [min – max] | 95%% interval | verdict |\n", c.Baseline)
+	b.WriteString("|---|---|---|---:|---|---:|---|---|---|\n")
 	for _, s := range doc.Summary {
 		if s.Status != artifacts.StatusPassed {
-			fmt.Fprintf(&b, "| %s | %s | %s | - | - | - | - | %s |\n", s.Case, s.Route, s.Status, escape(s.Reason))
+			fmt.Fprintf(&b, "| %s | %s | %s | - | - | - | - | - | %s |\n", s.Case, s.Route, s.Status, escape(s.Reason))
 			continue
 		}
 		ratio, interval, verdict := "baseline", "", ""
@@ -208,7 +215,7 @@ func Table(doc artifacts.ReplayDoc) string {
 		} else if s.Route != c.Baseline {
 			ratio = "-"
 		}
-		fmt.Fprintf(&b, "| %s | %s | %s | %s | %s – %s | %s | %s | %s |\n", s.Case, s.Route, s.Status, Duration(s.MedianNs), Duration(s.MinNs), Duration(s.MaxNs), ratio, interval, verdict)
+		fmt.Fprintf(&b, "| %s | %s | %s | %s | %s – %s | %s | %s | %s | %s |\n", s.Case, s.Route, s.Status, Duration(s.MedianNs), Duration(s.MinNs), Duration(s.MaxNs), Duration(s.ChannelNs), ratio, interval, verdict)
 	}
 	var failedClosure []string
 	for _, cc := range doc.Closure {

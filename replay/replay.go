@@ -21,6 +21,7 @@ import (
 	"github.com/tilepipe/tilepipe/artifacts"
 	"github.com/tilepipe/tilepipe/artifacts/samples"
 	"github.com/tilepipe/tilepipe/internal/progress"
+	"github.com/tilepipe/tilepipe/internal/visit"
 )
 
 // Config says how to replay. See [DefaultConfig].
@@ -29,6 +30,7 @@ type Config struct {
 	Capture  string // capture stage; default: the path in the prepared receipt
 	Output   string // new replay directory (or the one to resume)
 	Resume   bool
+	Bwrap    string // bubblewrap program; "" finds bwrap on PATH
 	artifacts.ReplayConfig
 	Progress *progress.Reporter
 }
@@ -80,6 +82,7 @@ type replayer struct {
 	entries map[[2]string]*artifacts.Prepared
 	cases   map[string]*artifacts.CapturedCase
 	oracle  *oracleCache
+	sandbox *visit.Sandbox // nil: --no-sandbox
 	journal *os.File
 	rec     artifacts.Receipt
 	deps    artifacts.Deps
@@ -109,6 +112,13 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	if err := r.checkConfig(routes); err != nil {
 		return nil, err
 	}
+	if !r.cfg.NoSandbox {
+		sb, err := visit.Probe(ctx, r.cfg.Bwrap)
+		if err != nil {
+			return nil, fmt.Errorf("replay: no sandbox can be made on this machine: %v; --no-sandbox times without one (the audit marks every row)", err)
+		}
+		r.sandbox = sb
+	}
 	pr := planRecord{Prepared: r.prep.Descriptor.Digest, Capture: r.cap.Descriptor.Digest, Config: r.cfg.ReplayConfig, Routes: routes, Cases: cases,
 		Plan: Plan(cases, routes, r.cfg.Rounds, func(c, rt string) bool {
 			e := r.entries[[2]string{c, rt}]
@@ -132,7 +142,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	r.oracle = newOracleCache(r.cap)
 	defer r.oracle.release()
 	r.rec = artifacts.Receipt{Stage: "replay", Tool: artifacts.ToolInfo(), StartedOn: start, Environment: artifacts.Fingerprint(),
-		Parameters:  map[string]any{"prepared": absPath(cfg.Prepared), "capture": r.cap.Store.Dir(), "config": r.cfg.ReplayConfig, "resume": cfg.Resume},
+		Parameters:  map[string]any{"prepared": absPath(cfg.Prepared), "capture": r.cap.Store.Dir(), "config": r.cfg.ReplayConfig, "resume": cfg.Resume, "sandbox": r.sandbox.Record()},
 		Predecessor: &artifacts.Dependency{Name: "prepared manifest", Digest: r.prep.Descriptor.Digest, VerifiedAt: r.deps.List()[0].VerifiedAt}}
 
 	programs, err := r.materialize()

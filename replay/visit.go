@@ -1,12 +1,12 @@
 package replay
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
+	"sort"
 	"strconv"
 	"strings"
 	"time"
@@ -14,28 +14,15 @@ import (
 	"github.com/tilepipe/tilepipe/artifacts"
 	"github.com/tilepipe/tilepipe/artifacts/samples"
 	"github.com/tilepipe/tilepipe/artifacts/tensor"
+	"github.com/tilepipe/tilepipe/internal/visit"
 	"github.com/tilepipe/tilepipe/oracle"
 )
 
-// timerReport is what a timer prints (docs/protocol.md, visit).
-type timerReport struct {
-	Protocol       int               `json:"protocol"`
-	Status         string            `json:"status"`
-	Reason         string            `json:"reason"`
-	Checks         map[string]string `json:"checks"`
-	CallsPerSample int64             `json:"calls_per_sample"`
-	BatchNs        []int64           `json:"batch_ns"`
-	SingleNs       []int64           `json:"single_ns"`
-	Clock          string            `json:"clock"`
-	Threads        int               `json:"threads"`
-	OutputPolicy   string            `json:"output_policy"`
-}
-
-// VisitFile renders the line-oriented visit description.
-func VisitFile(cfg artifacts.ReplayConfig, inputs []string, e *artifacts.Prepared, outputs []string) string {
+// VisitFile renders the line-oriented visit description (protocol 2):
+// the threads and the params, with the paths the timer sees.
+func VisitFile(threads int, inputs []string, e *artifacts.Prepared, outputs []string) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "tilepipe-visit 1\nwarmup_ms %g\nsample_ms %g\nsamples %d\nsingles %d\nthreads %d\n",
-		cfg.WarmupMs, cfg.SampleMs, cfg.Samples, cfg.Singles, cfg.Threads)
+	fmt.Fprintf(&b, "tilepipe-visit 2\nthreads %d\n", threads)
 	param := func(role string, name, dtype string, shape []int, bytes int64, path string) {
 		fmt.Fprintf(&b, "param %s %s %s %d %s", role, name, dtype, bytes, path)
 		for _, d := range shape {
@@ -59,89 +46,171 @@ func ThreadEnv(threads int) map[string]string {
 	return map[string]string{"OMP_NUM_THREADS": n, "OPENBLAS_NUM_THREADS": n, "MKL_NUM_THREADS": n, "HL_NUM_THREADS": n}
 }
 
-// visit runs one timer process and validates what it wrote.
-func (r *replayer) visit(ctx context.Context, v artifacts.Visit, programs map[[2]string]program) (*artifacts.VisitResult, error) {
-	k := [2]string{v.Case, v.Route}
-	e, prog := r.entries[k], programs[k]
-	vr := &artifacts.VisitResult{Visit: v, Session: len(r.sessions) - 1, Start: time.Now().UTC()}
-	dir := filepath.Join(r.s.Dir(), workDir, fmt.Sprintf("visit-%d", v.Index))
-	if err := os.RemoveAll(dir); err != nil { // a killed earlier attempt
-		return nil, err
+// passEnv are the only variables of replay's own environment a visit
+// sees: OpenBLAS's CPU override, which some machines need to run it at all
+// (recorded with the rest of the visit's environment in its argv's record).
+var passEnv = []string{"OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE"}
+
+// visitEnv is a visit's whole, scrubbed environment.
+func visitEnv(threads int, extra map[string]string) []string {
+	env := map[string]string{"PATH": "/usr/bin:/bin", "LANG": "C.UTF-8", "TMPDIR": "/tmp", "HOME": "/tmp"}
+	for k, v := range ThreadEnv(threads) {
+		env[k] = v
 	}
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return nil, err
+	for _, k := range passEnv {
+		if v, ok := os.LookupEnv(k); ok {
+			env[k] = v
+		}
 	}
-	defer os.RemoveAll(dir)
-	var inputs, outputs []string
+	for k, v := range extra {
+		env[k] = v
+	}
+	out := make([]string, 0, len(env))
+	for k, v := range env {
+		out = append(out, k+"="+v)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// layout is where a visit's files are, outside and as the timer sees them.
+type layout struct {
+	dir               string // outside: the visit's output directory
+	visitFile         string // outside
+	inputs, outputs   []string
+	inVisit, inInputs []string // as the timer sees them
+	inOutputs         []string
+	inProgram         string
+	mounts            visit.Mounts
+}
+
+// layout places the visit: with a sandbox, the timer sees /visit/visit.txt,
+// /visit/in/NAME.bin (read-only), /visit/out (writable), /visit/bin/PROGRAM
+// (read-only) and its closure's directories, nothing else of this machine's
+// files; without one, the outside paths.
+func (r *replayer) layout(v artifacts.Visit, e *artifacts.Prepared, prog program) (*layout, error) {
+	l := &layout{dir: filepath.Join(r.s.Dir(), workDir, fmt.Sprintf("visit-%d", v.Index))}
+	l.visitFile = l.dir + ".txt"
+	sandboxed := r.sandbox != nil
 	for _, in := range e.Inputs {
 		if !r.prep.Has(in.Digest) {
 			return nil, fmt.Errorf("prepared: %s input %s: blob %s is not a verified layer", v.Case, in.Name, artifacts.Short(in.Digest))
 		}
-		inputs = append(inputs, r.prep.Store.Path(in.Digest))
+		src := r.prep.Store.Path(in.Digest)
+		l.inputs = append(l.inputs, src)
+		dst := src
+		if sandboxed {
+			dst = filepath.Join(visit.InsideIn, in.Name+".bin")
+			l.mounts.ReadOnly = append(l.mounts.ReadOnly, visit.Bind{Src: src, Dst: dst})
+		}
+		l.inInputs = append(l.inInputs, dst)
+	}
+	outDir := l.dir
+	if sandboxed {
+		outDir = visit.InsideOut
+		l.mounts.Writable = []visit.Bind{{Src: l.dir, Dst: visit.InsideOut}}
 	}
 	for _, o := range e.Outputs {
-		outputs = append(outputs, filepath.Join(dir, o.Name+".bin"))
+		l.outputs = append(l.outputs, filepath.Join(l.dir, o.Name+".bin"))
+		l.inOutputs = append(l.inOutputs, filepath.Join(outDir, o.Name+".bin"))
 	}
-	vf := filepath.Join(dir, "visit.txt")
-	if err := os.WriteFile(vf, []byte(VisitFile(r.cfg.ReplayConfig, inputs, e, outputs)), 0o444); err != nil {
-		return nil, err
+	l.inVisit, l.inProgram = []string{l.visitFile}, prog.path
+	if !sandboxed {
+		return l, nil
 	}
-	env := ThreadEnv(r.cfg.Threads)
-	var argv []string
-	switch e.Kind {
-	case "object":
-		argv = []string{prog.path, "--visit", vf}
-	case "process":
-		argv = append(append([]string{e.Process.Interpreter, prog.path}, e.Process.Args...), "--visit", vf)
-		for kk, vv := range e.Env {
-			env[kk] = vv
-		}
+	l.inVisit = []string{filepath.Join(visit.InsideRoot, "visit.txt")}
+	l.inProgram = filepath.Join(visit.InsideBin, filepath.Base(prog.path))
+	exe := prog.path
+	if e.Kind == "process" {
+		exe = e.Process.Interpreter
 	}
-	timeout := time.Duration(r.cfg.TimeoutS * float64(time.Second))
-	cmd, out, reason, err := r.s.Run(ctx, argv, dir, env, timeout)
-	vr.End = time.Now().UTC()
+	var closure []string
+	for _, f := range e.Closure {
+		closure = append(closure, f.Path)
+	}
+	cm := visit.ClosureMounts(closure, exe)
+	l.mounts.Links = cm.Links
+	l.mounts.ReadOnly = append(append(cm.ReadOnly, l.mounts.ReadOnly...),
+		visit.Bind{Src: l.visitFile, Dst: l.inVisit[0]}, visit.Bind{Src: prog.path, Dst: l.inProgram})
+	return l, nil
+}
+
+// visit runs one timer in its sandbox, drives its samples on replay's own
+// clock and validates what it wrote.
+func (r *replayer) visit(ctx context.Context, v artifacts.Visit, programs map[[2]string]program) (*artifacts.VisitResult, error) {
+	k := [2]string{v.Case, v.Route}
+	e, prog := r.entries[k], programs[k]
+	vr := &artifacts.VisitResult{Visit: v, Session: len(r.sessions) - 1, Start: time.Now().UTC(), Threads: r.cfg.Threads}
+	l, err := r.layout(v, e, prog)
 	if err != nil {
 		return nil, err
 	}
-	vr.Stdout, vr.Stderr, vr.Exit = cmd.Stdout, cmd.Stderr, cmd.Exit
+	for _, p := range []string{l.dir, l.visitFile} {
+		if err := os.RemoveAll(p); err != nil { // a killed earlier attempt
+			return nil, err
+		}
+	}
+	if err := os.MkdirAll(l.dir, 0o755); err != nil {
+		return nil, err
+	}
+	defer os.RemoveAll(l.dir)
+	defer os.Remove(l.visitFile)
+	if err := os.WriteFile(l.visitFile, []byte(VisitFile(r.cfg.Threads, l.inInputs, e, l.inOutputs)), 0o444); err != nil {
+		return nil, err
+	}
+	var argv []string
+	var extra map[string]string
+	switch e.Kind {
+	case "object":
+		argv = []string{l.inProgram, "--visit", l.inVisit[0]}
+	case "process":
+		argv = append(append([]string{e.Process.Interpreter, l.inProgram}, e.Process.Args...), "--visit", l.inVisit[0])
+		extra = e.Env
+	}
+	dir := l.dir
+	if r.sandbox != nil {
+		dir = visit.InsideOut
+	}
+	spec := visit.Spec{Argv: argv, Env: visitEnv(r.cfg.Threads, extra), Dir: dir, Sandbox: r.sandbox, Mounts: l.mounts,
+		Timeout: time.Duration(r.cfg.TimeoutS * float64(time.Second)), Threads: r.cfg.Threads}
+	sess, err := visit.Start(ctx, spec)
+	if err != nil {
+		return nil, err
+	}
+	vr.Argv = sess.Argv
+	smps, calls, final, verr := r.drive(sess, vr, e)
+	out, ferr := sess.Finish(final)
+	vr.End = time.Now().UTC()
+	vr.Exit, vr.CPUNs, vr.WallNs = out.Exit, out.CPU.Nanoseconds(), out.Wall.Nanoseconds()
+	for i, b := range [][]byte{out.Stdout, out.Stderr} {
+		d, err := r.s.PutBytes(b, artifacts.MediaText)
+		if err != nil {
+			return nil, err
+		}
+		*[]*artifacts.Digest{&vr.Stdout, &vr.Stderr}[i] = d.Digest
+	}
+	if ctx.Err() != nil {
+		return nil, ctx.Err()
+	}
 	fail := func(why string) (*artifacts.VisitResult, error) {
 		vr.Status, vr.Reason = artifacts.StatusFailed, why
 		return vr, nil
 	}
-	if reason != "" {
-		return fail(reason)
-	}
-	var rep timerReport
-	dec := json.NewDecoder(bytes.NewReader(out))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&rep); err != nil {
-		return fail(fmt.Sprintf("timer report: want one JSON object (docs/protocol.md): %v", err))
-	}
-	vr.Checks, vr.CallsPerSample, vr.Threads, vr.OutputPolicy = rep.Checks, rep.CallsPerSample, rep.Threads, rep.OutputPolicy
-	if rep.Protocol != 1 {
-		return fail(fmt.Sprintf("timer report protocol: want 1, got %d", rep.Protocol))
-	}
-	if rep.Status != "ok" {
-		if rep.Reason == "" {
-			rep.Reason = "timer reported status " + strconv.Quote(rep.Status) + " without a reason"
+	for _, err := range []error{verr, ferr} {
+		var f *visit.Failure
+		switch {
+		case errors.As(err, &f):
+			return fail(f.Reason)
+		case err != nil:
+			return nil, err
 		}
-		return fail(rep.Reason)
 	}
-	switch {
-	case len(rep.BatchNs) != r.cfg.Samples || len(rep.SingleNs) != r.cfg.Singles:
-		return fail(fmt.Sprintf("timer report: %d batch and %d single samples, want %d and %d", len(rep.BatchNs), len(rep.SingleNs), r.cfg.Samples, r.cfg.Singles))
-	case rep.CallsPerSample < 1:
-		return fail(fmt.Sprintf("timer report calls_per_sample: want >= 1, got %d", rep.CallsPerSample))
-	case rep.Threads != r.cfg.Threads:
-		return fail(fmt.Sprintf("timer report threads: ran with %d, want %d", rep.Threads, r.cfg.Threads))
-	case e.Process != nil && rep.OutputPolicy != e.Process.OutputPolicy:
-		return fail(fmt.Sprintf("timer report output_policy: %q, capture recorded %q", rep.OutputPolicy, e.Process.OutputPolicy))
-	}
+	vr.CallsPerSample = calls
 	// Every output, in full, against the oracle.
 	c := r.cases[v.Case]
 	var got []oracle.Tensor
 	for i, o := range e.Outputs {
-		b, err := os.ReadFile(outputs[i])
+		b, err := os.ReadFile(l.outputs[i])
 		if err != nil {
 			return fail(fmt.Sprintf("output %s: %v", o.Name, err))
 		}
@@ -171,16 +240,9 @@ func (r *replayer) visit(ctx context.Context, v artifacts.Visit, programs map[[2
 		return fail("oracle: " + verdict.Reason)
 	}
 	var rows []samples.Row
-	for i, ns := range rep.BatchNs {
-		rows = append(rows, samples.Row{Visit: int32(v.Index), Round: int32(v.Round), Position: int32(v.Position), Case: v.Case, Route: v.Route, Kind: "batch", Index: int32(i), Calls: rep.CallsPerSample, TotalNs: ns})
-	}
-	for i, ns := range rep.SingleNs {
-		rows = append(rows, samples.Row{Visit: int32(v.Index), Round: int32(v.Round), Position: int32(v.Position), Case: v.Case, Route: v.Route, Kind: "single", Index: int32(i), Calls: 1, TotalNs: ns})
-	}
-	for _, row := range rows {
-		if row.TotalNs <= 0 {
-			return fail(fmt.Sprintf("timer report: non-positive sample %d ns", row.TotalNs))
-		}
+	for _, s := range smps {
+		rows = append(rows, samples.Row{Visit: int32(v.Index), Round: int32(v.Round), Position: int32(v.Position), Case: v.Case, Route: v.Route,
+			Kind: s.Kind, Index: int32(s.Index), Calls: s.Calls, TotalNs: s.SpanNs, TimerNs: s.TimerNs})
 	}
 	sd, err := artifacts.PutSamples(r.s, rows)
 	if err != nil {
@@ -191,6 +253,42 @@ func (r *replayer) visit(ctx context.Context, v artifacts.Visit, programs map[[2
 	vr.Status = artifacts.StatusPassed
 	return vr, nil
 }
+
+// drive takes the validated report, the samples and the final report;
+// final says whether the final report arrived.
+func (r *replayer) drive(sess *visit.Session, vr *artifacts.VisitResult, e *artifacts.Prepared) ([]visit.Sample, int64, bool, error) {
+	rep, err := sess.Validated()
+	if err != nil {
+		return nil, 0, false, err
+	}
+	vr.Checks, vr.OutputPolicy = rep.Checks, rep.OutputPolicy
+	switch {
+	case rep.Status != "ok":
+		return nil, 0, false, &visit.Failure{Reason: rep.Reason}
+	case rep.Threads != r.cfg.Threads:
+		return nil, 0, false, &visit.Failure{Reason: fmt.Sprintf("timer report threads: ran with %d, want %d", rep.Threads, r.cfg.Threads)}
+	case e.Process != nil && rep.OutputPolicy != e.Process.OutputPolicy:
+		return nil, 0, false, &visit.Failure{Reason: fmt.Sprintf("timer report output_policy: %q, capture recorded %q", rep.OutputPolicy, e.Process.OutputPolicy)}
+	}
+	smps, calls, err := sess.Drive(visit.Plan{
+		Warmup: time.Duration(r.cfg.WarmupMs * float64(time.Millisecond)), Sample: time.Duration(r.cfg.SampleMs * float64(time.Millisecond)),
+		Samples: r.cfg.Samples, Singles: r.cfg.Singles, MaxCalls: maxCalls})
+	if err != nil {
+		return nil, 0, false, err
+	}
+	fin, err := sess.End()
+	if err != nil {
+		return nil, 0, false, err
+	}
+	vr.Checks = fin.Checks
+	if fin.Status != "ok" {
+		return nil, 0, true, &visit.Failure{Reason: fin.Reason}
+	}
+	return smps, calls, true, nil
+}
+
+// maxCalls bounds the calls of one sample (docs/protocol.md).
+const maxCalls = 1 << 30
 
 // oracleCache holds each case's expected outputs and bounds from the
 // capture packet (verified when the capture was opened).

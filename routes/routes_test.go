@@ -11,16 +11,24 @@ package routes_test
 //
 // wrapper.py also accepts test-only ops whose names start with an underscore
 // (_mutate_input, _overrun_output, ...). Each breaks exactly one rule a visit
-// checks; describe never offers them and build answers unsupported.
+// checks; describe never offers them and build answers unsupported. A test
+// selects one by replacing the op after --op in the built process's args.
+//
+// Visits speak protocol 2 (docs/protocol.md, "visit (timers), protocol 2"):
+// the tests start the wrapper through internal/visit, as replay does
+// without a sandbox, and send the run and end commands themselves.
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/tilepipe/tilepipe/internal/visit"
 	"github.com/tilepipe/tilepipe/oracle"
+	"io"
 	"math"
 	"os"
 	"os/exec"
@@ -94,19 +102,6 @@ type buildResp struct {
 type commandResp struct {
 	Argv []string `json:"argv"`
 	Exit int      `json:"exit"`
-}
-
-type visitResp struct {
-	Protocol       int               `json:"protocol"`
-	Status         string            `json:"status"`
-	Reason         string            `json:"reason"`
-	Checks         map[string]string `json:"checks"`
-	CallsPerSample int               `json:"calls_per_sample"`
-	BatchNs        []int64           `json:"batch_ns"`
-	SingleNs       []int64           `json:"single_ns"`
-	Clock          string            `json:"clock"`
-	Threads        int               `json:"threads"`
-	OutputPolicy   string            `json:"output_policy"`
 }
 
 // signature is the protocol's tensor list for op with f32 storage
@@ -868,16 +863,22 @@ func TestOpenBLASBuildSignatureMismatch(t *testing.T) {
 	}
 }
 
-// visitFile writes VISIT.txt for sig with inputs under dir and outputs
-// under dir/out.
+// visitFile writes VISIT.txt (protocol 2) for sig with inputs under dir and
+// outputs under dir/out.
 func visitFile(t *testing.T, dir string, sig []param) string {
+	t.Helper()
+	return writeVisitFile(t, dir, "tilepipe-visit 2\nthreads 1\n", sig)
+}
+
+// writeVisitFile writes head and one param line per tensor of sig.
+func writeVisitFile(t *testing.T, dir, head string, sig []param) string {
 	t.Helper()
 	if err := os.MkdirAll(filepath.Join(dir, "out"), 0o755); err != nil {
 		t.Fatal(err)
 	}
 	size := map[string]int{"f32": 4, "i64": 8, "f16": 2, "bf16": 2}
 	var sb strings.Builder
-	sb.WriteString("tilepipe-visit 1\nwarmup_ms 1\nsample_ms 1\nsamples 3\nsingles 2\nthreads 1\n")
+	sb.WriteString(head)
 	for _, p := range sig {
 		path := filepath.Join(dir, p.Name+".bin")
 		if p.Role == "output" {
@@ -896,14 +897,156 @@ func visitFile(t *testing.T, dir string, sig []param) string {
 	return path
 }
 
-// visit runs the built process timer the way replay does.
-func visit(t *testing.T, work string, p *processResp, visitPath string) visitResp {
+// timerArgv is the command line replay runs for a process build (without
+// a sandbox): INTERPRETER SCRIPT ARGS... --visit VISIT.txt.
+func timerArgv(p *processResp, visitPath string) []string {
+	return append(append([]string{p.Interpreter, p.Script}, p.Args...), "--visit", visitPath)
+}
+
+// withOp is p with the op after --op replaced: how a test selects a
+// test-only op of wrapper.py.
+func withOp(p *processResp, op string) *processResp {
+	q := *p
+	q.Args = slices.Clone(p.Args)
+	q.Args[1] = op
+	return &q
+}
+
+// visitEnv is a visit's whole environment, scrubbed as replay scrubs it.
+func visitEnv() []string {
+	env := []string{"PATH=/usr/bin:/bin", "LANG=C.UTF-8", "HOME=/tmp", "TMPDIR=/tmp",
+		"OMP_NUM_THREADS=1", "MKL_NUM_THREADS=1", "OPENBLAS_NUM_THREADS=1"}
+	for _, k := range []string{"OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE"} {
+		if v, ok := os.LookupEnv(k); ok {
+			env = append(env, k+"="+v)
+		}
+	}
+	return env
+}
+
+// startVisit starts the built process timer on one thread, with fd 3 and
+// fd 4 as replay's command and report pipes, and no sandbox.
+func startVisit(t *testing.T, work string, p *processResp, visitPath string) *visit.Session {
 	t.Helper()
-	argv := append([]string{p.Interpreter, p.Script}, p.Args...)
-	argv = append(argv, "--visit", visitPath)
-	var v visitResp
-	decode(t, "visit", run(t, work, nil, argv...), &v)
-	return v
+	sess, err := visit.Start(context.Background(), visit.Spec{Argv: timerArgv(p, visitPath), Env: visitEnv(),
+		Dir: work, Timeout: cmdTimeout, Threads: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return sess
+}
+
+// takeSamples drives a visit as replay's visit.Drive does, briefly:
+// calibration (calls doubled from 1 until a sample takes 1 ms on this
+// side's clock), then 3 empty, 3 batch and 2 single samples, each with
+// replay's per-sample clock check (visit.CheckClock: the timer measures
+// inside replay's span, so it cannot report more). Drive's other check,
+// that the timer's numbers do not fall short of the spans by more than
+// 2 ms + 10% (visit.CheckGap), is left to the liar's test: on a loaded
+// 2-core machine an honest timer's wake-ups alone can exceed it, and these
+// tests run beside builds that import torch.
+func takeSamples(sess *visit.Session) ([]visit.Sample, error) {
+	take := func(kind string, i int, n int64) (visit.Sample, error) {
+		span, ns, err := sess.Sample(n)
+		if err != nil {
+			return visit.Sample{}, err
+		}
+		s := visit.Sample{Kind: kind, Index: i, Calls: n, SpanNs: span.Nanoseconds(), TimerNs: ns}
+		if err := visit.CheckClock(s); err != nil {
+			return s, err
+		}
+		if n > 0 && ns <= 0 {
+			return s, fmt.Errorf("%s sample %d (%d calls): the timer reported %d ns", kind, i, n, ns)
+		}
+		return s, nil
+	}
+	n := int64(1)
+	for {
+		s, err := take("calibration", 0, n)
+		if err != nil {
+			return nil, err
+		}
+		if time.Duration(s.SpanNs) >= time.Millisecond || n >= 1<<20 {
+			break
+		}
+		n *= 2
+	}
+	var out []visit.Sample
+	for _, k := range []struct {
+		kind  string
+		count int
+		calls int64
+	}{{visit.KindEmpty, 3, 0}, {visit.KindBatch, 3, n}, {visit.KindSingle, 2, 1}} {
+		for i := range k.count {
+			s, err := take(k.kind, i, k.calls)
+			if err != nil {
+				return nil, err
+			}
+			out = append(out, s)
+		}
+	}
+	return out, nil
+}
+
+// visitRun is what one visit produced.
+type visitRun struct {
+	validated visit.Report
+	final     *visit.Report // nil when no final report came
+	samples   []visit.Sample
+	reason    string // the first failure: a failed report's reason or a *visit.Failure's
+	out       *visit.Outcome
+}
+
+// runVisit runs one whole visit: the validated report, the samples (when
+// validation passed), the final report and the end of the processes.
+func runVisit(t *testing.T, work string, p *processResp, visitPath string) visitRun {
+	t.Helper()
+	sess := startVisit(t, work, p, visitPath)
+	var r visitRun
+	err := func() error {
+		var err error
+		if r.validated, err = sess.Validated(); err != nil {
+			return err
+		}
+		if r.validated.Status != "ok" {
+			r.reason = r.validated.Reason
+			return nil
+		}
+		if r.samples, err = takeSamples(sess); err != nil {
+			return err
+		}
+		fin, err := sess.End()
+		if err != nil {
+			return err
+		}
+		r.final, r.reason = &fin, fin.Reason
+		return nil
+	}()
+	return r.finish(t, sess, err)
+}
+
+// finish ends the session: after a failed validated report or a final
+// report the timer must wait for fd 3 to close, then exit 0 with nothing
+// more on fd 4 and nothing on stdout, and that is what Finish(true) checks.
+func (r visitRun) finish(t *testing.T, sess *visit.Session, err error) visitRun {
+	t.Helper()
+	var f *visit.Failure
+	if err != nil && !errors.As(err, &f) {
+		sess.Finish(false)
+		t.Fatal(err)
+	}
+	done := err == nil && (r.final != nil || r.validated.Status == "failed")
+	out, ferr := sess.Finish(done)
+	if err == nil {
+		err = ferr
+	}
+	if errors.As(err, &f) {
+		r.reason = f.Reason
+	} else if err != nil {
+		t.Fatal(err)
+	}
+	r.out = out
+	return r
 }
 
 func checkProcessBuild(t *testing.T, op string, b buildResp) {
@@ -1033,24 +1176,39 @@ func TestTorchEagerVisit(t *testing.T) {
 
 			dir := t.TempDir()
 			in := inputs(t, dir, c.op, c.dims, sig)
-			v := visit(t, work, b.Process, visitFile(t, dir, sig))
-			pass := map[string]string{"guards": "pass", "poison": "pass", "inputs": "pass", "repeat": "pass"}
-			if v.Protocol != 1 || v.Status != "ok" || v.Reason != "" || !reflect.DeepEqual(v.Checks, pass) {
-				t.Fatalf("visit %s = %+v, want ok with every check passed", c.name(), v)
-			}
-			if v.CallsPerSample < 1 || len(v.BatchNs) != 3 || len(v.SingleNs) != 2 {
-				t.Errorf("visit %s: calls_per_sample %d, %d batch and %d single samples; want >= 1, 3, 2", c.name(), v.CallsPerSample, len(v.BatchNs), len(v.SingleNs))
-			}
-			for _, ns := range append(slices.Clone(v.BatchNs), v.SingleNs...) {
-				if ns <= 0 {
-					t.Errorf("visit %s: sample %d ns, want > 0", c.name(), ns)
-				}
-			}
-			if v.Clock != "CLOCK_MONOTONIC" || v.Threads != 1 || v.OutputPolicy != b.Process.OutputPolicy {
-				t.Errorf("visit %s: clock %q threads %d output_policy %q, want CLOCK_MONOTONIC, 1, %q (build's)", c.name(), v.Clock, v.Threads, v.OutputPolicy, b.Process.OutputPolicy)
-			}
+			r := runVisit(t, work, b.Process, visitFile(t, dir, sig))
+			checkPassed(t, c.name(), r, b.Process.OutputPolicy)
 			checkOutputs(t, c, sig, dir, in)
 		})
+	}
+}
+
+// pass is the checks of a report where every check passed.
+var pass = map[string]string{"guards": "pass", "poison": "pass", "inputs": "pass", "repeat": "pass"}
+
+// checkPassed asserts a visit that passed: both reports ok with every
+// check passed, threads 1, the build's output policy, every sample taken,
+// a clean exit and nothing on stdout.
+func checkPassed(t *testing.T, name string, r visitRun, policy string) {
+	t.Helper()
+	v := r.validated
+	if r.reason != "" || v.Status != "ok" || v.Reason != "" || !reflect.DeepEqual(v.Checks, pass) {
+		t.Fatalf("visit %s: validated %+v, failure %q; want ok with every check passed", name, v, r.reason)
+	}
+	if v.Threads != 1 || v.OutputPolicy != policy {
+		t.Errorf("visit %s: threads %d output_policy %q, want 1, %q (build's)", name, v.Threads, v.OutputPolicy, policy)
+	}
+	if r.final == nil || r.final.Status != "ok" || r.final.Reason != "" || !reflect.DeepEqual(r.final.Checks, pass) {
+		t.Errorf("visit %s: final report %+v, want ok with every check passed", name, r.final)
+	}
+	if len(r.samples) != 8 {
+		t.Errorf("visit %s: %d samples, want 3 empty, 3 batch, 2 single", name, len(r.samples))
+	}
+	if r.out.Exit != 0 || len(r.out.Stdout) != 0 {
+		t.Errorf("visit %s: exit %d, stdout %q; want 0 and nothing", name, r.out.Exit, r.out.Stdout)
+	}
+	if len(r.out.Stderr) > 0 {
+		t.Logf("visit %s stderr:\n%s", name, r.out.Stderr)
 	}
 }
 
@@ -1108,7 +1266,11 @@ func TestTorchEagerBuildRefusesTestOps(t *testing.T) {
 }
 
 // TestTorchEagerChecks feeds each visit check a violation through a
-// test-only op and asserts the exact failure.
+// test-only op and asserts the exact failure: in the validated report for
+// the checks of steps 1-8, in the final report for what only the checks
+// after timing (or a timed call) can see. Either way the timer then waits
+// for fd 3 to close and exits 0, with nothing more on fd 4 and nothing on
+// stdout.
 func TestTorchEagerChecks(t *testing.T) {
 	t.Parallel()
 	requireRoute(t, "torch-eager")
@@ -1120,37 +1282,307 @@ func TestTorchEagerChecks(t *testing.T) {
 	for _, tc := range []struct {
 		op, reason string
 		checks     map[string]string
+		timed      bool // the failure is in the final report
 	}{
 		{"_overrun_output", "guard_overwritten: C after byte 0",
-			map[string]string{"guards": "fail", "poison": "not_run", "inputs": "not_run", "repeat": "not_run"}},
+			map[string]string{"guards": "fail", "poison": "not_run", "inputs": "not_run", "repeat": "not_run"}, false},
 		{"_skip_output", "output_not_overwritten: C element 0",
-			map[string]string{"guards": "pass", "poison": "fail", "inputs": "not_run", "repeat": "not_run"}},
+			map[string]string{"guards": "pass", "poison": "fail", "inputs": "not_run", "repeat": "not_run"}, false},
 		{"_realloc_output", "output_reallocated: C",
-			map[string]string{"guards": "pass", "poison": "fail", "inputs": "not_run", "repeat": "not_run"}},
+			map[string]string{"guards": "pass", "poison": "fail", "inputs": "not_run", "repeat": "not_run"}, false},
 		{"_mutate_input", "input_mutated: A byte 0",
-			map[string]string{"guards": "pass", "poison": "pass", "inputs": "fail", "repeat": "not_run"}},
+			map[string]string{"guards": "pass", "poison": "pass", "inputs": "fail", "repeat": "not_run"}, false},
 		{"_unrepeatable", "not_repeatable: C byte 0",
-			map[string]string{"guards": "pass", "poison": "pass", "inputs": "pass", "repeat": "fail"}},
+			map[string]string{"guards": "pass", "poison": "pass", "inputs": "pass", "repeat": "fail"}, false},
 		{"_late_overrun", "guard_overwritten: C after byte 4095 (after timing)",
-			map[string]string{"guards": "fail", "poison": "not_run", "inputs": "not_run", "repeat": "not_run"}},
+			map[string]string{"guards": "fail", "poison": "not_run", "inputs": "not_run", "repeat": "not_run"}, true},
+		// A call that raises while timed fails the final report; every check
+		// had passed, as in the C harness's entry_failed.
+		{"_late_raise", "entry_failed: raised RuntimeError: _late_raise: call 3 (during timing)", pass, true},
 	} {
 		t.Run(tc.op, func(t *testing.T) {
 			t.Parallel()
-			p := *b.Process
-			p.Args = slices.Clone(p.Args)
-			p.Args[1] = tc.op
 			dir := t.TempDir()
 			inputs(t, dir, "add", dims, sig)
-			v := visit(t, work, &p, visitFile(t, dir, sig))
-			if v.Status != "failed" || v.Reason != tc.reason || !reflect.DeepEqual(v.Checks, tc.checks) {
-				t.Errorf("visit %s = status %q reason %q checks %v, want failed %q %v", tc.op, v.Status, v.Reason, v.Checks, tc.reason, tc.checks)
+			r := runVisit(t, work, withOp(b.Process, tc.op), visitFile(t, dir, sig))
+			v := r.validated
+			if v.Threads != 1 || v.OutputPolicy != "out" {
+				t.Errorf("visit %s: validated threads %d output_policy %q, want 1, out", tc.op, v.Threads, v.OutputPolicy)
 			}
-			if v.CallsPerSample != 0 || len(v.BatchNs) != 0 || len(v.SingleNs) != 0 {
-				t.Errorf("visit %s: failed visit reports timings: %+v", tc.op, v)
+			if r.out.Exit != 0 || len(r.out.Stdout) != 0 {
+				t.Errorf("visit %s: exit %d, stdout %q; want 0 and nothing", tc.op, r.out.Exit, r.out.Stdout)
+			}
+			if !tc.timed {
+				if v.Status != "failed" || v.Reason != tc.reason || !reflect.DeepEqual(v.Checks, tc.checks) || r.reason != tc.reason {
+					t.Errorf("visit %s: validated status %q reason %q checks %v, first failure %q; want failed %q %v", tc.op, v.Status, v.Reason, v.Checks, r.reason, tc.reason, tc.checks)
+				}
+				if r.final != nil || len(r.samples) != 0 {
+					t.Errorf("visit %s: a failed validation went on to %d samples and final report %+v", tc.op, len(r.samples), r.final)
+				}
+				return
+			}
+			if v.Status != "ok" || !reflect.DeepEqual(v.Checks, pass) {
+				t.Errorf("visit %s: validated %+v, want ok", tc.op, v)
+			}
+			f := r.final
+			if f == nil || f.Status != "failed" || f.Reason != tc.reason || !reflect.DeepEqual(f.Checks, tc.checks) || r.reason != tc.reason {
+				t.Errorf("visit %s: final report %+v, first failure %q; want failed %q %v", tc.op, f, r.reason, tc.reason, tc.checks)
 			}
 		})
 	}
 }
+
+// TestTorchEagerProtocol checks the wrapper's side of protocol 2 beyond the
+// checks: what it refuses (exit 2, one line on stderr, nothing on stdout)
+// and the two test-only ops that lie to replay: _liar (timings it did not
+// measure) and _chatty (a fake report on stdout).
+func TestTorchEagerProtocol(t *testing.T) {
+	t.Parallel()
+	requireRoute(t, "torch-eager")
+	dims := dimsFor("add")
+	sig := signature("add", dims)
+	b, work := build(t, "torch-eager", "add", dims, sig)
+	checkProcessBuild(t, "add", b)
+	newVisit := func(t *testing.T) string {
+		dir := t.TempDir()
+		inputs(t, dir, "add", dims, sig)
+		return visitFile(t, dir, sig)
+	}
+
+	t.Run("no_fds", func(t *testing.T) {
+		t.Parallel()
+		// sh closes fds 3 and 4 whatever this test inherited.
+		argv := append([]string{"/bin/sh", "-c", `exec 3>&- 4>&-; exec "$@"`, "sh"}, timerArgv(b.Process, newVisit(t))...)
+		cmd := exec.Command(argv[0], argv[1:]...)
+		cmd.Dir, cmd.Env = work, visitEnv()
+		var stdout, stderr bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &stdout, &stderr
+		err := cmd.Run()
+		const want = "wrapper.py: fds 3 and 4: want replay's command and report pipes (docs/protocol.md, visit)\n"
+		var ee *exec.ExitError
+		if !errors.As(err, &ee) || ee.ExitCode() != 2 || stderr.String() != want || stdout.Len() != 0 {
+			t.Errorf("visit without fds 3 and 4 = %v, stderr %q, stdout %q; want exit 2, stderr %q, no stdout", err, stderr.String(), stdout.String(), want)
+		}
+	})
+
+	// VISIT.txt of protocol 1, or with its keys: refused before any call.
+	for _, tc := range []struct{ name, head, want string }{
+		{"protocol1", "tilepipe-visit 1\nwarmup_ms 1\nsample_ms 1\nsamples 3\nsingles 2\nthreads 1\n", `VISIT:1: bad header, want "tilepipe-visit 2"`},
+		{"warmup_ms", "tilepipe-visit 2\nthreads 1\nwarmup_ms 1\n", `VISIT:3: unknown key "warmup_ms"`},
+		{"samples", "tilepipe-visit 2\nsamples 3\nthreads 1\n", `VISIT:2: unknown key "samples"`},
+		{"threads0", "tilepipe-visit 2\nthreads 0\n", `VISIT:2: threads: want one integer in [1, 1048576]`},
+		{"threads_twice", "tilepipe-visit 2\nthreads 1\nthreads 1\n", `VISIT:3: duplicate key "threads"`},
+		{"no_threads", "tilepipe-visit 2\n", `VISIT: missing key "threads"`},
+	} {
+		t.Run("visit_file_"+tc.name, func(t *testing.T) {
+			t.Parallel()
+			dir := t.TempDir()
+			inputs(t, dir, "add", dims, sig)
+			path := writeVisitFile(t, dir, tc.head, sig)
+			want := "wrapper.py: " + strings.Replace(tc.want, "VISIT", path, 1)
+			sess := startVisit(t, work, b.Process, path)
+			_, err := sess.Validated()
+			out, _ := sess.Finish(false)
+			var f *visit.Failure
+			if !errors.As(err, &f) || f.Reason != "exited: status 2: "+want || string(out.Stderr) != want+"\n" || len(out.Stdout) != 0 {
+				t.Errorf("visit with %q: %v, stderr %q, stdout %q; want exited: status 2: %s", tc.head, err, out.Stderr, out.Stdout, want)
+			}
+		})
+	}
+
+	// Malformed commands: a usage error after the validated report.
+	for _, tc := range []struct{ name, commands, want string }{
+		{"bad_calls", "run 1 x\n", `wrapper.py: command "run 1 x": want "run SEQ N" or "end"`},
+		{"extra_field", "run 1 2 3\n", `wrapper.py: command "run 1 2 3": want "run SEQ N" or "end"`},
+		{"negative", "run 1 -1\n", `wrapper.py: command "run 1 -1": want "run SEQ N" or "end"`},
+		{"too_many_calls", "run 1 1073741825\n", `wrapper.py: command "run 1 1073741825": want "run SEQ N" or "end"`},
+		{"unknown", "stop\n", `wrapper.py: command "stop": want "run SEQ N" or "end"`},
+		{"long", strings.Repeat("x", 200) + "\n", "wrapper.py: command: want one line of at most 126 bytes"},
+		{"eof", "run 7 2\n", `wrapper.py: fd 3 closed before "end"`},
+	} {
+		t.Run("command_"+tc.name, func(t *testing.T) {
+			t.Parallel()
+			reports, stdout, stderr, exit := rawVisit(t, work, b.Process, newVisit(t), tc.commands)
+			if exit != 2 || stderr != tc.want+"\n" || stdout != "" {
+				t.Errorf("commands %q: exit %d, stderr %q, stdout %q; want exit 2, stderr %q, no stdout", tc.commands, exit, stderr, stdout, tc.want+"\n")
+			}
+			lines := strings.Split(strings.TrimSuffix(reports, "\n"), "\n")
+			if rep, err := visit.ParseReport([]byte(lines[0])); err != nil || rep.Type != visit.TypeValidated || rep.Status != "ok" {
+				t.Errorf("commands %q: first report %q (%v), want validated ok", tc.commands, lines[0], err)
+			}
+			wantLines := 1
+			if tc.name == "eof" {
+				wantLines = 2
+				if rep, err := visit.ParseReport([]byte(lines[len(lines)-1])); err != nil || rep.Type != visit.TypeSample || rep.Seq != 7 || rep.Calls != 2 || rep.Ns <= 0 {
+					t.Errorf("commands %q: second report %q (%v), want a sample of seq 7, 2 calls", tc.commands, lines[len(lines)-1], err)
+				}
+			}
+			if len(lines) != wantLines {
+				t.Errorf("commands %q: reports %q, want %d line(s)", tc.commands, reports, wantLines)
+			}
+		})
+	}
+
+	// After its last report the wrapper holds the visit open until replay
+	// closes fd 3 (replay reads the visit's processes and CPU time in the
+	// meantime), then exits 0, as the C harness does.
+	for _, tc := range []struct{ name, op, commands, last string }{
+		{"holds_after_final", "add", "run 1 3\nend\n", visit.TypeFinal},
+		{"holds_after_failed_validation", "_skip_output", "", visit.TypeValidated},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			r := startRaw(t, work, withOp(b.Process, tc.op), newVisit(t))
+			if _, err := r.cmdW.WriteString(tc.commands); err != nil {
+				t.Fatal(err)
+			}
+			for {
+				line, err := r.reports.ReadBytes('\n')
+				if err != nil {
+					t.Fatalf("reports ended (%v) before the %s report; stderr %q", err, tc.last, r.stderr.String())
+				}
+				rep, err := visit.ParseReport(bytes.TrimSuffix(line, []byte("\n")))
+				if err != nil {
+					t.Fatalf("report %q: %v", line, err)
+				}
+				if rep.Type == tc.last {
+					break
+				}
+			}
+			select {
+			case err := <-r.exited:
+				t.Fatalf("the wrapper exited (%v) while fd 3 was still open", err)
+			case <-time.After(300 * time.Millisecond):
+			}
+			r.cmdW.Close()
+			if exit := r.wait(t); exit != 0 || r.stdout.Len() != 0 {
+				t.Errorf("after fd 3 closed: exit %d, stdout %q; want 0 and nothing", exit, r.stdout.String())
+			}
+			if rest, _ := io.ReadAll(r.reports); len(rest) != 0 {
+				t.Errorf("reports after the %s report: %q", tc.last, rest)
+			}
+		})
+	}
+
+	// _liar measures honestly and reports a quarter of it: replay's clock
+	// cross-check catches it on the batch samples (calibrated to 50 ms, so
+	// the median gap, about 37 ms, is far beyond the 10 ms allowed),
+	// whatever the load.
+	t.Run("liar", func(t *testing.T) {
+		t.Parallel()
+		sess := startVisit(t, work, withOp(b.Process, "_liar"), newVisit(t))
+		v, err := sess.Validated()
+		if err != nil || v.Status != "ok" {
+			sess.Finish(false)
+			t.Fatalf("_liar validated %+v, %v; want ok", v, err)
+		}
+		_, _, err = sess.Drive(visit.Plan{Warmup: time.Millisecond, Sample: 50 * time.Millisecond, Samples: 3, Singles: 2, MaxCalls: 1 << 30})
+		sess.Finish(false)
+		var f *visit.Failure
+		if !errors.As(err, &f) || !strings.HasPrefix(f.Reason, "clock_mismatch: ") {
+			t.Errorf("_liar driven by replay's plan: %v, want a clock_mismatch failure", err)
+		}
+	})
+
+	// _chatty prints a fake final report on stdout during its first call;
+	// everything else it does is right.
+	t.Run("chatty", func(t *testing.T) {
+		t.Parallel()
+		r := runVisit(t, work, withOp(b.Process, "_chatty"), newVisit(t))
+		const fake = `{"type": "final", "status": "ok", "reason": "", "checks": {"guards": "pass", "poison": "pass", "inputs": "pass", "repeat": "pass"}}` + "\n"
+		want := fmt.Sprintf("unexpected_output: %d bytes on stdout (a timer reports only on fd 4)", len(fake))
+		if r.validated.Status != "ok" || r.final == nil || r.final.Status != "ok" || r.reason != want || string(r.out.Stdout) != fake {
+			t.Errorf("_chatty: validated %+v final %+v failure %q stdout %q; want both reports ok, then %q for stdout %q", r.validated, r.final, r.reason, r.out.Stdout, want, fake)
+		}
+	})
+}
+
+// rawTimer is the wrapper started with plain pipes as fd 3 and fd 4.
+type rawTimer struct {
+	cmd            *exec.Cmd
+	cmdW, repR     *os.File
+	reports        *bufio.Reader
+	stdout, stderr bytes.Buffer
+	exited         chan error // the result of Wait, once
+}
+
+func startRaw(t *testing.T, work string, p *processResp, visitPath string) *rawTimer {
+	t.Helper()
+	cmdR, cmdW, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	repR, repW, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	argv := timerArgv(p, visitPath)
+	r := &rawTimer{cmd: exec.Command(argv[0], argv[1:]...), cmdW: cmdW, repR: repR, reports: bufio.NewReader(repR), exited: make(chan error, 1)}
+	r.cmd.Dir, r.cmd.Env = work, visitEnv()
+	r.cmd.ExtraFiles = []*os.File{cmdR, repW}
+	r.cmd.Stdout, r.cmd.Stderr = &r.stdout, &r.stderr
+	err = r.cmd.Start()
+	cmdR.Close()
+	repW.Close()
+	if err != nil {
+		cmdW.Close()
+		repR.Close()
+		t.Fatal(err)
+	}
+	go func() { r.exited <- r.cmd.Wait() }()
+	t.Cleanup(func() {
+		r.cmd.Process.Kill()
+		cmdW.Close()
+		repR.Close()
+	})
+	return r
+}
+
+// wait waits (at most cmdTimeout) for the wrapper to exit and returns its
+// exit status.
+func (r *rawTimer) wait(t *testing.T) int {
+	t.Helper()
+	select {
+	case err := <-r.exited:
+		var ee *exec.ExitError
+		switch {
+		case err == nil:
+			return 0
+		case errors.As(err, &ee):
+			return ee.ExitCode()
+		default:
+			t.Fatal(err)
+		}
+	case <-time.After(cmdTimeout):
+		t.Fatalf("the wrapper had not exited after %s", cmdTimeout)
+	}
+	return -1
+}
+
+// rawVisit runs the wrapper with plain pipes as fd 3 and fd 4, writes
+// commands and closes fd 3's writer, and returns everything the wrapper
+// wrote on fd 4, stdout and stderr, and its exit status.
+func rawVisit(t *testing.T, work string, p *processResp, visitPath, commands string) (reports, stdout, stderr string, exit int) {
+	t.Helper()
+	r := startRaw(t, work, p, visitPath)
+	_, werr := r.cmdW.WriteString(commands)
+	r.cmdW.Close()
+	rep, rerr := io.ReadAll(r.reports)
+	exit = r.wait(t)
+	if werr != nil || rerr != nil {
+		t.Fatalf("write commands: %v; read reports: %v", werr, rerr)
+	}
+	return string(rep), r.stdout.String(), r.stderr.String(), exit
+}
+
+// modulesProbe prints the files of the modules os and torch (realpaths),
+// each with its cached bytecode when that exists.
+const modulesProbe = `import importlib.util, os, torch
+for f in (os.__file__, torch.__file__):
+    for p in (f, importlib.util.cache_from_source(f)):
+        if os.path.isfile(p):
+            print(os.path.realpath(p))
+`
 
 func TestTorchEagerClosure(t *testing.T) {
 	t.Parallel()
@@ -1176,7 +1608,18 @@ func TestTorchEagerClosure(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{interp, script} {
+	// Every module file the run imported, and its cached bytecode: replay's
+	// sandbox shows only the directories that hold closure files, so
+	// without them the interpreter finds neither its standard library nor
+	// torch's Python files.
+	var modules []string
+	for _, line := range strings.Split(strings.TrimSpace(string(run(t, work, nil, b.Process.Interpreter, "-c", modulesProbe))), "\n") {
+		modules = append(modules, strings.TrimSpace(line))
+	}
+	if len(modules) < 2 {
+		t.Fatalf("module probe printed %q, want the files of os and torch", modules)
+	}
+	for _, want := range append([]string{interp, script}, modules...) {
 		if !slices.Contains(paths, want) {
 			t.Errorf("closure lacks %s", want)
 		}
@@ -1248,8 +1691,8 @@ func TestTorchEagerBuildRejects(t *testing.T) {
 }
 
 // TestTorchEagerRejectsInvalidIds checks that a visit refuses ids outside
-// the table (the route never picks or repairs inputs): usage exit 2, no
-// report.
+// the table (the route never picks or repairs inputs): usage exit 2 before
+// any report, the reason on stderr.
 func TestTorchEagerRejectsInvalidIds(t *testing.T) {
 	t.Parallel()
 	requireRoute(t, "torch-eager")
@@ -1262,15 +1705,12 @@ func TestTorchEagerRejectsInvalidIds(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, "I.bin"), encode("i64", []float64{0, 1, 2, 4, 3}), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	argv := append([]string{b.Process.Interpreter, b.Process.Script}, b.Process.Args...)
-	cmd := exec.Command(argv[0], append(argv[1:], "--visit", visitFile(t, dir, sig))...)
-	cmd.Dir = work
-	var stdout, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	err := cmd.Run()
-	const want = "wrapper.py: input I element 3 = 4, want in [0, 4)\n"
-	var ee *exec.ExitError
-	if !errors.As(err, &ee) || ee.ExitCode() != 2 || stderr.String() != want || stdout.Len() != 0 {
-		t.Errorf("visit embedding with id 4 of 4 = %v, stderr %q, stdout %q; want exit 2, stderr %q, no stdout", err, stderr.String(), stdout.String(), want)
+	sess := startVisit(t, work, b.Process, visitFile(t, dir, sig))
+	_, err := sess.Validated()
+	out, _ := sess.Finish(false)
+	const want = "wrapper.py: input I element 3 = 4, want in [0, 4)"
+	var f *visit.Failure
+	if !errors.As(err, &f) || f.Reason != "exited: status 2: "+want || out.Exit != 2 || string(out.Stderr) != want+"\n" || len(out.Stdout) != 0 {
+		t.Errorf("visit embedding with id 4 of 4 = %v, exit %d, stderr %q, stdout %q; want exit 2, stderr %q, no stdout", err, out.Exit, out.Stderr, out.Stdout, want+"\n")
 	}
 }

@@ -22,14 +22,17 @@ type Row struct {
 	Position int32
 	Case     string
 	Route    string
-	Kind     string // "batch" (Calls calls) or "single" (one call)
-	Index    int32
-	Calls    int64
-	TotalNs  int64
+	// Kind: "batch" (Calls calls), "single" (one call) or "empty" (no
+	// call: the overhead of replay's channel to the timer).
+	Kind    string
+	Index   int32
+	Calls   int64
+	TotalNs int64 // replay's span: the data
+	TimerNs int64 // the timer's own number: a cross-check only
 }
 
-// PerOpNs is the sample's time per call.
-func (r Row) PerOpNs() float64 { return float64(r.TotalNs) / float64(r.Calls) }
+// PerOpNs is the sample's time per call (for an empty sample, its span).
+func (r Row) PerOpNs() float64 { return float64(r.TotalNs) / float64(max(r.Calls, 1)) }
 
 // Schema is the table's schema.
 var Schema = arrow.NewSchema([]arrow.Field{
@@ -43,6 +46,7 @@ var Schema = arrow.NewSchema([]arrow.Field{
 	{Name: "calls", Type: arrow.PrimitiveTypes.Int64},
 	{Name: "total_ns", Type: arrow.PrimitiveTypes.Int64},
 	{Name: "per_op_ns", Type: arrow.PrimitiveTypes.Float64},
+	{Name: "timer_ns", Type: arrow.PrimitiveTypes.Int64},
 }, nil)
 
 // Write writes rows as one record batch.
@@ -61,6 +65,7 @@ func Write(w io.Writer, rows []Row) error {
 		b.Field(7).(*array.Int64Builder).Append(r.Calls)
 		b.Field(8).(*array.Int64Builder).Append(r.TotalNs)
 		b.Field(9).(*array.Float64Builder).Append(r.PerOpNs())
+		b.Field(10).(*array.Int64Builder).Append(r.TimerNs)
 	}
 	rec := b.NewRecordBatch()
 	defer rec.Release()
@@ -133,14 +138,15 @@ func ReadFile(path string, mem memory.Allocator) (rows []Row, err error) {
 		calls := rec.Column(7).(*array.Int64)
 		total := rec.Column(8).(*array.Int64)
 		perop := rec.Column(9).(*array.Float64)
+		timer := rec.Column(10).(*array.Int64)
 		for j := 0; j < int(rec.NumRows()); j++ {
 			// Clone: Arrow's strings alias its buffers, which mem may free.
-			r := Row{visit.Value(j), round.Value(j), pos.Value(j), strings.Clone(cs.Value(j)), strings.Clone(rt.Value(j)), strings.Clone(kind.Value(j)), idx.Value(j), calls.Value(j), total.Value(j)}
-			if r.Calls < 1 || r.TotalNs < 0 {
-				return nil, fmt.Errorf("samples %s: row %d: calls=%d total_ns=%d: want calls >= 1 and total_ns >= 0", path, len(rows), r.Calls, r.TotalNs)
+			r := Row{visit.Value(j), round.Value(j), pos.Value(j), strings.Clone(cs.Value(j)), strings.Clone(rt.Value(j)), strings.Clone(kind.Value(j)), idx.Value(j), calls.Value(j), total.Value(j), timer.Value(j)}
+			if r.TotalNs < 0 || r.TimerNs < 0 {
+				return nil, fmt.Errorf("samples %s: row %d: total_ns=%d timer_ns=%d: want both >= 0", path, len(rows), r.TotalNs, r.TimerNs)
 			}
-			if r.Kind != "batch" && r.Kind != "single" {
-				return nil, fmt.Errorf("samples %s: row %d: kind %q: want batch or single", path, len(rows), r.Kind)
+			if want := map[string]bool{"batch": r.Calls >= 1, "single": r.Calls == 1, "empty": r.Calls == 0}; !want[r.Kind] {
+				return nil, fmt.Errorf("samples %s: row %d: kind %q with %d calls: want batch (calls >= 1), single (1) or empty (0)", path, len(rows), r.Kind, r.Calls)
 			}
 			if perop.Value(j) != r.PerOpNs() {
 				return nil, fmt.Errorf("samples %s: row %d: per_op_ns %g disagrees with total_ns/calls %g", path, len(rows), perop.Value(j), r.PerOpNs())

@@ -26,7 +26,8 @@ func testRows() []Row {
 		{Visit: 0, Round: 0, Position: 0, Case: "gemm-64x64x64", Route: "naive", Kind: "batch", Index: 0, Calls: 100, TotalNs: 123456},
 		{Visit: 0, Round: 0, Position: 0, Case: "gemm-64x64x64", Route: "naive", Kind: "batch", Index: 1, Calls: 3, TotalNs: 10},
 		{Visit: 1, Round: 2, Position: 1, Case: "add-64x1000", Route: "openblas", Kind: "single", Index: 0, Calls: 1, TotalNs: 0},
-		{Visit: math.MaxInt32, Round: 7, Position: 3, Case: "", Route: "r", Kind: "single", Index: 9, Calls: math.MaxInt64, TotalNs: math.MaxInt64},
+		{Visit: math.MaxInt32, Round: 7, Position: 3, Case: "", Route: "r", Kind: "batch", Index: 9, Calls: math.MaxInt64, TotalNs: math.MaxInt64, TimerNs: math.MaxInt64},
+		{Visit: 2, Round: 0, Position: 0, Case: "c", Route: "r", Kind: "empty", Index: 0, Calls: 0, TotalNs: 25000, TimerNs: 40},
 	}
 }
 
@@ -97,7 +98,7 @@ func (tb table) build(t testing.TB) []byte {
 	for _, rows := range tb.batches {
 		b := array.NewRecordBuilder(mem, tb.schema)
 		for i, r := range rows {
-			vals := []any{r.Visit, r.Round, r.Position, r.Case, r.Route, r.Kind, r.Index, r.Calls, r.TotalNs, r.PerOpNs()}
+			vals := []any{r.Visit, r.Round, r.Position, r.Case, r.Route, r.Kind, r.Index, r.Calls, r.TotalNs, r.PerOpNs(), r.TimerNs}
 			if v, ok := tb.perOp[i]; ok {
 				vals[9] = v
 			}
@@ -169,11 +170,14 @@ func TestReadViolations(t *testing.T) {
 			tb.perOp = map[int]float64{1: 4}
 			return tb
 		}(), want: "row 1: per_op_ns 4 disagrees with total_ns/calls 3.3333333333333335"},
-		{name: "calls 0", table: goodTable(bad(func(r *Row) { r.Calls = 0; r.TotalNs = 5 })), want: "row 1: calls=0 total_ns=5: want calls >= 1 and total_ns >= 0"},
-		{name: "calls negative", table: goodTable(bad(func(r *Row) { r.Calls = -1 })), want: "row 1: calls=-1 total_ns=123456: want calls >= 1 and total_ns >= 0"},
-		{name: "total_ns negative", table: goodTable(bad(func(r *Row) { r.TotalNs = -7 })), want: "row 1: calls=100 total_ns=-7: want calls >= 1 and total_ns >= 0"},
-		{name: "unknown kind", table: goodTable(bad(func(r *Row) { r.Kind = "warmup" })), want: `row 1: kind "warmup": want batch or single`},
-		{name: "empty kind", table: goodTable(bad(func(r *Row) { r.Kind = "" })), want: `row 1: kind "": want batch or single`},
+		{name: "batch with calls 0", table: goodTable(bad(func(r *Row) { r.Calls = 0; r.TotalNs = 5 })), want: `row 1: kind "batch" with 0 calls: want batch (calls >= 1), single (1) or empty (0)`},
+		{name: "calls negative", table: goodTable(bad(func(r *Row) { r.Calls = -1 })), want: `row 1: kind "batch" with -1 calls: want batch (calls >= 1), single (1) or empty (0)`},
+		{name: "empty with calls", table: goodTable(bad(func(r *Row) { r.Kind = "empty" })), want: `row 1: kind "empty" with 100 calls: want batch (calls >= 1), single (1) or empty (0)`},
+		{name: "single with 2 calls", table: goodTable(bad(func(r *Row) { r.Kind, r.Calls = "single", 2 })), want: `row 1: kind "single" with 2 calls: want batch (calls >= 1), single (1) or empty (0)`},
+		{name: "total_ns negative", table: goodTable(bad(func(r *Row) { r.TotalNs = -7 })), want: "row 1: total_ns=-7 timer_ns=0: want both >= 0"},
+		{name: "timer_ns negative", table: goodTable(bad(func(r *Row) { r.TimerNs = -7 })), want: "row 1: total_ns=123456 timer_ns=-7: want both >= 0"},
+		{name: "unknown kind", table: goodTable(bad(func(r *Row) { r.Kind = "warmup" })), want: `row 1: kind "warmup" with 100 calls: want batch (calls >= 1), single (1) or empty (0)`},
+		{name: "empty kind", table: goodTable(bad(func(r *Row) { r.Kind = "" })), want: `row 1: kind "" with 100 calls: want batch (calls >= 1), single (1) or empty (0)`},
 		{name: "null calls", table: func() table {
 			tb := goodTable(batch)
 			tb.nullCol = 7
@@ -243,7 +247,7 @@ func FuzzReadFile(f *testing.F) {
 		}
 		mem.AssertSize(t, 0)
 		for i, r := range rows {
-			if r.Calls < 1 || r.TotalNs < 0 || (r.Kind != "batch" && r.Kind != "single") {
+			if r.TotalNs < 0 || r.TimerNs < 0 || !(r.Kind == "batch" && r.Calls >= 1 || r.Kind == "single" && r.Calls == 1 || r.Kind == "empty" && r.Calls == 0) {
 				t.Fatalf("ReadFile accepted row %d = %+v", i, r)
 			}
 		}

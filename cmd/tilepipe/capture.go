@@ -20,6 +20,7 @@ func captureFlags() []cli.Flag {
 		&cli.IntFlag{Name: "jobs", Value: d.Jobs, Usage: "route builds run at once"},
 		&cli.StringSliceFlag{Name: "ir", Usage: "FILE of external IR for routes that accept IR (repeatable; needs --abi)"},
 		&cli.StringFlag{Name: "abi", Usage: "FILE: the external IR's entry ABI as JSON (docs/protocol.md; needs --ir)"},
+		&cli.StringSliceFlag{Name: "route-env", Usage: "KEY=VALUE a route program sees in describe and build (repeatable; recorded); it sees nothing else of the environment but PATH, HOME and the locale"},
 	}
 }
 
@@ -34,6 +35,8 @@ func captureConfig(c *cli.Context, output string) capture.Config {
 	}
 	cfg.RouteExec = c.StringSlice("route-exec")
 	cfg.IR, cfg.ABI = c.StringSlice("ir"), c.String("abi")
+	cfg.RouteEnv = c.StringSlice("route-env")
+	cfg.NoSandbox, cfg.Bwrap = c.Bool("no-sandbox"), c.String("bwrap")
 	cfg.Progress = progress.New(c.App.ErrWriter)
 	return cfg
 }
@@ -42,7 +45,7 @@ func captureCommand() *cli.Command {
 	return &cli.Command{
 		Name:  "capture",
 		Usage: "build every case of a cohort with each route; store sources, binaries and tensors by digest",
-		Flags: append(captureFlags(), &cli.StringFlag{Name: "output", Usage: "NEW directory for the capture stage"}),
+		Flags: append(append(captureFlags(), sandboxFlags()...), &cli.StringFlag{Name: "output", Usage: "NEW directory for the capture stage"}),
 		Action: func(c *cli.Context) error {
 			if err := need(c, "output"); err != nil {
 				return err

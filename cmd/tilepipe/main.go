@@ -72,6 +72,9 @@ func newApp(stdout, stderr io.Writer) *cli.App {
 		Usage:     "turn a kernel-performance claim into a checkpoint a reviewer can verify",
 		Writer:    stdout,
 		ErrWriter: stderr,
+		// A repeated flag is the way to give several values: a comma is
+		// part of the value (--route-env KEY=a,b, a path with a comma).
+		DisableSliceFlagSeparator: true,
 		Commands: []*cli.Command{
 			captureCommand(), prepareCommand(), replayCommand(), auditCommand(), runCommand(),
 			compareCommand(), routesCommand(), cohortsCommand(),

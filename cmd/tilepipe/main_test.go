@@ -14,8 +14,20 @@ import (
 )
 
 // tp runs tilepipe in-process and returns exit code, stdout and stderr.
+// Route builds see no variable of the test's environment but those given
+// with --route-env: tp forwards every TILEPIPE_TEST_* variable that way to
+// capture and run, so tests configure the naive route with t.Setenv.
 func tp(t *testing.T, args ...string) (int, string, string) {
 	t.Helper()
+	if len(args) > 0 && (args[0] == "capture" || args[0] == "run") {
+		var fwd []string
+		for _, kv := range os.Environ() {
+			if strings.HasPrefix(kv, "TILEPIPE_TEST_") {
+				fwd = append(fwd, "--route-env", kv)
+			}
+		}
+		args = append(append([]string{args[0]}, fwd...), args[1:]...)
+	}
 	var out, errb bytes.Buffer
 	code := tilepipe(context.Background(), append([]string{"tilepipe"}, args...), &out, &errb)
 	return code, out.String(), errb.String()
@@ -54,6 +66,19 @@ func readReplay(t *testing.T, dir string) artifacts.ReplayDoc {
 		t.Fatal(err)
 	}
 	var doc artifacts.ReplayDoc
+	if err := st.ReadDoc(&doc); err != nil {
+		t.Fatal(err)
+	}
+	return doc
+}
+
+func readPrepared(t *testing.T, dir string) artifacts.PreparedDoc {
+	t.Helper()
+	st, err := artifacts.OpenStage(dir, artifacts.PreparedType, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var doc artifacts.PreparedDoc
 	if err := st.ReadDoc(&doc); err != nil {
 		t.Fatal(err)
 	}
@@ -127,7 +152,7 @@ func TestUnsupportedRowsExit3(t *testing.T) {
 	if code != exitUnsupported {
 		t.Fatalf("run = exit %d, want %d\n%s\n%s", code, exitUnsupported, out, errs)
 	}
-	if want := "| sum-4x10 | naive | unsupported | - | - | - | - | naive has no op sum |"; !strings.Contains(out, want) {
+	if want := "| sum-4x10 | naive | unsupported | - | - | - | - | - | naive has no op sum |"; !strings.Contains(out, want) {
 		t.Errorf("run stdout lacks the kept unsupported row %q:\n%s", want, out)
 	}
 }

@@ -23,12 +23,21 @@ func replayFlags() []cli.Flag {
 	}
 }
 
+// sandboxFlags are the flags of every stage that runs route code.
+func sandboxFlags() []cli.Flag {
+	return []cli.Flag{
+		&cli.BoolFlag{Name: "no-sandbox", Usage: "run route code without a sandbox (recorded; the audit marks every row of such a replay)"},
+		&cli.StringFlag{Name: "bwrap", Usage: "bubblewrap program that contains route code (default: bwrap on PATH)"},
+	}
+}
+
 func replayConfig(c *cli.Context, prepared, output string) replay.Config {
 	cfg := replay.DefaultConfig
 	cfg.Prepared, cfg.Output = prepared, output
 	cfg.Rounds, cfg.Samples, cfg.Singles = c.Int("rounds"), c.Int("samples"), c.Int("singles")
 	cfg.SampleMs, cfg.WarmupMs, cfg.TimeoutS = c.Float64("sample-ms"), c.Float64("warmup-ms"), c.Float64("timeout-s")
 	cfg.Baseline, cfg.Seed = c.String("baseline"), c.Uint64("seed")
+	cfg.NoSandbox, cfg.Bwrap = c.Bool("no-sandbox"), c.String("bwrap")
 	if c.IsSet("threads") {
 		cfg.Threads = c.Int("threads")
 	}
@@ -40,7 +49,7 @@ func replayCommand() *cli.Command {
 	return &cli.Command{
 		Name:  "replay",
 		Usage: "time exactly the prepared binaries in balanced orders and validate every output",
-		Flags: append(replayFlags(),
+		Flags: append(append(replayFlags(), sandboxFlags()...),
 			&cli.StringFlag{Name: "prepared", Usage: "prepared stage directory"},
 			&cli.StringFlag{Name: "capture", Usage: "capture stage directory (default: from the prepared receipt)"},
 			&cli.StringFlag{Name: "output", Usage: "NEW directory for the replay stage"},

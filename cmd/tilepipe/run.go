@@ -18,7 +18,7 @@ func runCommand() *cli.Command {
 	return &cli.Command{
 		Name:  "run",
 		Usage: "capture, prepare, replay and audit into NEW/{capture,prepared,replay,audit.json}",
-		Flags: append(append(captureFlags(), replayFlags()...),
+		Flags: append(append(append(captureFlags(), replayFlags()...), sandboxFlags()...),
 			&cli.StringFlag{Name: "output", Usage: "NEW directory for all four stages"}),
 		Action: func(c *cli.Context) error {
 			if err := need(c, "output"); err != nil {
@@ -38,6 +38,7 @@ func runCommand() *cli.Command {
 			fmt.Fprintf(w, "capture  %s: %v\n", cres.Manifest, cres.Counts)
 			pcfg := prepare.DefaultConfig
 			pcfg.Capture, pcfg.Output, pcfg.Progress = capDir, prepDir, p
+			pcfg.NoSandbox, pcfg.Bwrap = c.Bool("no-sandbox"), c.String("bwrap")
 			pres, err := prepare.Run(c.Context, pcfg)
 			if err != nil {
 				return err

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -138,21 +139,59 @@ func TestTamperedBlobFailsNextStageAndAudit(t *testing.T) {
 	}
 }
 
-// TestClosureChangeFailsReplay links the naive kernel through a shared
-// library, changes that library after prepare and expects replay to refuse
-// to time it.
+// TestClosureChangeFailsReplay links the timer against a copy of the C
+// library that the test controls, changes that copy after prepare and
+// expects replay to refuse to time it. The copy gets in through the
+// toolchain, which is the operator's: prepare's cc is a wrapper that adds
+// an rpath to the link (a route cannot: the link policy refuses
+// -Wl,-rpath).
 func TestClosureChangeFailsReplay(t *testing.T) {
-	lib := t.TempDir()
-	t.Setenv("TILEPIPE_TEST_LIB", lib)
+	realCC, err := exec.LookPath("cc")
+	if err != nil {
+		t.Fatal(err)
+	}
+	path, err := exec.Command(realCC, "-print-file-name=libc.so.6").Output()
+	if err != nil {
+		t.Fatalf("cc -print-file-name=libc.so.6: %v", err)
+	}
+	b, err := os.ReadFile(strings.TrimSpace(string(path)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	lib, err := filepath.EvalSymlinks(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	so := filepath.Join(lib, "libc.so.6")
+	if err := os.WriteFile(so, b, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	bin := t.TempDir()
+	wrapper := fmt.Sprintf("#!/bin/sh\nexec '%s' \"$@\" '-Wl,-rpath,%s'\n", realCC, lib)
+	if err := os.WriteFile(filepath.Join(bin, "cc"), []byte(wrapper), 0o755); err != nil {
+		t.Fatal(err)
+	}
 	dir := t.TempDir()
 	capDir, prepDir, repDir := filepath.Join(dir, "capture"), filepath.Join(dir, "prepared"), filepath.Join(dir, "replay")
 	if code, _, errs := tp(t, "capture", "--cohort", tinyCohort(t, gemm16), "--routes", "", "--route-exec", testroute.Path(t), "--output", capDir); code != 0 {
 		t.Fatalf("capture = exit %d: %s", code, errs)
 	}
-	if code, _, errs := tp(t, "prepare", "--capture", capDir, "--output", prepDir); code != 0 {
+	t.Setenv("PATH", bin+string(filepath.ListSeparator)+os.Getenv("PATH"))
+	// --no-sandbox: the copy lives in the test's directory under /tmp, and a
+	// sandboxed closure listing has a /tmp of its own. Replay stays
+	// sandboxed; its closure check runs outside the sandbox anyway.
+	if code, _, errs := tp(t, "prepare", "--capture", capDir, "--output", prepDir, "--no-sandbox"); code != 0 {
 		t.Fatalf("prepare = exit %d: %s", code, errs)
 	}
-	so := filepath.Join(lib, "libnaive.so")
+	pinned := false
+	for _, e := range readPrepared(t, prepDir).Entries {
+		for _, c := range e.Closure {
+			pinned = pinned || c.Path == so
+		}
+	}
+	if !pinned {
+		t.Fatalf("prepare did not pin %s: the timer did not load the copy", so)
+	}
 	f, err := os.OpenFile(so, os.O_APPEND|os.O_WRONLY, 0)
 	if err != nil {
 		t.Fatal(err)

@@ -11,18 +11,23 @@
  *     int tilepipe_entry(void *const *buffers);
  *
  * Usage:
- *     harness --visit VISIT.txt   validate, time, print one JSON report
+ *     harness --visit VISIT.txt   validate, then serve replay's commands on
+ *                                 fd 3 and report on fd 4 (protocol 2)
  *     harness --closure           print every regular file mapped into us
  *
- * Exit 0 means a report was printed (status ok or failed); exit 2 is a usage,
- * parse or I/O error, explained on stderr as "harness: error: ...". Any other
- * exit (a signal from the entry, a timeout) is the visit's failure, recorded
- * by replay.
+ * Replay owns the clock and the call counts: it says how many calls each
+ * sample makes and measures every span itself; the numbers this timer
+ * reports are only its cross-check. Exit 0 means the reports were written
+ * (status ok or failed); exit 2 is a usage, parse or I/O error, explained on
+ * stderr as "harness: error: ...". Any other exit (a signal from the entry,
+ * a timeout) is the visit's failure, recorded by replay. The timer ends with
+ * _exit, so no exit handler or destructor of route code ever runs.
  */
 #define _POSIX_C_SOURCE 200809L
 #define _XOPEN_SOURCE 700
 
 #include <errno.h>
+#include <sys/types.h>
 #include <fcntl.h>
 #include <inttypes.h>
 #include <stdarg.h>
@@ -88,9 +93,12 @@ struct param {
 	unsigned char *copy; /* input: private copy; output: first call's result */
 };
 
+/* The protocol's descriptors: commands from replay, reports to replay. */
+enum { CMD_FD = 3, REPORT_FD = 4 };
+
 struct visit {
 	const char *file;
-	uint64_t warmup_ms, sample_ms, samples, singles, threads;
+	uint64_t threads;
 	struct param *params;
 	size_t nparams;
 };
@@ -100,9 +108,6 @@ struct report {
 	char reason[512];
 	const char *checks[NCHECKS];
 	int ran[NCHECKS]; /* check passed at least once */
-	uint64_t calls_per_sample;
-	int64_t *batch_ns;
-	int64_t *single_ns;
 };
 
 static void die(const char *fmt, ...) __attribute__((noreturn, format(printf, 1, 2)));
@@ -173,10 +178,6 @@ static const struct {
 	const char *key;
 	uint64_t min, max;
 } scalars[] = {
-	{"warmup_ms", 0, 3600000},
-	{"sample_ms", 0, 600000},
-	{"samples", 1, 1000000},
-	{"singles", 0, 1000000},
 	{"threads", 1, 1 << 20},
 };
 enum { NSCALARS = sizeof scalars / sizeof scalars[0] };
@@ -241,7 +242,7 @@ static void parse_visit(const char *file, struct visit *v)
 		die("open %s: %s", file, strerror(errno));
 	memset(v, 0, sizeof *v);
 	v->file = file;
-	uint64_t *vals[NSCALARS] = {&v->warmup_ms, &v->sample_ms, &v->samples, &v->singles, &v->threads};
+	uint64_t *vals[NSCALARS] = {&v->threads};
 	int seen[NSCALARS] = {0};
 	char *line = NULL;
 	size_t cap = 0;
@@ -267,8 +268,8 @@ static void parse_visit(const char *file, struct visit *v)
 			tok[ntok++] = t;
 		}
 		if (lineno == 1) {
-			if (ntok != 2 || strcmp(tok[0], "tilepipe-visit") != 0 || strcmp(tok[1], "1") != 0)
-				die("%s:1: bad header, want \"tilepipe-visit 1\"", file);
+			if (ntok != 2 || strcmp(tok[0], "tilepipe-visit") != 0 || strcmp(tok[1], "2") != 0)
+				die("%s:1: bad header, want \"tilepipe-visit 2\"", file);
 			continue;
 		}
 		if (ntok == 0)
@@ -295,7 +296,7 @@ static void parse_visit(const char *file, struct visit *v)
 	free(line);
 	free(tok);
 	if (lineno == 0)
-		die("%s: empty file, want \"tilepipe-visit 1\"", file);
+		die("%s: empty file, want \"tilepipe-visit 2\"", file);
 	for (size_t k = 0; k < NSCALARS; k++)
 		if (!seen[k])
 			die("%s: missing key \"%s\"", file, scalars[k].key);
@@ -487,42 +488,70 @@ static int fail_entry(struct report *r, const char *when, int rc)
 	return 0;
 }
 
-static void put_json_string(const char *s)
+/* A report line is built in one buffer and written with one write(2). */
+struct line {
+	char b[2048];
+	size_t n;
+};
+
+static void put(struct line *l, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+static void put(struct line *l, const char *fmt, ...)
 {
-	putchar('"');
+	va_list ap;
+	va_start(ap, fmt);
+	int n = vsnprintf(l->b + l->n, sizeof l->b - l->n, fmt, ap);
+	va_end(ap);
+	if (n < 0 || (size_t)n >= sizeof l->b - l->n)
+		die("report line too long");
+	l->n += (size_t)n;
+}
+
+static void put_json_string(struct line *l, const char *s)
+{
+	put(l, "\"");
 	for (; *s; s++) {
 		unsigned char c = (unsigned char)*s;
 		if (c == '"' || c == '\\')
-			printf("\\%c", c);
+			put(l, "\\%c", c);
 		else if (c < 0x20)
-			printf("\\u%04x", c);
+			put(l, "\\u%04x", c);
 		else
-			putchar(c);
+			put(l, "%c", c);
 	}
-	putchar('"');
+	put(l, "\"");
 }
 
-static void put_samples(const int64_t *s, uint64_t n)
+static void send_line(struct line *l)
 {
-	putchar('[');
-	for (uint64_t i = 0; i < n; i++)
-		printf("%s%" PRId64, i ? ", " : "", s[i]);
-	putchar(']');
+	put(l, "\n");
+	const char *p = l->b;
+	size_t n = l->n;
+	while (n > 0) {
+		ssize_t w = write(REPORT_FD, p, n);
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w < 0)
+			die("write report on fd %d: %s", REPORT_FD, strerror(errno));
+		p += w;
+		n -= (size_t)w;
+	}
 }
 
-static void print_report(const struct visit *v, const struct report *r, int ok)
+/* send_status writes a validated or final report. */
+static void send_status(const struct visit *v, const struct report *r, int ok, const char *type)
 {
-	printf("{\"protocol\": 1, \"status\": \"%s\", \"reason\": ", ok ? "ok" : "failed");
-	put_json_string(r->reason);
-	printf(", \"checks\": {");
+	struct line l = {.n = 0};
+	put(&l, "{\"type\": \"%s\", \"status\": \"%s\", \"reason\": ", type, ok ? "ok" : "failed");
+	put_json_string(&l, r->reason);
+	put(&l, ", \"checks\": {");
 	for (int i = 0; i < NCHECKS; i++)
-		printf("%s\"%s\": \"%s\"", i ? ", " : "", check_names[i], ok ? "pass" : r->checks[i]);
-	printf("}, \"calls_per_sample\": %" PRIu64 ", \"batch_ns\": ", ok ? r->calls_per_sample : 0);
-	put_samples(r->batch_ns, ok ? v->samples : 0);
-	printf(", \"single_ns\": ");
-	put_samples(r->single_ns, ok ? v->singles : 0);
-	printf(", \"clock\": \"CLOCK_MONOTONIC\", \"threads\": %" PRIu64 ", \"output_policy\": \"direct\"}\n",
-	       v->threads);
+		put(&l, "%s\"%s\": \"%s\"", i ? ", " : "", check_names[i], ok ? "pass" : r->checks[i]);
+	put(&l, "}");
+	if (strcmp(type, "validated") == 0)
+		put(&l, ", \"threads\": %" PRIu64 ", \"output_policy\": \"direct\"", v->threads);
+	put(&l, "}");
+	send_line(&l);
 }
 
 /* ---- outputs ---- */
@@ -579,16 +608,9 @@ static void write_output(const struct param *p)
 
 /* ---- timing ---- */
 
-static int64_t now_ns(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
-}
-
-/* time_batch times n back-to-back calls. Nothing but the calls and one OR
+/* run_sample times n back-to-back calls. Nothing but the calls and one OR
  * per call sits between the two clock reads. */
-static int64_t time_batch(uint64_t n, void *const *bufs)
+static int64_t run_sample(uint64_t n, void *const *bufs)
 {
 	int (*fn)(void *const *) = entry_fn;
 	int acc = 0;
@@ -601,27 +623,29 @@ static int64_t time_batch(uint64_t n, void *const *bufs)
 	return (int64_t)(t1.tv_sec - t0.tv_sec) * 1000000000 + (t1.tv_nsec - t0.tv_nsec);
 }
 
-static void timing(const struct visit *v, struct report *r, void *const *bufs)
+/* serve answers replay's commands until "end": "run SEQ N" runs a sample of
+ * N calls and reports the timer's own span for it. */
+static void serve(FILE *in, void *const *bufs)
 {
-	int (*fn)(void *const *) = entry_fn;
-	int acc = 0;
-	int64_t warmup_ns = (int64_t)v->warmup_ms * 1000000;
-	int64_t start = now_ns();
-	do
-		acc |= fn(bufs);
-	while (now_ns() - start < warmup_ns);
-	timed_rc |= acc;
-
-	int64_t sample_ns = (int64_t)v->sample_ms * 1000000;
-	uint64_t n = 1;
-	while (n < MAX_CALLS_PER_SAMPLE && time_batch(n, bufs) < sample_ns)
-		n *= 2;
-	r->calls_per_sample = n;
-
-	for (uint64_t i = 0; i < v->samples; i++)
-		r->batch_ns[i] = time_batch(n, bufs);
-	for (uint64_t i = 0; i < v->singles; i++)
-		r->single_ns[i] = time_batch(1, bufs);
+	char cmd[128];
+	while (fgets(cmd, sizeof cmd, in)) {
+		size_t len = strlen(cmd);
+		if (len == 0 || cmd[len - 1] != '\n')
+			die("command: want one line of at most %zu bytes", sizeof cmd - 2);
+		cmd[len - 1] = 0;
+		if (strcmp(cmd, "end") == 0)
+			return;
+		char seq[32], calls[32], extra;
+		uint64_t s, n;
+		if (sscanf(cmd, "run %31s %31s %c", seq, calls, &extra) != 2 || !parse_u64(seq, UINT64_C(1) << 62, &s) ||
+		    !parse_u64(calls, MAX_CALLS_PER_SAMPLE, &n))
+			die("command \"%s\": want \"run SEQ N\" or \"end\"", cmd);
+		int64_t ns = run_sample(n, bufs);
+		struct line l = {.n = 0};
+		put(&l, "{\"type\": \"sample\", \"seq\": %" PRIu64 ", \"calls\": %" PRIu64 ", \"ns\": %" PRId64 "}", s, n, ns);
+		send_line(&l);
+	}
+	die("fd %d closed before \"end\"", CMD_FD);
 }
 
 /* validate_call runs one validation call and checks 3-6 (docs/protocol.md);
@@ -643,8 +667,8 @@ static int validate_call(struct visit *v, struct report *r, void *const *bufs, i
 	return passed(r, CHECK_INPUTS);
 }
 
-/* visit runs steps 2-12 and reports whether every check passed. */
-static int visit(struct visit *v, struct report *r, void *const *bufs)
+/* validate runs steps 2-8 and reports whether every check passed. */
+static int validate(struct visit *v, struct report *r, void *const *bufs)
 {
 	if (!validate_call(v, r, bufs, 0))
 		return 0;
@@ -660,8 +684,12 @@ static int visit(struct visit *v, struct report *r, void *const *bufs)
 	for (size_t i = 0; i < v->nparams; i++)
 		if (v->params[i].role == ROLE_OUTPUT)
 			write_output(&v->params[i]);
+	return 1;
+}
 
-	timing(v, r, bufs);
+/* after_timing runs the checks after the timed calls. */
+static int after_timing(struct visit *v, struct report *r)
+{
 	if (timed_rc != 0)
 		return fail_entry(r, " (during timing)", timed_rc);
 	if (!check_guards(v, r, " (after timing)"))
@@ -673,6 +701,8 @@ static int visit(struct visit *v, struct report *r, void *const *bufs)
 
 static int run_visit(const char *file)
 {
+	if (fcntl(CMD_FD, F_GETFD) < 0 || fcntl(REPORT_FD, F_GETFD) < 0)
+		die("fds %d and %d: want replay's command and report pipes (docs/protocol.md, visit)", CMD_FD, REPORT_FD);
 	struct visit v;
 	parse_visit(file, &v);
 	alloc_buffers(&v);
@@ -680,14 +710,21 @@ static int run_visit(const char *file)
 	for (size_t i = 0; i < v.nparams; i++)
 		bufs[i] = v.params[i].data;
 
+	FILE *in = fdopen(CMD_FD, "r");
+	if (!in)
+		die("fd %d: %s", CMD_FD, strerror(errno));
 	struct report r = {.reason = ""};
-	r.batch_ns = xmalloc(v.samples * sizeof *r.batch_ns);
-	r.single_ns = xmalloc(v.singles * sizeof *r.single_ns);
-	int ok = visit(&v, &r, bufs);
-	print_report(&v, &r, ok);
-	if (fflush(stdout) != 0 || ferror(stdout))
-		die("write report: %s", strerror(errno));
-	return 0;
+	int ok = validate(&v, &r, bufs);
+	send_status(&v, &r, ok, "validated");
+	if (ok) {
+		serve(in, bufs);
+		send_status(&v, &r, after_timing(&v, &r), "final");
+	}
+	/* Stay until replay closes fd 3: it looks for processes left behind
+	 * while the timer is still here to hold the visit open. */
+	while (fgetc(in) != EOF)
+		;
+	_exit(0);
 }
 
 /* ---- closure ---- */

@@ -4,16 +4,15 @@ import (
 	"bytes"
 	"context"
 	"encoding/binary"
-	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/tilepipe/tilepipe/internal/visit"
 	"math"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 )
@@ -67,11 +66,7 @@ type gemmCase struct {
 // visitText is a well-formed VISIT.txt for c; tests break it on purpose.
 func (c gemmCase) visitText() string {
 	n := dim * dim * 4
-	return fmt.Sprintf(`tilepipe-visit 1
-warmup_ms 1
-sample_ms 1
-samples 3
-singles 3
+	return fmt.Sprintf(`tilepipe-visit 2
 threads 2
 param input A f32 %d %s %d %d
 param input B f32 %d %s %d %d
@@ -138,18 +133,62 @@ func naiveGemm(a, b []float32) []float32 {
 	return c
 }
 
-// report is the harness's JSON output (docs/protocol.md, "visit").
-type report struct {
-	Protocol       int               `json:"protocol"`
-	Status         string            `json:"status"`
-	Reason         string            `json:"reason"`
-	Checks         map[string]string `json:"checks"`
-	CallsPerSample int64             `json:"calls_per_sample"`
-	BatchNs        []int64           `json:"batch_ns"`
-	SingleNs       []int64           `json:"single_ns"`
-	Clock          string            `json:"clock"`
-	Threads        int               `json:"threads"`
-	OutputPolicy   string            `json:"output_policy"`
+// visitResult is what one visit of the harness produced, driven by
+// internal/visit exactly as replay drives it.
+type visitResult struct {
+	validated visit.Report
+	final     *visit.Report
+	samples   []visit.Sample
+	calls     int64
+	reason    string // the first failure: a failed report or a *visit.Failure
+	out       *visit.Outcome
+}
+
+// plan: 1 ms warm-up and samples, 3 of each kind.
+var plan = visit.Plan{Warmup: time.Millisecond, Sample: time.Millisecond, Samples: 3, Singles: 3, MaxCalls: 1 << 30}
+
+// runVisit runs exe --visit path without a sandbox, as replay would.
+func runVisit(t *testing.T, exe, path string) visitResult {
+	t.Helper()
+	sess, err := visit.Start(context.Background(), visit.Spec{Argv: []string{exe, "--visit", path}, Dir: filepath.Dir(exe), Timeout: 20 * time.Second, Threads: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var r visitResult
+	err = func() error {
+		var err error
+		if r.validated, err = sess.Validated(); err != nil {
+			return err
+		}
+		if r.validated.Status != "ok" {
+			r.reason = r.validated.Reason
+			return nil
+		}
+		if r.samples, r.calls, err = sess.Drive(plan); err != nil {
+			return err
+		}
+		fin, err := sess.End()
+		if err != nil {
+			return err
+		}
+		r.final, r.reason = &fin, fin.Reason
+		return nil
+	}()
+	var f *visit.Failure
+	if err != nil && !errors.As(err, &f) {
+		t.Fatal(err)
+	}
+	out, ferr := sess.Finish(r.final != nil)
+	if err == nil {
+		err = ferr
+	}
+	if errors.As(err, &f) {
+		r.reason = f.Reason
+	} else if err != nil {
+		t.Fatal(err)
+	}
+	r.out = out
+	return r
 }
 
 // run runs exe with args and returns stdout, stderr and the wait error.
@@ -197,46 +236,27 @@ func TestVisitFaults(t *testing.T) {
 			t.Parallel()
 			exe := linkFault(t, t.TempDir(), hobj, tt.fault)
 			c := newGemmCase(t)
-			stdout, stderr, err := run(t, exe, "--visit", c.visit)
-			if err != nil {
-				t.Fatalf("harness --visit: %v\nstderr: %s", err, stderr)
+			r := runVisit(t, exe, c.visit)
+			if r.reason != tt.reason {
+				t.Errorf("harness(%s) = %q, want %q\nstderr: %s", tt.fault, r.reason, tt.reason, r.out.Stderr)
 			}
-			r := parseReport(t, stdout)
-
-			wantStatus := "ok"
-			if tt.reason != "" {
-				wantStatus = "failed"
+			got := r.validated.Checks
+			if r.final != nil {
+				got = r.final.Checks
 			}
-			if r.Status != wantStatus || r.Reason != tt.reason {
-				t.Errorf("harness(%s) = %s %q, want %s %q", tt.fault, r.Status, r.Reason, wantStatus, tt.reason)
+			if !mapsEqual(got, tt.checks) {
+				t.Errorf("harness(%s).checks = %v, want %v", tt.fault, got, tt.checks)
 			}
-			if !mapsEqual(r.Checks, tt.checks) {
-				t.Errorf("harness(%s).checks = %v, want %v", tt.fault, r.Checks, tt.checks)
+			if r.validated.Threads != 2 || r.validated.OutputPolicy != "direct" {
+				t.Errorf("harness(%s) = threads %d policy %q, want 2 direct", tt.fault, r.validated.Threads, r.validated.OutputPolicy)
 			}
-			if r.Protocol != 1 || r.Clock != "CLOCK_MONOTONIC" || r.Threads != 2 || r.OutputPolicy != "direct" {
-				t.Errorf("harness(%s) = protocol %d clock %q threads %d policy %q, want 1 CLOCK_MONOTONIC 2 direct",
-					tt.fault, r.Protocol, r.Clock, r.Threads, r.OutputPolicy)
+			if len(r.out.Stdout) != 0 {
+				t.Errorf("harness(%s) stdout = %q, want empty (the timer reports on fd 4)", tt.fault, r.out.Stdout)
 			}
-			checkTiming(t, tt.fault, r, wantStatus == "ok")
+			checkTiming(t, tt.fault, r, r.final != nil)
 			checkOutput(t, tt.fault, c, tt.wrote)
 		})
 	}
-}
-
-// parseReport decodes the one JSON line a visit prints, refusing keys the
-// protocol does not define.
-func parseReport(t *testing.T, stdout []byte) report {
-	t.Helper()
-	d := json.NewDecoder(bytes.NewReader(stdout))
-	d.DisallowUnknownFields()
-	var r report
-	if err := d.Decode(&r); err != nil {
-		t.Fatalf("harness --visit: bad JSON %q: %v", stdout, err)
-	}
-	if d.More() || !bytes.HasSuffix(stdout, []byte("}\n")) {
-		t.Fatalf("harness --visit: stdout %q, want one JSON object and a newline", stdout)
-	}
-	return r
 }
 
 // TestVisitDtypes declares C with each storage dtype so that dtype's poison
@@ -260,44 +280,36 @@ func TestVisitDtypes(t *testing.T) {
 			if err := os.WriteFile(c.visit, []byte(text), 0o644); err != nil {
 				t.Fatal(err)
 			}
-			stdout, stderr, err := run(t, exe, "--visit", c.visit)
-			if err != nil {
-				t.Fatalf("harness --visit: %v\nstderr: %s", err, stderr)
-			}
-			r := parseReport(t, stdout)
-			if r.Status != "failed" || r.Reason != tc.want {
-				t.Errorf("harness(halfwrite, C %s) = %s %q, want failed %q", tc.dtype, r.Status, r.Reason, tc.want)
+			if r := runVisit(t, exe, c.visit); r.reason != tc.want {
+				t.Errorf("harness(halfwrite, C %s) = %q, want %q", tc.dtype, r.reason, tc.want)
 			}
 		})
 	}
 }
 
-// checkTiming asserts the sample counts of a visit with samples 3 and
-// singles 3: all of them, positive, for ok; none for failed.
-func checkTiming(t *testing.T, fault string, r report, ok bool) {
+// checkTiming asserts the samples of a visit that reached its final
+// report: 3 of each kind, each span holding the timer's own number.
+func checkTiming(t *testing.T, fault string, r visitResult, timed bool) {
 	t.Helper()
-	if !ok {
-		if len(r.BatchNs) != 0 || len(r.SingleNs) != 0 || r.CallsPerSample != 0 {
-			t.Errorf("harness(%s) timing = %d %v %v, want 0 [] []", fault, r.CallsPerSample, r.BatchNs, r.SingleNs)
+	if !timed {
+		if len(r.samples) != 0 {
+			t.Errorf("harness(%s) = %d samples, want none", fault, len(r.samples))
 		}
 		return
 	}
-	if len(r.BatchNs) != 3 || len(r.SingleNs) != 3 {
-		t.Errorf("harness(%s) samples = %d batch, %d single, want 3, 3", fault, len(r.BatchNs), len(r.SingleNs))
-	}
-	for _, ns := range append(slices.Clone(r.BatchNs), r.SingleNs...) {
-		if ns <= 0 {
-			t.Errorf("harness(%s) sample = %d ns, want > 0", fault, ns)
+	kinds := map[string]int{}
+	for _, s := range r.samples {
+		kinds[s.Kind]++
+		if s.SpanNs <= 0 || s.TimerNs < 0 || s.TimerNs > s.SpanNs+int64(visit.ClockAhead) {
+			t.Errorf("harness(%s) sample %+v: want 0 <= timer ns <= span", fault, s)
 		}
 	}
-	n := r.CallsPerSample
-	if n < 1 || n > 1<<30 || n&(n-1) != 0 {
-		t.Errorf("harness(%s).calls_per_sample = %d, want a power of 2 in [1, 2^30]", fault, n)
+	if kinds[visit.KindBatch] != 3 || kinds[visit.KindSingle] != 3 || kinds[visit.KindEmpty] != 3 {
+		t.Errorf("harness(%s) samples = %v, want 3 of each kind", fault, kinds)
 	}
-	// Calibration stops at the first n whose batch took sample_ms (1 ms), so
-	// a batch of n calls should take about that long; allow for noise.
-	if n > 1 && slices.Max(r.BatchNs) < 100_000 {
-		t.Errorf("harness(%s) batch_ns = %v with %d calls, want about 1 ms", fault, r.BatchNs, n)
+	n := r.calls
+	if n < 1 || n > 1<<30 || n&(n-1) != 0 {
+		t.Errorf("harness(%s) calls per sample = %d, want a power of 2 in [1, 2^30]", fault, n)
 	}
 }
 
@@ -352,17 +364,8 @@ func TestVisitCrash(t *testing.T) {
 	dir := t.TempDir()
 	exe := linkFault(t, dir, compileHarness(t, dir), "crash")
 	c := newGemmCase(t)
-	stdout, _, err := run(t, exe, "--visit", c.visit)
-	var ee *exec.ExitError
-	if !errors.As(err, &ee) {
-		t.Fatalf("harness(crash) = %v, want killed by SIGSEGV", err)
-	}
-	ws := ee.Sys().(syscall.WaitStatus)
-	if !ws.Signaled() || ws.Signal() != syscall.SIGSEGV {
-		t.Errorf("harness(crash) = %v, want killed by SIGSEGV", err)
-	}
-	if len(stdout) != 0 {
-		t.Errorf("harness(crash) stdout = %q, want empty", stdout)
+	if r := runVisit(t, exe, c.visit); r.reason != "crashed: killed by signal 11 (segmentation fault)" {
+		t.Errorf("harness(crash) = %q, want crashed by SIGSEGV", r.reason)
 	}
 }
 
@@ -374,42 +377,42 @@ func TestVisitMalformed(t *testing.T) {
 		edit func(c gemmCase) string // returns the VISIT.txt to use
 		want string                  // substring of stderr; "VISIT" stands for the visit path
 	}{
-		{"bad header", func(c gemmCase) string {
-			return strings.Replace(c.visitText(), "tilepipe-visit 1", "tilepipe-visit 2", 1)
-		}, `VISIT:1: bad header, want "tilepipe-visit 1"`},
+		{"old header", func(c gemmCase) string {
+			return strings.Replace(c.visitText(), "tilepipe-visit 2", "tilepipe-visit 1", 1)
+		}, `VISIT:1: bad header, want "tilepipe-visit 2"`},
 		{"unknown key", func(c gemmCase) string {
-			return strings.Replace(c.visitText(), "samples 3\n", "samples 3\nbatches 3\n", 1)
-		}, `VISIT:5: unknown key "batches"`},
+			return strings.Replace(c.visitText(), "threads 2\n", "threads 2\nsamples 3\n", 1)
+		}, `VISIT:3: unknown key "samples"`},
 		{"duplicate key", func(c gemmCase) string {
 			return strings.Replace(c.visitText(), "threads 2\n", "threads 2\nthreads 4\n", 1)
-		}, `VISIT:7: duplicate key "threads"`},
+		}, `VISIT:3: duplicate key "threads"`},
 		{"missing key", func(c gemmCase) string {
-			return strings.Replace(c.visitText(), "singles 3\n", "", 1)
-		}, `VISIT: missing key "singles"`},
+			return strings.Replace(c.visitText(), "threads 2\n", "", 1)
+		}, `VISIT: missing key "threads"`},
 		{"bad integer", func(c gemmCase) string {
-			return strings.Replace(c.visitText(), "warmup_ms 1", "warmup_ms -1", 1)
-		}, `VISIT:2: warmup_ms: want one integer`},
+			return strings.Replace(c.visitText(), "threads 2", "threads -1", 1)
+		}, `VISIT:2: threads: want one integer`},
 		{"empty line", func(c gemmCase) string {
 			return strings.Replace(c.visitText(), "threads 2\n", "threads 2\n\n", 1)
-		}, `VISIT:7: empty line`},
+		}, `VISIT:3: empty line`},
 		{"bad role", func(c gemmCase) string {
 			return strings.Replace(c.visitText(), "param output", "param inout", 1)
-		}, `VISIT:9: param: role "inout", want input or output`},
+		}, `VISIT:5: param: role "inout", want input or output`},
 		{"bad dtype", func(c gemmCase) string {
 			return strings.Replace(c.visitText(), "A f32", "A f8", 1)
-		}, `VISIT:7: param A: dtype "f8", want f32, f16, bf16 or i64`},
+		}, `VISIT:3: param A: dtype "f8", want f32, f16, bf16 or i64`},
 		{"bytes not a multiple", func(c gemmCase) string {
 			return strings.Replace(c.visitText(), "A f32 1024", "A f32 1022", 1)
-		}, `VISIT:7: param A: 1022 bytes is not a multiple of f32's 4`},
+		}, `VISIT:3: param A: 1022 bytes is not a multiple of f32's 4`},
 		{"dims mismatch", func(c gemmCase) string {
 			return strings.Replace(c.visitText(), "B.bin 16 16", "B.bin 16 8", 1)
-		}, `VISIT:8: param B: dims give 512 bytes, want 1024`},
+		}, `VISIT:4: param B: dims give 512 bytes, want 1024`},
 		{"no output", func(c gemmCase) string {
 			return strings.Replace(c.visitText(), "param output", "param input", 1)
 		}, `VISIT: no output param`},
 		{"duplicate param", func(c gemmCase) string {
 			return strings.Replace(c.visitText(), "param input B", "param input A", 1)
-		}, `VISIT:8: param: duplicate name "A"`},
+		}, `VISIT:4: param: duplicate name "A"`},
 		{"short input file", func(c gemmCase) string {
 			a := filepath.Join(c.dir, "A.bin")
 			if err := os.WriteFile(a, make([]byte, 1000), 0o644); err != nil {
@@ -428,17 +431,12 @@ func TestVisitMalformed(t *testing.T) {
 				t.Fatal(err)
 			}
 			want := strings.NewReplacer("VISIT", c.visit, "DIR", c.dir).Replace(tt.want)
-			stdout, stderr, err := run(t, exe, "--visit", c.visit)
-			var ee *exec.ExitError
-			if !errors.As(err, &ee) || ee.ExitCode() != 2 {
-				t.Fatalf("harness --visit (%s) = %v, want exit status 2\nstderr: %s", tt.name, err, stderr)
+			r := runVisit(t, exe, c.visit)
+			if !strings.HasPrefix(r.reason, "exited: status 2: harness: error: ") || !strings.Contains(r.reason, want) {
+				t.Errorf("harness --visit (%s) = %q, want exit status 2 naming %q", tt.name, r.reason, want)
 			}
-			msg := string(stderr)
-			if !strings.HasPrefix(msg, "harness: error: ") || !strings.Contains(msg, want) {
-				t.Errorf("harness --visit (%s) stderr = %q, want %q", tt.name, msg, "harness: error: ..."+want)
-			}
-			if len(stdout) != 0 {
-				t.Errorf("harness --visit (%s) stdout = %q, want empty", tt.name, stdout)
+			if len(r.out.Stdout) != 0 {
+				t.Errorf("harness --visit (%s) stdout = %q, want empty", tt.name, r.out.Stdout)
 			}
 		})
 	}

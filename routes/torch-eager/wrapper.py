@@ -1,46 +1,84 @@
-"""tilepipe timer for the torch-eager route (docs/protocol.md, "visit").
+"""tilepipe timer for the torch-eager route (docs/protocol.md, "visit (timers),
+protocol 2" and "closure").
 
     python wrapper.py --op OP --device cpu --dims NAME=V,... [--dtype f32|f16|bf16]
                       [--ranking stable|standard] [--eps EPS] --visit VISIT.txt
     python wrapper.py [--op OP ...] --closure
 
---visit runs one timed visit and prints the JSON report. The route's probe
-calls probe() at build time: it runs every op in every dtype it may take on
-small tensors and records output_policy(), so build and visit cannot
-disagree on an op's output policy (`out` or `copy`), and an op this torch
-lacks in some dtype is `unsupported` at build time. --closure prints the
-files mapped into a process that has imported torch and run every op once.
+--visit runs one visit exactly as the C harness (prepare/harness/harness.c)
+does: it validates (steps 1-8), writes the validated report on fd 4, then
+serves replay's commands from fd 3 ("run SEQ N": N back-to-back calls
+between two clock reads, answered with a sample report; "end": the checks
+after timing and the final report). After its last report (the final one,
+or a failed validated one) it waits for replay to close fd 3 and ends with
+os._exit(0). Replay owns the clock and the call counts; this timer never
+warms up, calibrates or samples by itself. Nothing is ever written on
+stdout in --visit mode. Exit 2 is a usage, parse or I/O error, explained
+on stderr.
+
+The route's probe calls probe() at build time: it runs every op in every
+dtype it may take on small tensors and records output_policy(), so build
+and visit cannot disagree on an op's output policy (`out` or `copy`), and
+an op this torch lacks in some dtype is `unsupported` at build time.
+--closure prints the files mapped into a process that has imported torch
+and run every op once, and every module file (and its cached .pyc) that
+process imported: prepare pins them, and replay's sandbox shows only the
+directories that hold them.
 
 f16 and bf16 tensors are computed the way torch computes that dtype on the
 device (intermediates of composite ops are rounded to the storage dtype).
 
 Ops whose name starts with an underscore exist only for tests: each one
 breaks exactly one rule the visit checks (see TEST_OPS). The route never
-offers them.
+offers them; a test selects one with `--op _NAME` in the wrapper's argv
+(each takes add's signature and dims M,N).
 
 torch is imported only after the visit file is read, because the thread
 environment variables must be set before the libraries start their pools.
 """
 
 import ctypes
+import itertools
 import json
 import os
 import sys
 import time
+import traceback
 
-PROTOCOL = 1
 GUARD = 4096
 ALIGN = 64
-MAX_CALLS = 1 << 30
+MAX_CALLS = 1 << 30          # most calls of one "run" command
+MAX_SEQ = 1 << 62            # largest sequence number of a command
+MAX_THREADS = 1 << 20
+MAX_BYTES = 1 << 40
+MAX_NAME = 64
+MAX_COMMAND = 126            # longest command line, without its newline
+MAX_ERROR = 400              # longest exception message kept in a reason
+CMD_FD, REPORT_FD = 3, 4     # replay's command and report pipes
+LIAR_DIVISOR = 4             # _liar reports a quarter of the ns it measured
 
 # Every op of docs/protocol.md's table, in its order.
 OPS = ("gemm", "gemm_relu", "gemm_gelu", "bmm", "gemv", "add", "gelu_add",
        "sigmoid_pair", "gelu_pair", "swiglu", "rope", "sum", "max", "softmax",
        "rmsnorm", "layernorm", "residual_layernorm", "cross_entropy",
        "scan_ordered", "scan", "argmax", "topk", "sort", "embedding", "attention")
-# Test-only ops, each with the add signature; each breaks one check.
+# Test-only ops, each with the add signature; each breaks one rule:
+#   _mutate_input    flips a bit of input A on every call (input_mutated)
+#   _overrun_output  writes the first byte after C (guard_overwritten)
+#   _skip_output     writes nothing (output_not_overwritten)
+#   _unrepeatable    changes C[0] on the second call (not_repeatable)
+#   _realloc_output  replaces C's storage (output_reallocated)
+#   _late_overrun    writes the last byte after C on the first timed call,
+#                    seen only by the checks after timing
+#   _late_raise      raises on the first timed call (entry_failed ... (during
+#                    timing), in the final report)
+#   _liar            computes add, but reports a quarter of the ns it
+#                    measured for each sample (replay's clock_mismatch)
+#   _chatty          prints a fake final report on stdout (flushed) during
+#                    its first call (replay's unexpected_output)
 TEST_OPS = ("_mutate_input", "_overrun_output", "_skip_output",
-            "_unrepeatable", "_realloc_output", "_late_overrun")
+            "_unrepeatable", "_realloc_output", "_late_overrun",
+            "_late_raise", "_liar", "_chatty")
 
 # Dimension names per op; ops not listed take M,N.
 DIMS = {"gemm": ("M", "N", "K"), "gemm_relu": ("M", "N", "K"), "gemm_gelu": ("M", "N", "K"),
@@ -429,7 +467,7 @@ def make_entry(op, t, o, torch, buffers):
         return overrun
     if op == "_late_overrun":
         # Clean for the two checked calls, then writes past C while timed:
-        # only the checks after timing (step 12) can see it.
+        # only the checks after timing ("end") can see it.
         after, calls = buffers["C"].after, [0]
 
         def late_overrun():
@@ -438,6 +476,15 @@ def make_entry(op, t, o, torch, buffers):
             if calls[0] == 3:
                 after[GUARD - 1:GUARD].bitwise_not_()
         return late_overrun
+    if op == "_late_raise":
+        calls = [0]
+
+        def late_raise():
+            add(A, B, out=C)
+            calls[0] += 1
+            if calls[0] == 3:
+                raise RuntimeError("_late_raise: call 3")
+        return late_raise
     if op == "_skip_output":
         return lambda: None
     if op == "_unrepeatable":
@@ -454,6 +501,22 @@ def make_entry(op, t, o, torch, buffers):
         def realloc():
             C.set_(torch.add(A, B))
         return realloc
+    if op == "_liar":
+        # The calls are honest; the sample reports are not (LIAR_DIVISOR).
+        return lambda: add(A, B, out=C)
+    if op == "_chatty":
+        # A fake report where protocol 1 put its report: stdout.
+        fake = json.dumps({"type": "final", "status": "ok", "reason": "",
+                           "checks": {c: "pass" for c in CHECKS}}) + "\n"
+        said = [False]
+
+        def chatty():
+            add(A, B, out=C)
+            if not said[0]:
+                said[0] = True
+                sys.stdout.write(fake)
+                sys.stdout.flush()
+        return chatty
     raise Usage("unknown op %r" % op)
 
 
@@ -571,8 +634,11 @@ class Buffer:
         self.private = None
 
     def load(self, path):
-        with open(path, "rb") as f:
-            data = f.read()
+        try:
+            with open(path, "rb") as f:
+                data = f.read()
+        except OSError as e:
+            raise Usage("input %s: open %s: %s" % (self.name, path, e.strerror or e))
         if len(data) != self.nbytes:
             raise Usage("%s: %s holds %d bytes, want %d" % (self.name, path, len(data), self.nbytes))
         ctypes.memmove(self.data.data_ptr(), data, self.nbytes)
@@ -616,61 +682,150 @@ def check_inputs(torch, bufs, suffix=""):
             raise CheckFailed("inputs", "input_mutated: %s byte %d%s" % (b.name, i, suffix))
 
 
-def call_checked(torch, entry, bufs, poison):
+def describe_error(e):
+    """An exception from the entry, as the reasons name it: its type and
+    the first line of its message, at most MAX_ERROR characters of it (the
+    C harness's reasons are at most 511 bytes too)."""
+    lines = str(e).splitlines()
+    msg = lines[0] if lines else ""
+    if len(msg) > MAX_ERROR:
+        msg = msg[:MAX_ERROR] + "..."
+    return "%s: %s" % (type(e).__name__, msg)
+
+
+class Checks:
+    """The state of the four checks, as the C harness keeps it: ran holds
+    the checks that passed at least once."""
+
+    def __init__(self):
+        self.ran = set()
+
+    def passed(self, check):
+        self.ran.add(check)
+
+    def failed(self, check):
+        """The report's checks for a failure of check (None: the entry):
+        a failed check makes the earlier ones pass and the later ones not
+        run; a failed call keeps every check that has passed."""
+        if check is None:
+            return {c: "pass" if c in self.ran else "not_run" for c in CHECKS}
+        i = CHECKS.index(check)
+        return {c: "pass" if j < i else "fail" if j == i else "not_run" for j, c in enumerate(CHECKS)}
+
+
+def call_checked(torch, entry, bufs, poison, checks):
     """Steps 3-6: one call and the checks after it."""
     try:
-        r = entry()
+        entry()
     except Exception as e:  # the library raised: the entry failed
-        raise CheckFailed(None, "entry_failed: raised %s: %s" % (type(e).__name__, str(e).splitlines()[0] if str(e) else ""))
-    del r
+        raise CheckFailed(None, "entry_failed: raised " + describe_error(e))
     check_guards(torch, bufs)
+    checks.passed("guards")
     check_outputs(torch, bufs, poison)
+    checks.passed("poison")
     check_inputs(torch, bufs)
+    checks.passed("inputs")
 
 
-def write_atomic(path, data):
+def write_atomic(name, path, data):
+    """Writes a temp file beside path and renames it into place, so a
+    reader never sees a partial output."""
     tmp = "%s.tmp%d" % (path, os.getpid())
-    with open(tmp, "wb") as f:
-        f.write(data)
-        f.flush()
-        os.fsync(f.fileno())
-    os.replace(tmp, path)
+    try:
+        with open(tmp, "wb") as f:
+            f.write(data)
+            f.flush()
+            os.fchmod(f.fileno(), 0o644)
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except OSError as e:
+        raise Usage("output %s: write %s: %s" % (name, path, e.strerror or e))
+
+
+def valid_name(s):
+    return (0 < len(s) <= MAX_NAME and (s[0].isascii() and (s[0].isalpha() or s[0] == "_"))
+            and all(c.isascii() and (c.isalnum() or c == "_") for c in s))
+
+
+def parse_u64(s, top):
+    """A plain decimal integer in [0, top], or None."""
+    if not s or not s.isascii() or not s.isdigit():
+        return None
+    v = int(s)
+    return v if v <= top else None
+
+
+def parse_param(path, n, tok, params):
+    if len(tok) < 6:
+        raise Usage('%s:%d: param: want "param ROLE NAME DTYPE BYTES PATH [DIM...]", got %d fields' % (path, n, len(tok)))
+    role, name, dtype = tok[1], tok[2], tok[3]
+    if role not in ("input", "output"):
+        raise Usage('%s:%d: param: role "%s", want input or output' % (path, n, role))
+    if not valid_name(name):
+        raise Usage('%s:%d: param: bad name "%s"' % (path, n, name))
+    if any(p["name"] == name for p in params):
+        raise Usage('%s:%d: param: duplicate name "%s"' % (path, n, name))
+    if dtype not in DTYPE_SIZE:
+        raise Usage('%s:%d: param %s: dtype "%s", want f32, f16, bf16 or i64' % (path, n, name, dtype))
+    nbytes = parse_u64(tok[4], MAX_BYTES)
+    if nbytes is None:
+        raise Usage('%s:%d: param %s: bad byte count "%s"' % (path, n, name, tok[4]))
+    if nbytes % DTYPE_SIZE[dtype]:
+        raise Usage("%s:%d: param %s: %d bytes is not a multiple of %s's %d" % (path, n, name, nbytes, dtype, DTYPE_SIZE[dtype]))
+    shape = []
+    for t in tok[6:]:
+        d = parse_u64(t, MAX_BYTES)
+        if d is None:
+            raise Usage('%s:%d: param %s: bad dim "%s"' % (path, n, name, t))
+        shape.append(d)
+    if shape:
+        elems = 1
+        for d in shape:
+            elems *= d
+        if elems * DTYPE_SIZE[dtype] != nbytes:
+            raise Usage("%s:%d: param %s: dims give %d bytes, want %d" % (path, n, name, elems * DTYPE_SIZE[dtype], nbytes))
+    params.append({"role": role, "name": name, "dtype": dtype, "bytes": nbytes,
+                   "path": tok[5], "shape": shape})
 
 
 def parse_visit(path):
-    with open(path) as f:
-        lines = [ln.strip() for ln in f if ln.strip()]
-    if not lines or lines[0] != "tilepipe-visit 1":
-        raise Usage("%s:1: want 'tilepipe-visit 1'" % path)
+    """VISIT.txt of protocol 2: the header, `threads` once, param lines."""
+    try:
+        with open(path, "rb") as f:
+            data = f.read()
+    except OSError as e:
+        raise Usage("open %s: %s" % (path, e.strerror or e))
+    if not data:
+        raise Usage('%s: empty file, want "tilepipe-visit 2"' % path)
+    lines = data.decode("utf-8", "surrogateescape").split("\n")
+    if lines[-1] == "":
+        lines.pop()
     v = {"params": []}
-    for n, ln in enumerate(lines[1:], start=2):
-        f = ln.split()
-        if f[0] in ("warmup_ms", "sample_ms", "samples", "singles", "threads"):
-            if len(f) != 2:
-                raise Usage("%s:%d: want '%s VALUE'" % (path, n, f[0]))
-            try:
-                v[f[0]] = int(f[1])
-            except ValueError:
-                raise Usage("%s:%d: %s: want an integer, got %r" % (path, n, f[0], f[1]))
-            if v[f[0]] < 0:
-                raise Usage("%s:%d: %s: want >= 0, got %d" % (path, n, f[0], v[f[0]]))
-        elif f[0] == "param":
-            if len(f) < 6 or f[1] not in ("input", "output") or f[3] not in DTYPE_SIZE:
-                raise Usage("%s:%d: want 'param input|output NAME f32|f16|bf16|i64 BYTES PATH [DIM...]'" % (path, n))
-            try:
-                nbytes = int(f[4])
-                shape = [int(d) for d in f[6:]]
-            except ValueError:
-                raise Usage("%s:%d: bytes and dims must be integers" % (path, n))
-            if not os.path.isabs(f[5]):
-                raise Usage("%s:%d: param path %r is not absolute" % (path, n, f[5]))
-            v["params"].append({"role": f[1], "name": f[2], "dtype": f[3],
-                                "bytes": nbytes, "path": f[5], "shape": shape})
+    for n, ln in enumerate(lines, start=1):
+        if "\0" in ln:
+            raise Usage("%s:%d: NUL byte in line" % (path, n))
+        tok = [t for t in ln.replace("\t", " ").split(" ") if t]
+        if n == 1:
+            if tok != ["tilepipe-visit", "2"]:
+                raise Usage('%s:1: bad header, want "tilepipe-visit 2"' % path)
+            continue
+        if not tok:
+            raise Usage("%s:%d: empty line" % (path, n))
+        if tok[0] == "param":
+            parse_param(path, n, tok, v["params"])
+        elif tok[0] == "threads":
+            if "threads" in v:
+                raise Usage('%s:%d: duplicate key "threads"' % (path, n))
+            t = parse_u64(tok[1], MAX_THREADS) if len(tok) == 2 else None
+            if t is None or t < 1:
+                raise Usage("%s:%d: threads: want one integer in [1, %d]" % (path, n, MAX_THREADS))
+            v["threads"] = t
         else:
-            raise Usage("%s:%d: unknown key %r" % (path, n, f[0]))
-    for k in ("warmup_ms", "sample_ms", "samples", "singles", "threads"):
-        if k not in v:
-            raise Usage("%s: missing %s" % (path, k))
+            raise Usage('%s:%d: unknown key "%s"' % (path, n, tok[0]))
+    if "threads" not in v:
+        raise Usage('%s: missing key "threads"' % path)
+    if not any(p["role"] == "output" for p in v["params"]):
+        raise Usage("%s: no output param" % path)
     return v
 
 
@@ -692,38 +847,127 @@ def check_input_values(torch, op, t, dims):
         raise Usage("input %s element %d = %d, want in [%d, %d)" % (name, i, int(x[i]), lo, hi))
 
 
-def result(status, reason, checks, policy, threads, n=0, batch=(), single=()):
-    return {"protocol": PROTOCOL, "status": status, "reason": reason,
-            "checks": checks, "calls_per_sample": n, "batch_ns": list(batch),
-            "single_ns": list(single), "clock": "CLOCK_MONOTONIC",
-            "threads": threads, "output_policy": policy}
+def check_fds():
+    """fd 3 (commands) and fd 4 (reports) must be open; nothing this
+    process starts inherits them."""
+    for fd in (CMD_FD, REPORT_FD):
+        try:
+            os.fstat(fd)
+        except OSError:
+            raise Usage("fds %d and %d: want replay's command and report pipes (docs/protocol.md, visit)" % (CMD_FD, REPORT_FD))
+    for fd in (CMD_FD, REPORT_FD):
+        os.set_inheritable(fd, False)
 
 
-def failed_checks(check):
-    """Checks before the failing one passed; it failed; later ones did not run."""
-    out, state = {}, "pass"
-    if check is None:
-        state = "not_run"
-    for c in CHECKS:
-        if c == check:
-            out[c] = "fail"
-            state = "not_run"
-        else:
-            out[c] = state
-    return out
+def send(report):
+    """Writes one report line on fd 4, with one write call (a line is far
+    shorter than PIPE_BUF, so the write is atomic)."""
+    line = (json.dumps(report) + "\n").encode("ascii")
+    try:
+        while line:
+            line = line[os.write(REPORT_FD, line):]
+    except OSError as e:
+        raise Usage("write report on fd %d: %s" % (REPORT_FD, e.strerror or e))
+
+
+def status_report(kind, reason, checks, threads=None, policy=None):
+    """A validated or final report; reason is '' when every check passed."""
+    r = {"type": kind, "status": "failed" if reason else "ok", "reason": reason,
+         "checks": checks if reason else {c: "pass" for c in CHECKS}}
+    if kind == "validated":
+        r["threads"], r["output_policy"] = threads, policy
+    return r
+
+
+class Commands:
+    """Replay's commands, one line each, read from fd 3 with os.read and
+    our own buffer (nothing else reads the descriptor)."""
+
+    def __init__(self, fd):
+        self.fd, self.buf = fd, b""
+
+    def next(self):
+        while True:
+            i = self.buf.find(b"\n")
+            if 0 <= i <= MAX_COMMAND:
+                line, self.buf = self.buf[:i], self.buf[i + 1:]
+                return line
+            if i > MAX_COMMAND or len(self.buf) > MAX_COMMAND:
+                raise Usage("command: want one line of at most %d bytes" % MAX_COMMAND)
+            try:
+                b = os.read(self.fd, 4096)
+            except OSError as e:
+                raise Usage("read commands on fd %d: %s" % (self.fd, e.strerror or e))
+            if not b:
+                raise Usage('fd %d closed before "end"' % self.fd)
+            self.buf += b
+
+
+def parse_run(line):
+    """(SEQ, N) of "run SEQ N"."""
+    tok = line.split(b" ")
+    if len(tok) == 3 and tok[0] == b"run":
+        seq, n = parse_u64(tok[1].decode("ascii", "replace"), MAX_SEQ), parse_u64(tok[2].decode("ascii", "replace"), MAX_CALLS)
+        if seq is not None and n is not None:
+            return seq, n
+    raise Usage('command "%s": want "run SEQ N" or "end"' % line.decode("ascii", "backslashreplace"))
+
+
+def serve(entry, sync, divisor):
+    """Answers "run SEQ N" until "end": N back-to-back calls between two
+    clock reads (one sync after them), answered with the timer's own
+    span. Returns the reason of the first call that raised, or ''."""
+    clock, repeat = time.perf_counter_ns, itertools.repeat
+    cmds = Commands(CMD_FD)
+    failure = ""
+    while True:
+        line = cmds.next()
+        if line == b"end":
+            return failure
+        seq, n = parse_run(line)
+        err = None
+        t0 = clock()
+        try:
+            for _ in repeat(None, n):
+                entry()
+            sync()
+        except Exception as e:  # fails the final report, as a non-zero return does in C
+            err = e
+        t1 = clock()
+        if err is not None and not failure:
+            failure = "entry_failed: raised %s (during timing)" % describe_error(err)
+        send({"type": "sample", "seq": seq, "calls": n, "ns": (t1 - t0) // divisor})
+
+
+def finish():
+    """Ends the visit after its last report, as the C harness does: stdout
+    and stderr flushed (so a stray byte on stdout reaches replay), then
+    every command byte read and dropped until replay closes fd 3 (replay
+    looks for processes left behind and reads the visit's CPU time while
+    the timer still holds the visit open), then exit 0 without running any
+    exit handler of torch or anything else."""
+    for f in (sys.stderr, sys.stdout):
+        try:
+            f.flush()
+        except Exception:
+            pass
+    try:
+        while os.read(CMD_FD, 4096):
+            pass
+    except OSError:
+        pass
+    os._exit(0)
 
 
 def visit(opts):
     v = parse_visit(opts["visit"])
     threads = v["threads"]
-    if threads >= 1:
-        for k in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS"):
-            os.environ[k] = str(threads)
+    for k in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS"):
+        os.environ[k] = str(threads)
 
     import torch
 
-    if threads >= 1:
-        torch.set_num_threads(threads)
+    torch.set_num_threads(threads)
     op, dims = opts["op"], opts["dims"]
     policy = output_policy(op, torch, opts["ranking"])
     nthreads = torch.get_num_threads()
@@ -732,6 +976,7 @@ def visit(opts):
     got = [(p["name"], p["role"]) for p in v["params"]]
     if got != [(n, r) for n, r, _, _ in sig]:
         raise Usage("visit params %s do not match op %s's signature %s" % (got, op, [(n, r) for n, r, _, _ in sig]))
+    # Step 1.
     bufs, t = [], {}
     for p, (name, role, dtype, shape) in zip(v["params"], sig):
         nb = DTYPE_SIZE[dtype]
@@ -752,81 +997,74 @@ def visit(opts):
     cuda = opts["device"] == "cuda"
     sync = torch.cuda.synchronize if cuda else (lambda: None)
 
+    checks = Checks()
     try:
         # Steps 2-6.
         for b in outs:
             b.poison(POISON1[b.dtype])
-        call_checked(torch, entry, bufs, POISON1)
+        call_checked(torch, entry, bufs, POISON1, checks)
         first = {b.name: b.data.clone() for b in outs}
         # Step 7.
         for b in outs:
             b.poison(POISON2[b.dtype])
-        call_checked(torch, entry, bufs, POISON2)
+        call_checked(torch, entry, bufs, POISON2, checks)
         for b in outs:
             i = first_diff(torch, b.data, first[b.name])
             if i >= 0:
                 raise CheckFailed("repeat", "not_repeatable: %s byte %d" % (b.name, i))
+        checks.passed("repeat")
     except CheckFailed as e:
-        return result("failed", e.reason, failed_checks(e.check), policy, nthreads)
+        send(status_report("validated", e.reason, checks.failed(e.check), nthreads, policy))
+        finish()
 
     # Step 8.
     for b, p in zip(bufs, v["params"]):
         if b.role == "output":
-            write_atomic(p["path"], ctypes.string_at(first[b.name].data_ptr(), b.nbytes))
+            write_atomic(b.name, p["path"], ctypes.string_at(first[b.name].data_ptr(), b.nbytes))
+    send(status_report("validated", "", None, nthreads, policy))
 
-    clock = time.perf_counter_ns
-    f = entry
+    failure = serve(entry, sync, LIAR_DIVISOR if op == "_liar" else 1)
 
-    # Step 9.
-    warm_ns = v["warmup_ms"] * 1000000
-    t0 = clock()
-    while True:
-        f()
-        sync()
-        if clock() - t0 >= warm_ns:
-            break
+    # After timing: the timed calls, then checks 4 and 6 again.
+    reason, states = failure, checks.failed(None)
+    if not reason:
+        try:
+            check_guards(torch, bufs, " (after timing)")
+            check_inputs(torch, bufs, " (after timing)")
+        except CheckFailed as e:
+            reason, states = e.reason, checks.failed(e.check)
+    send(status_report("final", reason, states))
+    finish()
 
-    # Step 10.
-    sample_ns = v["sample_ms"] * 1000000
-    n = 1
-    while True:
-        t0 = clock()
-        for _ in range(n):
-            f()
-        sync()
-        dt = clock() - t0
-        if dt >= sample_ns or n >= MAX_CALLS:
-            break
-        n *= 2
 
-    # Step 11.
-    batch, single = [], []
-    rng = range(n)
-    for _ in range(v["samples"]):
-        t0 = clock()
-        for _ in rng:
-            f()
-        sync()
-        batch.append(clock() - t0)
-    for _ in range(v["singles"]):
-        t0 = clock()
-        f()
-        sync()
-        single.append(clock() - t0)
+def module_files():
+    """Every regular file a module of this process was imported from, and
+    for each source file its cached bytecode where that exists."""
+    import importlib.util
 
-    # Step 12.
-    try:
-        check_guards(torch, bufs, " (after timing)")
-        check_inputs(torch, bufs, " (after timing)")
-    except CheckFailed as e:
-        return result("failed", e.reason, failed_checks(e.check), policy, nthreads)
-
-    return result("ok", "", {c: "pass" for c in CHECKS}, policy, nthreads, n, batch, single)
+    out = set()
+    for m in list(sys.modules.values()):
+        f = getattr(m, "__file__", None)
+        if not isinstance(f, str) or not f:
+            continue
+        try:
+            if not os.path.isfile(f):
+                continue
+            out.add(os.path.realpath(f))
+            if f.endswith(".py"):
+                c = importlib.util.cache_from_source(f)
+                if os.path.isfile(c):
+                    out.add(os.path.realpath(c))
+        except (OSError, ValueError, NotImplementedError):
+            continue
+    return out
 
 
 def closure(opts):
     """Paths of every regular file mapped after torch ran every op in
-    every variant once (what any visit could map)."""
+    every variant once (what any visit could map), and of every module file
+    (with its .pyc) that run imported: replay's sandbox shows a visit only
+    the directories holding these."""
     import torch
 
     probe(torch)
@@ -844,6 +1082,7 @@ def closure(opts):
                     paths.add(os.path.realpath(p))
             except OSError:
                 pass
+    paths |= module_files()
     paths.add(os.path.realpath(sys.executable))
     paths.add(os.path.realpath(os.path.abspath(__file__)))
     return sorted(paths)
@@ -915,22 +1154,32 @@ def main(argv):
     if sys.byteorder != "little":
         print("wrapper.py: big-endian hosts are not supported", file=sys.stderr)
         return 2
+    mode = None
     try:
         opts = parse_args(argv)
-        if opts["mode"] == "closure":
+        mode = opts["mode"]
+        if mode == "closure":
             for p in closure(opts):
                 print(p)
             return 0
+        check_fds()
         if opts["device"] == "cuda":
-            print("wrapper.py: --device cuda: cuda not implemented yet", file=sys.stderr)
-            return 2
-        out = visit(opts)
+            raise Usage("--device cuda: cuda not implemented yet")
+        visit(opts)  # ends the process
+        raise AssertionError("visit returned")
     except Usage as e:
         print("wrapper.py: %s" % e, file=sys.stderr)
-        return 2
-    sys.stdout.write(json.dumps(out) + "\n")
-    sys.stdout.flush()
-    return 0
+        if mode != "visit":
+            return 2
+        sys.stderr.flush()
+        os._exit(2)
+    except BaseException:
+        if mode != "visit":
+            raise
+        # A bug of this wrapper: the traceback on stderr, no exit handlers.
+        traceback.print_exc()
+        sys.stderr.flush()
+        os._exit(1)
 
 
 if __name__ == "__main__":

@@ -1,0 +1,125 @@
+package visit
+
+import (
+	"fmt"
+	"slices"
+	"time"
+)
+
+// Plan is how replay drives one visit (docs/protocol.md, "visit").
+type Plan struct {
+	Warmup   time.Duration
+	Sample   time.Duration // calibration target of one batch sample
+	Samples  int           // batch samples, and as many empty samples
+	Singles  int
+	MaxCalls int64
+}
+
+// Sample kinds.
+const (
+	KindBatch  = "batch"
+	KindSingle = "single"
+	KindEmpty  = "empty" // no calls: the channel's own overhead
+)
+
+// Sample is one span measured by replay, with the timer's own number.
+type Sample struct {
+	Kind    string
+	Index   int
+	Calls   int64
+	SpanNs  int64
+	TimerNs int64
+}
+
+// CheckClock is the per-sample side of the clock cross-check: the timer's
+// own measurement lies inside replay's span, so it may not exceed it by
+// more than ClockAhead (two clock reads on two CPUs).
+func CheckClock(s Sample) error {
+	if s.TimerNs < 0 || s.TimerNs > s.SpanNs+int64(ClockAhead) {
+		return fail("clock_mismatch: %s sample %d (%d calls): replay measured %d ns, the timer reported %d ns, more than replay's span",
+			s.Kind, s.Index, s.Calls, s.SpanNs, s.TimerNs)
+	}
+	return nil
+}
+
+// CheckGap is the other side, over a visit's batch samples: the median
+// of (span - timer) may not exceed ClockBase + ClockFrac of the median
+// span. A median, because a loaded machine delays single answers by
+// milliseconds; a timer that reports less than it spent does so every time.
+func CheckGap(ss []Sample) error {
+	var spans, gaps []float64
+	for _, s := range ss {
+		if s.Kind == KindBatch {
+			spans = append(spans, float64(s.SpanNs))
+			gaps = append(gaps, float64(s.SpanNs-s.TimerNs))
+		}
+	}
+	if len(spans) == 0 {
+		return nil
+	}
+	span, gap := median(spans), median(gaps)
+	if allowed := float64(ClockBase) + ClockFrac*span; gap > allowed {
+		return fail("clock_mismatch: batch samples: replay measured a median span of %.0f ns, the timer reported %.0f ns less (allowed: %.0f ns)", span, gap, allowed)
+	}
+	return nil
+}
+
+func median(xs []float64) float64 {
+	s := slices.Clone(xs)
+	slices.Sort(s)
+	n := len(s)
+	if n%2 == 1 {
+		return s[n/2]
+	}
+	return (s[n/2-1] + s[n/2]) / 2
+}
+
+// Drive warms the timer up, calibrates the calls per sample on replay's
+// clock, and takes the empty, batch and single samples. It returns the
+// calls per batch sample.
+func (s *Session) Drive(p Plan) ([]Sample, int64, error) {
+	take := func(kind string, i int, n int64) (Sample, error) {
+		span, tn, err := s.Sample(n)
+		if err != nil {
+			return Sample{}, err
+		}
+		smp := Sample{Kind: kind, Index: i, Calls: n, SpanNs: span.Nanoseconds(), TimerNs: tn}
+		return smp, CheckClock(smp)
+	}
+	// Warm-up: doubling batches until the warm-up time has passed.
+	start := time.Now()
+	for n := int64(1); time.Since(start) < p.Warmup; n = min(2*n, p.MaxCalls) {
+		if _, err := take("warmup", 0, n); err != nil {
+			return nil, 0, err
+		}
+	}
+	n := int64(1)
+	for {
+		smp, err := take("calibration", 0, n)
+		if err != nil {
+			return nil, 0, err
+		}
+		if time.Duration(smp.SpanNs) >= p.Sample || n >= p.MaxCalls {
+			break
+		}
+		n = min(2*n, p.MaxCalls)
+	}
+	var out []Sample
+	for _, k := range []struct {
+		kind  string
+		count int
+		calls int64
+	}{{KindEmpty, p.Samples, 0}, {KindBatch, p.Samples, n}, {KindSingle, p.Singles, 1}} {
+		for i := 0; i < k.count; i++ {
+			smp, err := take(k.kind, i, k.calls)
+			if err != nil {
+				return nil, 0, err
+			}
+			out = append(out, smp)
+		}
+	}
+	if len(out) != 2*p.Samples+p.Singles {
+		return nil, 0, fmt.Errorf("drive: %d samples, want %d", len(out), 2*p.Samples+p.Singles)
+	}
+	return out, n, CheckGap(out)
+}

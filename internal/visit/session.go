@@ -1,0 +1,498 @@
+package visit
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"strconv"
+	"sync"
+	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// Limits of what a visit may write besides its reports.
+const (
+	MaxStderr  = 1 << 20         // bytes kept of stderr; more fails the visit
+	maxLine    = 1 << 16         // longest report line
+	Grace      = 2 * time.Second // for the exit and the pipes after the final report
+	ClockAhead = 50 * time.Microsecond
+	ClockBase  = 5 * time.Millisecond
+	ClockFrac  = 0.25
+	// CPU accounting: a visit may use wall × threads × CPUFactor + CPUSlack.
+	CPUFactor = 1.25
+	CPUSlack  = 50 * time.Millisecond
+)
+
+// Failure is something the visit did wrong; Reason names it
+// (docs/protocol.md, "visit").
+type Failure struct{ Reason string }
+
+func (f *Failure) Error() string { return f.Reason }
+
+func fail(format string, args ...any) error { return &Failure{Reason: fmt.Sprintf(format, args...)} }
+
+// Spec says how to start one timer.
+type Spec struct {
+	Argv    []string // the timer as the sandbox sees it
+	Env     []string // the whole environment, KEY=VALUE: nothing else is inherited
+	Dir     string   // working directory (as the sandbox sees it)
+	Sandbox *Sandbox // nil: no sandbox (--no-sandbox)
+	Mounts  Mounts   // what the sandbox shows
+	Timeout time.Duration
+	Threads int
+}
+
+// Session is one running timer.
+type Session struct {
+	spec     Spec
+	cmd      *exec.Cmd
+	cmdW     int // raw fd: commands to the timer
+	repR     int // raw fd: reports from the timer
+	buf      []byte
+	stdout   *sink
+	stderr   *sink
+	start    time.Time
+	deadline time.Time
+	watchdog *time.Timer
+	killed   chan struct{}
+	killOnce sync.Once
+	exited   chan struct{}
+	waitErr  error
+	seq      int64
+	Argv     []string // what was started, sandbox included
+}
+
+// sink drains one output pipe, keeping at most limit bytes.
+type sink struct {
+	buf   bytes.Buffer
+	total int64
+	limit int
+	done  chan struct{}
+	r     *os.File
+}
+
+func newSink(r *os.File, limit int) *sink {
+	s := &sink{limit: limit, done: make(chan struct{}), r: r}
+	go func() {
+		defer close(s.done)
+		b := make([]byte, 32<<10)
+		for {
+			n, err := r.Read(b)
+			if n > 0 {
+				s.total += int64(n)
+				if keep := min(n, s.limit-s.buf.Len()); keep > 0 {
+					s.buf.Write(b[:keep])
+				}
+			}
+			if err != nil {
+				return
+			}
+		}
+	}()
+	return s
+}
+
+// Start starts the timer with fd 3 (commands) and fd 4 (reports).
+func Start(ctx context.Context, spec Spec) (*Session, error) {
+	var cmdP, repP [2]int
+	if err := unix.Pipe2(cmdP[:], unix.O_CLOEXEC); err != nil {
+		return nil, err
+	}
+	if err := unix.Pipe2(repP[:], unix.O_CLOEXEC); err != nil {
+		unix.Close(cmdP[0])
+		unix.Close(cmdP[1])
+		return nil, err
+	}
+	childCmd, childRep := os.NewFile(uintptr(cmdP[0]), "commands"), os.NewFile(uintptr(repP[1]), "reports")
+	outR, outW, err := os.Pipe()
+	if err != nil {
+		return nil, err
+	}
+	errR, errW, err := os.Pipe()
+	if err != nil {
+		return nil, err
+	}
+	argv := spec.Argv
+	if spec.Sandbox != nil {
+		argv = spec.Sandbox.Argv(spec.Mounts, spec.Dir, spec.Argv)
+	}
+	c := exec.Command(argv[0], argv[1:]...)
+	c.Env = spec.Env
+	if c.Env == nil {
+		c.Env = []string{}
+	}
+	if spec.Sandbox == nil {
+		c.Dir = spec.Dir
+	}
+	c.Stdin = nil
+	c.Stdout, c.Stderr = outW, errW
+	c.ExtraFiles = []*os.File{childCmd, childRep}
+	c.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	s := &Session{spec: spec, cmd: c, cmdW: cmdP[1], repR: repP[0], killed: make(chan struct{}), exited: make(chan struct{}), Argv: argv}
+	startErr := c.Start()
+	childCmd.Close()
+	childRep.Close()
+	outW.Close()
+	errW.Close()
+	if startErr != nil {
+		unix.Close(s.cmdW)
+		unix.Close(s.repR)
+		outR.Close()
+		errR.Close()
+		return nil, fmt.Errorf("start %s: %w", argv[0], startErr)
+	}
+	s.start = time.Now()
+	s.deadline = s.start.Add(spec.Timeout)
+	s.stdout, s.stderr = newSink(outR, 64<<10), newSink(errR, MaxStderr)
+	go func() {
+		s.waitErr = c.Wait()
+		close(s.exited)
+	}()
+	s.watchdog = time.AfterFunc(spec.Timeout, s.kill)
+	go func() {
+		select {
+		case <-ctx.Done():
+			s.kill()
+		case <-s.exited:
+		}
+	}()
+	return s, nil
+}
+
+// kill ends every process of the visit: the process group, and with it
+// the sandbox (bwrap --die-with-parent takes its namespace down with it).
+func (s *Session) kill() {
+	s.killOnce.Do(func() {
+		close(s.killed)
+		syscall.Kill(-s.cmd.Process.Pid, syscall.SIGKILL)
+		s.cmd.Process.Kill()
+	})
+}
+
+func (s *Session) timedOut() bool {
+	select {
+	case <-s.killed:
+		return !time.Now().Before(s.deadline)
+	default:
+		return false
+	}
+}
+
+// readLine returns the next report line, waiting at most until the
+// visit's deadline.
+func (s *Session) readLine() ([]byte, error) {
+	for {
+		if i := bytes.IndexByte(s.buf, '\n'); i >= 0 {
+			line := s.buf[:i]
+			s.buf = s.buf[i+1:]
+			return line, nil
+		}
+		if len(s.buf) > maxLine {
+			return nil, fail("unexpected_report: a line of more than %d bytes", maxLine)
+		}
+		wait := time.Until(s.deadline)
+		if wait <= 0 {
+			s.kill()
+			return nil, s.timeoutFailure()
+		}
+		fds := []unix.PollFd{{Fd: int32(s.repR), Events: unix.POLLIN}}
+		n, err := unix.Poll(fds, int(wait/time.Millisecond)+1)
+		if err == unix.EINTR {
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		if n == 0 {
+			continue
+		}
+		var b [4096]byte
+		m, err := unix.Read(s.repR, b[:])
+		if err == unix.EINTR {
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		if m == 0 {
+			if s.timedOut() {
+				return nil, s.timeoutFailure()
+			}
+			if len(s.buf) > 0 {
+				return nil, fail("unexpected_report: %d bytes without a newline before fd 4 closed", len(s.buf))
+			}
+			return nil, errEOF
+		}
+		s.buf = append(s.buf, b[:m]...)
+	}
+}
+
+var errEOF = errors.New("end of reports")
+
+func (s *Session) timeoutFailure() error {
+	return fail("timed_out: after %s", s.spec.Timeout)
+}
+
+// read waits for the next report, which must be of type want.
+func (s *Session) read(want string) (Report, error) {
+	line, err := s.readLine()
+	if err == errEOF {
+		return Report{}, s.diedBefore(want)
+	}
+	if err != nil {
+		return Report{}, err
+	}
+	r, err := ParseReport(line)
+	if err != nil {
+		return Report{}, fail("unexpected_report: %v", err)
+	}
+	if r.Type != want {
+		return Report{}, fail("unexpected_report: a %s report, want %s", r.Type, want)
+	}
+	return r, nil
+}
+
+// diedBefore explains a closed report pipe: how the timer ended.
+func (s *Session) diedBefore(want string) error {
+	select {
+	case <-s.exited:
+	case <-time.After(Grace):
+		return fail("no_report: fd 4 closed before the %s report, and the timer is still running", want)
+	}
+	if f := s.exitFailure(); f != nil {
+		return f
+	}
+	return fail("no_report: the timer exited before its %s report", want)
+}
+
+// exitFailure names an abnormal end of the visit's top process.
+func (s *Session) exitFailure() error {
+	if s.timedOut() {
+		return s.timeoutFailure()
+	}
+	st := s.cmd.ProcessState
+	if st == nil {
+		return nil
+	}
+	ws, _ := st.Sys().(syscall.WaitStatus)
+	code := st.ExitCode()
+	switch {
+	case ws.Signaled():
+		return fail("crashed: killed by signal %d (%s)%s", int(ws.Signal()), ws.Signal(), s.stderrTail())
+	case s.spec.Sandbox != nil && code > 128 && code < 128+65:
+		// bwrap exits 128+N when the timer was killed by signal N.
+		sig := syscall.Signal(code - 128)
+		return fail("crashed: killed by signal %d (%s)%s", int(sig), sig, s.stderrTail())
+	case code != 0:
+		return fail("exited: status %d%s", code, s.stderrTail())
+	}
+	return nil
+}
+
+func (s *Session) stderrTail() string {
+	select {
+	case <-s.stderr.done:
+	case <-time.After(100 * time.Millisecond):
+	}
+	b := bytes.TrimSpace(s.stderr.buf.Bytes())
+	if len(b) == 0 {
+		return ""
+	}
+	if i := bytes.LastIndexByte(b, '\n'); i >= 0 {
+		b = b[i+1:]
+	}
+	if len(b) > 300 {
+		b = b[:300]
+	}
+	return ": " + string(b)
+}
+
+// Validated waits for the timer's validation report.
+func (s *Session) Validated() (Report, error) { return s.read(TypeValidated) }
+
+// Sample runs n calls and returns replay's span and the timer's own
+// number for them.
+func (s *Session) Sample(n int64) (span time.Duration, timerNs int64, err error) {
+	s.seq++
+	cmd := []byte("run " + strconv.FormatInt(s.seq, 10) + " " + strconv.FormatInt(n, 10) + "\n")
+	t0 := time.Now()
+	if err := s.write(cmd); err != nil {
+		// The timer is gone: what it left on fd 4 says more.
+		if _, rerr := s.read(TypeSample); rerr != nil {
+			return 0, 0, rerr
+		}
+		return 0, 0, err
+	}
+	r, err := s.read(TypeSample)
+	span = time.Since(t0)
+	if err != nil {
+		return 0, 0, err
+	}
+	if r.Seq != s.seq || r.Calls != n {
+		return 0, 0, fail("unexpected_report: sample seq %d calls %d, want seq %d calls %d", r.Seq, r.Calls, s.seq, n)
+	}
+	return span, r.Ns, nil
+}
+
+func (s *Session) write(b []byte) error {
+	for len(b) > 0 {
+		n, err := unix.Write(s.cmdW, b)
+		if err == unix.EINTR {
+			continue
+		}
+		if err != nil {
+			return s.diedBefore("next")
+		}
+		b = b[n:]
+	}
+	return nil
+}
+
+// End asks for the final report.
+func (s *Session) End() (Report, error) {
+	if err := s.write([]byte("end\n")); err != nil {
+		return Report{}, err
+	}
+	return s.read(TypeFinal)
+}
+
+// Outcome is how the visit's processes ended.
+type Outcome struct {
+	Exit   int
+	Stdout []byte
+	Stderr []byte
+	CPU    time.Duration // every process of the visit, read from /proc at the final report
+	Wall   time.Duration // from the start to the final report
+}
+
+// Finish ends the visit after its final report (final = true) or after a
+// failure: it checks that nothing but the timer is left, that the timer
+// exits, that nothing follows the final report, and accounts the CPU time.
+// The first failure wins; a visit that already failed keeps its reason
+// (pass it as failed) and gets the outcome only.
+func (s *Session) Finish(final bool) (*Outcome, error) {
+	var failure error
+	// Read the visit's CPU time while its processes are still there: the
+	// timer has just sent its final report and does nothing more.
+	cpu, wall := treeCPU(s.cmd.Process.Pid), time.Since(s.start)
+	if final {
+		if left := s.leftovers(); left != "" {
+			failure = fail("left_processes: %s still running at the final report", left)
+		}
+	}
+	// Closing fd 3 lets the timer exit: it waits for that, so the scan
+	// above saw the visit whole.
+	unix.Close(s.cmdW)
+	s.cmdW = -1
+	if failure != nil || !final {
+		s.kill()
+	}
+	select {
+	case <-s.exited:
+	case <-time.After(Grace):
+		s.kill()
+		<-s.exited
+		if failure == nil {
+			failure = fail("left_processes: the visit had not ended %s after its final report", Grace)
+		}
+	}
+	s.watchdog.Stop()
+	// Without a sandbox, what the timer left in its process group is found
+	// (and killed) here; one that left the group too is not (the sandbox's
+	// PID namespace is what catches that).
+	if final && failure == nil && syscall.Kill(-s.cmd.Process.Pid, 0) == nil {
+		failure = fail("left_processes: processes of the visit's process group still running after the timer exited")
+	}
+	syscall.Kill(-s.cmd.Process.Pid, syscall.SIGKILL)
+	if final && failure == nil {
+		if f := s.exitFailure(); f != nil {
+			failure = f
+		} else if line, err := s.trailing(); err != nil {
+			failure = err
+		} else if line != "" {
+			failure = fail("unexpected_report: %q after the final report", line)
+		}
+	}
+	pipes := time.NewTimer(Grace)
+	for _, k := range []*sink{s.stdout, s.stderr} {
+		select {
+		case <-k.done:
+			continue
+		case <-pipes.C:
+		}
+		if failure == nil {
+			failure = fail("pipe_held_open: stdout or stderr still open %s after the visit's processes ended", Grace)
+		}
+		break
+	}
+	pipes.Stop()
+	s.stdout.r.Close() // ends a drain that a held pipe blocks
+	s.stderr.r.Close()
+	<-s.stdout.done
+	<-s.stderr.done
+	unix.Close(s.repR)
+	o := &Outcome{Exit: -1, Stdout: s.stdout.buf.Bytes(), Stderr: s.stderr.buf.Bytes(), CPU: cpu, Wall: wall}
+	if st := s.cmd.ProcessState; st != nil {
+		o.Exit = st.ExitCode()
+	}
+	if failure == nil && final {
+		switch {
+		case s.stdout.total > 0:
+			failure = fail("unexpected_output: %d bytes on stdout (a timer reports only on fd 4)", s.stdout.total)
+		case s.stderr.total > MaxStderr:
+			failure = fail("output_too_large: stderr has more than %d bytes", MaxStderr)
+		default:
+			limit := time.Duration(float64(o.Wall)*float64(s.spec.Threads)*CPUFactor) + CPUSlack
+			if o.CPU > limit {
+				failure = fail("threads_exceeded: the visit's processes used %.3f s of CPU in %.3f s of wall time, more than %d threads allow (%.3f s)",
+					o.CPU.Seconds(), o.Wall.Seconds(), s.spec.Threads, limit.Seconds())
+			}
+		}
+	}
+	return o, failure
+}
+
+// trailing reads what is left on fd 4 once the timer has exited.
+func (s *Session) trailing() (string, error) {
+	if len(s.buf) > 0 {
+		return string(s.buf), nil
+	}
+	fds := []unix.PollFd{{Fd: int32(s.repR), Events: unix.POLLIN}}
+	if n, _ := unix.Poll(fds, 0); n == 0 {
+		return "", nil
+	}
+	var b [256]byte
+	m, _ := unix.Read(s.repR, b[:])
+	if m > 0 {
+		return string(b[:m]), nil
+	}
+	return "", nil
+}
+
+// leftovers lists the processes descended from the visit's top process
+// other than the ones the visit is made of: the timer, and with a sandbox
+// bwrap's init. Orphans inside the sandbox are re-parented to that init,
+// so they are found too.
+func (s *Session) leftovers() string {
+	var kids []proc
+	for _, p := range descendants(s.cmd.Process.Pid) {
+		if !p.zombie {
+			kids = append(kids, p)
+		}
+	}
+	expect := 0 // the timer is the top process
+	if s.spec.Sandbox != nil {
+		expect = 2 // bwrap's init and the timer
+	}
+	if len(kids) <= expect {
+		return ""
+	}
+	// The timer and init are the oldest descendants: list the others.
+	extra := kids[expect:]
+	return fmt.Sprintf("%d other process(es) (%s)", len(extra), comms(extra))
+}

@@ -1,0 +1,270 @@
+package visit
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// shTimer is a timer written in sh: it answers replay's commands the way
+// body says. $ok is a passing validated report, $fin a passing final one.
+const shPrelude = `ok='{"type": "validated", "status": "ok", "reason": "", "checks": {"guards": "pass", "poison": "pass", "inputs": "pass", "repeat": "pass"}, "threads": 1, "output_policy": "direct"}'
+fin='{"type": "final", "status": "ok", "reason": "", "checks": {"guards": "pass", "poison": "pass", "inputs": "pass", "repeat": "pass"}}'
+sample() { echo "{\"type\": \"sample\", \"seq\": $1, \"calls\": $2, \"ns\": ${3:-0}}" >&4; }
+`
+
+// honest answers every run with ns 0 (an instant reply is within the
+// tolerance) and ends on "end".
+const honest = `echo "$ok" >&4
+while read -r cmd seq n <&3; do
+  [ "$cmd" = end ] && { echo "$fin" >&4; while read -r _ <&3; do :; done; exit 0; }
+  sample "$seq" "$n"
+done
+`
+
+var tiny = Plan{Warmup: time.Millisecond, Sample: time.Millisecond, Samples: 2, Singles: 2, MaxCalls: 1}
+
+// runSh drives a whole visit of the sh timer and returns the first
+// failure's reason ("" when it passed) and the outcome.
+func runSh(t *testing.T, body string, timeout time.Duration) (string, *Outcome) {
+	t.Helper()
+	r, out := runSpecOutcome(t, Spec{Argv: []string{"/bin/sh", "-c", shPrelude + body}, Env: []string{"PATH=/usr/bin:/bin"}, Dir: t.TempDir(), Timeout: timeout, Threads: 1})
+	return r, out
+}
+
+func runSpec(t *testing.T, spec Spec) string {
+	t.Helper()
+	r, _ := runSpecOutcome(t, spec)
+	return r
+}
+
+func runSpecOutcome(t *testing.T, spec Spec) (string, *Outcome) {
+	t.Helper()
+	sess, err := Start(context.Background(), spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	final := false
+	err = func() error {
+		r, err := sess.Validated()
+		if err != nil {
+			return err
+		}
+		if r.Status != "ok" {
+			return &Failure{r.Reason}
+		}
+		if _, _, err := sess.Drive(tiny); err != nil {
+			return err
+		}
+		if _, err := sess.End(); err != nil {
+			return err
+		}
+		final = true
+		return nil
+	}()
+	out, ferr := sess.Finish(final)
+	if err == nil {
+		err = ferr
+	}
+	var f *Failure
+	if err != nil && !errors.As(err, &f) {
+		t.Fatalf("visit: %v (want a *Failure)", err)
+	}
+	if f != nil {
+		return f.Reason, out
+	}
+	return "", out
+}
+
+func TestSessionFailures(t *testing.T) {
+	for _, tc := range []struct {
+		name, body string
+		want       string // prefix of the reason; "" passes
+	}{
+		{"honest", honest, ""},
+		{"validation failed", `echo '{"type": "validated", "status": "failed", "reason": "input_mutated: A byte 0", "checks": {"guards": "pass", "poison": "pass", "inputs": "fail", "repeat": "not_run"}, "threads": 1, "output_policy": "direct"}' >&4`,
+			"input_mutated: A byte 0"},
+		{"report on stdout", `echo "$ok"; echo "$ok" >&4` + "\n" + strings.SplitN(honest, "\n", 2)[1],
+			"unexpected_output: 177 bytes on stdout (a timer reports only on fd 4)"},
+		{"wrong seq", `echo "$ok" >&4
+while read -r cmd seq n <&3; do [ "$cmd" = end ] && { echo "$fin" >&4; exit 0; }; sample $((seq+1)) "$n"; done`,
+			"unexpected_report: sample seq 2 calls 1, want seq 1 calls 1"},
+		{"second report", `echo "$ok" >&4
+while read -r cmd seq n <&3; do [ "$cmd" = end ] && { echo "$fin" >&4; exit 0; }; sample "$seq" "$n"; sample "$seq" "$n"; done`,
+			"unexpected_report: sample seq 1 calls 1, want seq 2 calls"},
+		{"a key more", `echo "$ok" >&4
+while read -r cmd seq n <&3; do echo "{\"type\": \"sample\", \"seq\": $seq, \"calls\": $n, \"ns\": 0, \"fast\": true}" >&4; done`,
+			`unexpected_report: sample report keys [calls fast ns seq type], want [calls ns seq type]`},
+		{"not json", `echo "$ok" >&4; echo 'batch_ns: [1, 2]' >&4`,
+			"unexpected_report: want one JSON object"},
+		{"final out of turn", `echo "$ok" >&4; echo "$fin" >&4`,
+			"unexpected_report: a final report, want sample"},
+		{"after the final report", `echo "$ok" >&4
+while read -r cmd seq n <&3; do [ "$cmd" = end ] && { echo "$fin" >&4; sample 99 1; exit 0; }; sample "$seq" "$n"; done`,
+			`unexpected_report: "{\"type\": \"sample\", \"seq\": 99`},
+		{"longer than measured", `echo "$ok" >&4
+while read -r cmd seq n <&3; do [ "$cmd" = end ] && { echo "$fin" >&4; exit 0; }; sample "$seq" "$n" 900000000; done`,
+			"clock_mismatch: warmup sample 0 (1 calls): replay measured "},
+		{"exits early", `echo "$ok" >&4; exit 3`, "exited: status 3"},
+		{"killed", `echo "$ok" >&4; kill -SEGV $$`, "crashed: killed by signal 11 (segmentation fault)"},
+		{"no validated report", `exit 0`, "no_report: the timer exited before its validated report"},
+		{"hangs", `echo "$ok" >&4; sleep 30`, "timed_out: after 1s"},
+		{"left a process", `sleep 30 &
+` + honest, "left_processes: "},
+		{"floods stderr", `head -c 1100000 /dev/zero >&2
+` + honest, "output_too_large: stderr has more than 1048576 bytes"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			got, _ := runSh(t, tc.body, time.Second)
+			if tc.want == "" && got != "" || !strings.HasPrefix(got, tc.want) {
+				t.Errorf("visit(%s) = %q, want %q", tc.name, got, tc.want)
+			}
+		})
+	}
+}
+
+// TestCheckClock feeds the cross-check samples on both sides of its
+// tolerance: one sample whose timer measured more than replay's span, and
+// visits whose timer reports consistently less.
+func TestCheckClock(t *testing.T) {
+	const ms = int64(time.Millisecond)
+	for _, tc := range []struct {
+		span, timer int64
+		ok          bool
+	}{
+		{20 * ms, 20 * ms, true},
+		{20 * ms, 20*ms + int64(ClockAhead), true},
+		{20 * ms, 20*ms + int64(ClockAhead) + 1, false},
+		{100_000, 0, true},
+		{20 * ms, -1, false},
+	} {
+		err := CheckClock(Sample{Kind: KindBatch, Calls: 8, SpanNs: tc.span, TimerNs: tc.timer})
+		if (err == nil) != tc.ok {
+			t.Errorf("CheckClock(span %d, timer %d) = %v, want ok %v", tc.span, tc.timer, err, tc.ok)
+		}
+		if want := fmt.Sprintf("clock_mismatch: batch sample 0 (8 calls): replay measured %d ns, the timer reported %d ns, more than replay's span", tc.span, tc.timer); err != nil && err.Error() != want {
+			t.Errorf("CheckClock(span %d, timer %d) = %q, want %q", tc.span, tc.timer, err, want)
+		}
+	}
+	batch := func(pairs ...int64) []Sample {
+		var ss []Sample
+		for i := 0; i < len(pairs); i += 2 {
+			ss = append(ss, Sample{Kind: KindBatch, Index: i / 2, Calls: 8, SpanNs: pairs[i], TimerNs: pairs[i+1]})
+		}
+		// Empty and single samples are the channel's: not in the gap.
+		return append(ss, Sample{Kind: KindEmpty, SpanNs: 30 * ms}, Sample{Kind: KindSingle, Calls: 1, SpanNs: 30 * ms})
+	}
+	for _, tc := range []struct {
+		name string
+		ss   []Sample
+		want string
+	}{
+		{"honest", batch(20*ms, 20*ms-30_000, 21*ms, 21*ms-40_000, 20*ms, 20*ms-35_000), ""},
+		{"one late answer", batch(20*ms, 20*ms-30_000, 35*ms, 20*ms, 20*ms, 20*ms-35_000), ""},
+		{"gap at the limit", batch(20*ms, 10*ms, 20*ms, 10*ms, 20*ms, 10*ms), ""},
+		{"a liar (a quarter)", batch(20*ms, 5*ms, 21*ms, 5*ms, 20*ms, 5*ms),
+			"clock_mismatch: batch samples: replay measured a median span of 20000000 ns, the timer reported 15000000 ns less (allowed: 10000000 ns)"},
+		{"just over", batch(20*ms, 10*ms-1, 20*ms, 10*ms-1, 20*ms, 10*ms-1),
+			"clock_mismatch: batch samples: replay measured a median span of 20000000 ns, the timer reported 10000001 ns less (allowed: 10000000 ns)"},
+	} {
+		got := ""
+		if err := CheckGap(tc.ss); err != nil {
+			got = err.Error()
+		}
+		if got != tc.want {
+			t.Errorf("CheckGap(%s) = %q, want %q", tc.name, got, tc.want)
+		}
+	}
+}
+
+func TestParseReport(t *testing.T) {
+	for _, tc := range []struct{ line, want string }{
+		{`{"type": "sample", "seq": 1, "calls": 2, "ns": 3}`, ""},
+		{`{"type": "sample", "seq": 1, "calls": 2}`, "sample report keys [calls seq type], want [calls ns seq type]"},
+		{`{"type": "sample", "seq": 1, "calls": 2, "ns": 3} {}`, "more than one JSON value on a line"},
+		{`{"type": "sample", "seq": "1", "calls": 2, "ns": 3}`, "sample report: json: cannot unmarshal string into Go struct field Report.seq of type int64"},
+		{`{"type": "report"}`, `type "report": want validated, sample or final`},
+		{`{"type": "final", "status": "ok", "reason": "", "checks": {"guards": "pass"}}`, "final report checks: want all of [guards poison inputs repeat]"},
+		{`{"type": "final", "status": "ok", "reason": "", "checks": {"guards": "pass", "poison": "pass", "inputs": "pass", "speed": "pass"}}`, `final report checks["speed"] = "pass": want one of [guards poison inputs repeat] with one of [pass fail not_run]`},
+		{`{"type": "final", "status": "failed", "reason": "", "checks": {"guards": "pass", "poison": "pass", "inputs": "pass", "repeat": "pass"}}`, "final report: status failed without a reason"},
+		{`{"type": "final", "status": "great", "reason": "", "checks": {}}`, `final report status "great": want ok or failed`},
+	} {
+		_, err := ParseReport([]byte(tc.line))
+		got := ""
+		if err != nil {
+			got = err.Error()
+		}
+		if got != tc.want {
+			t.Errorf("ParseReport(%s) = %q, want %q", tc.line, got, tc.want)
+		}
+	}
+}
+
+func FuzzParseReport(f *testing.F) {
+	f.Add([]byte(`{"type": "sample", "seq": 1, "calls": 2, "ns": 3}`))
+	f.Add([]byte(`{"type": "validated", "status": "ok", "reason": "", "checks": {"guards": "pass", "poison": "pass", "inputs": "pass", "repeat": "pass"}, "threads": 1, "output_policy": "direct"}`))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		r, err := ParseReport(b)
+		if err != nil {
+			return
+		}
+		if _, ok := keys[r.Type]; !ok {
+			t.Fatalf("ParseReport accepted type %q", r.Type)
+		}
+	})
+}
+
+// shMounts is the closure of /bin/sh and the tools the bodies use.
+func shMounts(t *testing.T) Mounts {
+	t.Helper()
+	var closure []string
+	for _, p := range []string{"/bin/sh", "/bin/sleep", "/lib/x86_64-linux-gnu/libc.so.6"} {
+		r, err := filepath.EvalSymlinks(p)
+		if err != nil {
+			t.Skipf("closure of the sh timer: %v", err)
+		}
+		closure = append(closure, r)
+	}
+	sh, _ := filepath.EvalSymlinks("/bin/sh")
+	return ClosureMounts(closure, sh)
+}
+
+// TestSandbox runs sh timers in the sandbox: a file outside it and the
+// host's /tmp are not there, and a process left behind is found.
+func TestSandbox(t *testing.T) {
+	sb, err := Probe(context.Background(), "")
+	if err != nil {
+		if os.Getenv("TILEPIPE_REQUIRE_ROUTES") != "" {
+			t.Fatalf("no sandbox, and TILEPIPE_REQUIRE_ROUTES is set (make test): %v", err)
+		}
+		t.Skipf("no sandbox here: %v", err)
+	}
+	secret := filepath.Join(t.TempDir(), "expected.arrow")
+	if err := os.WriteFile(secret, []byte("answers"), 0o444); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile("/tmp/tilepipe-visit-test-state", []byte("x"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	defer os.Remove("/tmp/tilepipe-visit-test-state")
+	for _, tc := range []struct{ name, body, want string }{
+		{"honest", honest, ""},
+		{"a stage file", "[ -e " + secret + " ] && exit 7\n" + honest, ""},
+		{"host /tmp", "[ -e /tmp/tilepipe-visit-test-state ] && exit 7\n" + honest, ""},
+		{"left a process", "sleep 30 &\n" + honest, "left_processes: 1 other process(es) (sleep) still running at the final report"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			spec := Spec{Argv: []string{"/bin/sh", "-c", shPrelude + tc.body}, Env: []string{"PATH=/usr/bin:/bin"}, Dir: "/", Sandbox: sb, Mounts: shMounts(t), Timeout: 5 * time.Second, Threads: 1}
+			got := runSpec(t, spec)
+			if got != tc.want {
+				t.Errorf("sandboxed visit(%s) = %q, want %q", tc.name, got, tc.want)
+			}
+		})
+	}
+}
