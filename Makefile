@@ -52,8 +52,10 @@ test: build
 	TILEPIPE_ROUTES=$(BIN)/routes TILEPIPE_REQUIRE_ROUTES=1 $(GO) test -count=1 -run '^TestAdversaries$$' ./cmd/tilepipe
 
 # The adversarial suite alone, writing its table (docs/results).
+ADVERSARY_TABLE ?= runs/adversarial.md
 test-adversarial: build
-	TILEPIPE_ROUTES=$(BIN)/routes TILEPIPE_REQUIRE_ROUTES=1 TILEPIPE_ADVERSARY_TABLE=$(abspath adversarial.md) \
+	@mkdir -p $(dir $(ADVERSARY_TABLE))
+	TILEPIPE_ROUTES=$(BIN)/routes TILEPIPE_REQUIRE_ROUTES=1 TILEPIPE_ADVERSARY_TABLE=$(abspath $(ADVERSARY_TABLE)) \
 	  $(GO) test -count=1 -run '^TestAdversaries$$' -v ./cmd/tilepipe
 
 test-oracle:

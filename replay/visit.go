@@ -4,9 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
-	"sort"
 	"strconv"
 	"strings"
 	"time"
@@ -46,42 +46,25 @@ func ThreadEnv(threads int) map[string]string {
 	return map[string]string{"OMP_NUM_THREADS": n, "OPENBLAS_NUM_THREADS": n, "MKL_NUM_THREADS": n, "HL_NUM_THREADS": n}
 }
 
-// passEnv are the only variables of replay's own environment a visit
-// sees: OpenBLAS's CPU override, which some machines need to run it at all
-// (recorded with the rest of the visit's environment in its argv's record).
-var passEnv = []string{"OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE"}
-
-// visitEnv is a visit's whole, scrubbed environment.
+// visitEnv is a visit's whole, scrubbed environment ([artifacts.Env]):
+// the sandbox's own PATH, HOME and TMPDIR, the thread variables and the
+// process route's recorded ones.
 func visitEnv(threads int, extra map[string]string) []string {
-	env := map[string]string{"PATH": "/usr/bin:/bin", "LANG": "C.UTF-8", "TMPDIR": "/tmp", "HOME": "/tmp"}
-	for k, v := range ThreadEnv(threads) {
-		env[k] = v
-	}
-	for _, k := range passEnv {
-		if v, ok := os.LookupEnv(k); ok {
-			env[k] = v
-		}
-	}
-	for k, v := range extra {
-		env[k] = v
-	}
-	out := make([]string, 0, len(env))
-	for k, v := range env {
-		out = append(out, k+"="+v)
-	}
-	sort.Strings(out)
-	return out
+	env := map[string]string{"PATH": "/usr/bin:/bin", "HOME": "/tmp", "TMPDIR": "/tmp"}
+	maps.Copy(env, ThreadEnv(threads))
+	maps.Copy(env, extra)
+	return artifacts.Env(env)
 }
 
 // layout is where a visit's files are, outside and as the timer sees them.
 type layout struct {
-	dir               string // outside: the visit's output directory
-	visitFile         string // outside
-	inputs, outputs   []string
-	inVisit, inInputs []string // as the timer sees them
-	inOutputs         []string
-	inProgram         string
-	mounts            visit.Mounts
+	dir, visitFile string   // outside: the visit's output directory and visit file
+	outputs        []string // outside
+	inVisit        string   // as the timer sees them
+	inInputs       []string
+	inOutputs      []string
+	inProgram      string
+	mounts         visit.Mounts
 }
 
 // layout places the visit: with a sandbox, the timer sees /visit/visit.txt,
@@ -97,7 +80,6 @@ func (r *replayer) layout(v artifacts.Visit, e *artifacts.Prepared, prog program
 			return nil, fmt.Errorf("prepared: %s input %s: blob %s is not a verified layer", v.Case, in.Name, artifacts.Short(in.Digest))
 		}
 		src := r.prep.Store.Path(in.Digest)
-		l.inputs = append(l.inputs, src)
 		dst := src
 		if sandboxed {
 			dst = filepath.Join(visit.InsideIn, in.Name+".bin")
@@ -114,12 +96,16 @@ func (r *replayer) layout(v artifacts.Visit, e *artifacts.Prepared, prog program
 		l.outputs = append(l.outputs, filepath.Join(l.dir, o.Name+".bin"))
 		l.inOutputs = append(l.inOutputs, filepath.Join(outDir, o.Name+".bin"))
 	}
-	l.inVisit, l.inProgram = []string{l.visitFile}, prog.path
+	l.inVisit, l.inProgram = l.visitFile, prog.path
 	if !sandboxed {
 		return l, nil
 	}
-	l.inVisit = []string{filepath.Join(visit.InsideRoot, "visit.txt")}
-	l.inProgram = filepath.Join(visit.InsideBin, filepath.Base(prog.path))
+	l.inVisit = filepath.Join(visit.InsideRoot, "visit.txt")
+	// The timer's own name inside (its copy outside is named by digest).
+	l.inProgram = filepath.Join(visit.InsideBin, "harness")
+	if e.Kind == "process" {
+		l.inProgram = filepath.Join(visit.InsideBin, filepath.Base(e.Program.Path))
+	}
 	exe := prog.path
 	if e.Kind == "process" {
 		exe = e.Process.Interpreter
@@ -131,7 +117,7 @@ func (r *replayer) layout(v artifacts.Visit, e *artifacts.Prepared, prog program
 	cm := visit.ClosureMounts(closure, exe)
 	l.mounts.Links = cm.Links
 	l.mounts.ReadOnly = append(append(cm.ReadOnly, l.mounts.ReadOnly...),
-		visit.Bind{Src: l.visitFile, Dst: l.inVisit[0]}, visit.Bind{Src: prog.path, Dst: l.inProgram})
+		visit.Bind{Src: l.visitFile, Dst: l.inVisit}, visit.Bind{Src: prog.path, Dst: l.inProgram})
 	return l, nil
 }
 
@@ -162,9 +148,9 @@ func (r *replayer) visit(ctx context.Context, v artifacts.Visit, programs map[[2
 	var extra map[string]string
 	switch e.Kind {
 	case "object":
-		argv = []string{l.inProgram, "--visit", l.inVisit[0]}
+		argv = []string{l.inProgram, "--visit", l.inVisit}
 	case "process":
-		argv = append(append([]string{e.Process.Interpreter, l.inProgram}, e.Process.Args...), "--visit", l.inVisit[0])
+		argv = append(append([]string{e.Process.Interpreter, l.inProgram}, e.Process.Args...), "--visit", l.inVisit)
 		extra = e.Env
 	}
 	dir := l.dir
@@ -182,12 +168,15 @@ func (r *replayer) visit(ctx context.Context, v artifacts.Visit, programs map[[2
 	out, ferr := sess.Finish(final)
 	vr.End = time.Now().UTC()
 	vr.Exit, vr.CPUNs, vr.WallNs = out.Exit, out.CPU.Nanoseconds(), out.Wall.Nanoseconds()
-	for i, b := range [][]byte{out.Stdout, out.Stderr} {
-		d, err := r.s.PutBytes(b, artifacts.MediaText)
+	for _, o := range []struct {
+		b  []byte
+		to *artifacts.Digest
+	}{{out.Stdout, &vr.Stdout}, {out.Stderr, &vr.Stderr}} {
+		d, err := r.s.PutBytes(o.b, artifacts.MediaText)
 		if err != nil {
 			return nil, err
 		}
-		*[]*artifacts.Digest{&vr.Stdout, &vr.Stderr}[i] = d.Digest
+		*o.to = d.Digest
 	}
 	if ctx.Err() != nil {
 		return nil, ctx.Err()

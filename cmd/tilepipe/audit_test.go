@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/tilepipe/tilepipe/artifacts"
+	"github.com/tilepipe/tilepipe/artifacts/samples"
 	"github.com/tilepipe/tilepipe/artifacts/tensor"
 	"github.com/tilepipe/tilepipe/internal/testroute"
 	"github.com/tilepipe/tilepipe/oracle"
@@ -127,6 +128,37 @@ func TestAuditRecomputes(t *testing.T) {
 				d.Oracle = "tilepipe-oracle/0"
 			})
 		}, "oracle", "FAILED", `capture: oracle "tilepipe-oracle/0", this auditor computes "` + oracle.Version + `": references and bounds are compared only within one oracle version; audit with the tilepipe that made the capture`},
+		{"sandbox record dropped", func(t *testing.T, dir string) {
+			forge(t, filepath.Join(dir, "replay"), artifacts.ReplayType, func(_ *artifacts.Store, d *replayDoc, _ *artifacts.Receipt) {
+				d.Sandbox = nil
+			})
+		}, "containment", "FAILED", "no sandbox recorded, and config.noSandbox is not set"},
+		{"visit outside the sandbox", func(t *testing.T, dir string) {
+			forge(t, filepath.Join(dir, "replay"), artifacts.ReplayType, func(_ *artifacts.Store, d *replayDoc, _ *artifacts.Receipt) {
+				d.Visits[0].Argv = d.Visits[0].Argv[len(d.Visits[0].Argv)-3:]
+			})
+		}, "containment", "FAILED", "visit 0: argv does not start with the recorded sandbox "},
+		{"CPU beyond the threads", func(t *testing.T, dir string) {
+			forge(t, filepath.Join(dir, "replay"), artifacts.ReplayType, func(_ *artifacts.Store, d *replayDoc, _ *artifacts.Receipt) {
+				d.Visits[0].CPUNs = 3 * d.Visits[0].WallNs * int64(d.Visits[0].Threads)
+			})
+		}, "containment", "FAILED", "visit 0: "},
+		{"timer numbers replaced", func(t *testing.T, dir string) {
+			forge(t, filepath.Join(dir, "replay"), artifacts.ReplayType, func(s *artifacts.Store, d *replayDoc, _ *artifacts.Receipt) {
+				rows, err := samples.ReadFile(s.Path(d.Visits[0].Samples), nil)
+				if err != nil {
+					t.Fatal(err)
+				}
+				for i := range rows {
+					rows[i].TimerNs = rows[i].TotalNs + 1_000_000 // more than replay's span holds
+				}
+				sd, err := artifacts.PutSamples(s, rows)
+				if err != nil {
+					t.Fatal(err)
+				}
+				d.Visits[0].Samples = sd.Digest
+			})
+		}, "containment", "FAILED", "visit 0: clock_mismatch: empty sample 0 (0 calls): replay measured "},
 		{"capture re-committed", func(t *testing.T, dir string) {
 			forge(t, filepath.Join(dir, "capture"), artifacts.CaptureType, func(*artifacts.Store, *artifacts.CaptureDoc, *artifacts.Receipt) {})
 		}, "chain", "FAILED", "prepared manifest subject: want capture manifest"},
@@ -143,6 +175,23 @@ func TestAuditRecomputes(t *testing.T) {
 				t.Errorf("audit after %s = exit %d, want 1", tc.name, code)
 			}
 		})
+	}
+}
+
+// TestAuditMarksNoSandbox: a replay without a sandbox is recorded as such,
+// and the audit warns and marks every row.
+func TestAuditMarksNoSandbox(t *testing.T) {
+	dir, code, out, errs := naiveRun(t, tinyCohort(t, gemm16), "1", "--no-sandbox")
+	if code != exitOK {
+		t.Fatalf("run --no-sandbox = exit %d:\n%s%s", code, out, errs)
+	}
+	for _, want := range []string{"| containment | WARNED |", "| gemm-16x16x16 | naive | passed | no-sandbox |"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("audit of a --no-sandbox run lacks %q:\n%s", want, out)
+		}
+	}
+	if d := readReplay(t, filepath.Join(dir, "replay")); d.Sandbox != nil || !d.Config.NoSandbox {
+		t.Errorf("replay doc sandbox = %+v, noSandbox = %t; want none recorded and the choice kept", d.Sandbox, d.Config.NoSandbox)
 	}
 }
 

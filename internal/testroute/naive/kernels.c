@@ -120,10 +120,11 @@ static void kernel(void *const *buf, float **outp, int *outn, float **inp) {
  * the timer (docs/threat-model.md, attack classes). Calls 1 and 2 are the
  * timer's validation calls; later calls are replay's. ---- */
 
-#if defined(ADVERSARY_PEEK_ANSWERS) || defined(ADVERSARY_TMP_ANSWERS) || defined(ADVERSARY_SHM_ANSWERS)
+#if defined(ADVERSARY_PEEK_ANSWERS) || defined(ADVERSARY_PEEK_HOME) || defined(ADVERSARY_TMP_ANSWERS) || defined(ADVERSARY_SHM_ANSWERS)
 /* A pure cheater: its output comes only from answers found outside the
- * visit (a file beside the stages, a file in /tmp, System V shared
- * memory), never from computing. Found nowhere, it writes nothing. */
+ * visit (a file beside the stages, one in the home directory, one in
+ * /tmp, System V shared memory), never from computing. Found nowhere, it
+ * writes nothing. */
 #ifndef PEEK_PATH
 #define PEEK_PATH "/tmp/tilepipe-adversary-answers"
 #endif
@@ -185,7 +186,7 @@ static int adversary(unsigned calls, void *const *buf) {
     static const char forged[] = "{\"type\": \"sample\", \"seq\": 1, \"calls\": 1, \"ns\": 1}\n";
     if (write(4, forged, sizeof forged - 1) < 0) return 0;
   }
-#elif defined(ADVERSARY_PEEK_ANSWERS) || defined(ADVERSARY_TMP_ANSWERS) || defined(ADVERSARY_SHM_ANSWERS)
+#elif defined(ADVERSARY_PEEK_ANSWERS) || defined(ADVERSARY_PEEK_HOME) || defined(ADVERSARY_TMP_ANSWERS) || defined(ADVERSARY_SHM_ANSWERS)
   float *out = NULL;
   int n = 0;
 #if defined(OP_GEMM) || defined(OP_ADD)
@@ -223,7 +224,7 @@ static int adversary(unsigned calls, void *const *buf) {
   if (calls == 1)
     for (int i = 0; i < 4; i++)
       if (fork() == 0) {
-        burn(0.6);
+        burn(1.2);
         _exit(0);
       }
 #elif defined(ADVERSARY_HANG)

@@ -1,0 +1,264 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/tilepipe/tilepipe/artifacts"
+	"github.com/tilepipe/tilepipe/capture/cohort"
+	"github.com/tilepipe/tilepipe/internal/testroute"
+	"github.com/tilepipe/tilepipe/oracle"
+	"golang.org/x/sys/unix"
+)
+
+// adversary is one kernel of the adversarial suite (docs/threat-model.md):
+// it tries one attack from inside the timer, and the suite asserts which
+// stage stops it and the exact reason.
+type adversary struct {
+	// name: the naive route's TILEPIPE_TEST_ADVERSARY (an object), or a
+	// torch-eager wrapper test op run by the imposter route (a process).
+	name   string
+	class  string // attack class, as docs/threat-model.md names it
+	stage  string // "prepare" or "replay": where it is stopped
+	reason string // the failure reason: exact, or a prefix ending in "..."
+	flags  []string
+	plant  func(t *testing.T, answers []byte) // puts the answers where the kernel looks
+}
+
+// reasonOK matches got against want, exact or (want ending in "...") by prefix.
+func reasonOK(got, want string) bool {
+	if p, ok := strings.CutSuffix(want, "..."); ok {
+		return strings.HasPrefix(got, p)
+	}
+	return got == want
+}
+
+const add5x33 = `{"op": "add", "dims": {"M": 5, "N": 33}, "seed": 3}`
+
+const allowlist = "(-lm, -lpthread, -ldl, -lrt, -lstdc++, -lopenblas)"
+
+// answersFile is where tmp_answers looks (kernels.c).
+const answersFile = "/tmp/tilepipe-adversary-answers"
+
+var adversaries = []adversary{
+	{name: "interpose_clock", class: "interposition", stage: "prepare",
+		reason: "link_policy: kernels.o defines clock_gettime, which the timer or the C library provides"},
+	{name: "interpose_write", class: "interposition", stage: "prepare",
+		reason: "link_policy: kernels.o defines write, which the timer or the C library provides"},
+	{name: "link_wrap", class: "linker arguments", stage: "prepare",
+		reason: `link_policy: link[1] "-Wl,--wrap=clock_gettime": not in the allowlist ` + allowlist},
+	{name: "link_lib", class: "linker arguments", stage: "prepare",
+		reason: `link_policy: link[1] "-lutil": not in the allowlist ` + allowlist},
+	{name: "ctor", class: "load-time code", stage: "prepare",
+		reason: "link_policy: kernels.o: section .init_array: code that runs before the entry is first called"},
+	{name: "preinit", class: "load-time code", stage: "prepare",
+		reason: "link_policy: kernels.o: section .preinit_array: code that runs before the entry is first called"},
+	{name: "print_report", class: "forged report", stage: "replay",
+		reason: "unexpected_output: 98 bytes on stdout (a timer reports only on fd 4)"},
+	{name: "forge_report", class: "forged report", stage: "replay",
+		reason: "unexpected_report: sample seq 1 calls 1, want seq 2 calls 2"},
+	{name: "_chatty", class: "forged report", stage: "replay",
+		reason: "unexpected_output: 132 bytes on stdout (a timer reports only on fd 4)"},
+	{name: "_liar", class: "timings it did not measure", stage: "replay", flags: []string{"--sample-ms", "50"},
+		reason: "clock_mismatch: batch samples: replay measured a median span of ..."},
+	{name: "peek_answers", class: "answers on disk", stage: "replay",
+		reason: "output_not_overwritten: C element 0", plant: plantPeek},
+	{name: "peek_home", class: "answers on disk", stage: "replay",
+		reason: "output_not_overwritten: C element 0", plant: plantHome},
+	{name: "tmp_answers", class: "state between visits", stage: "replay",
+		reason: "output_not_overwritten: C element 0", plant: plantTmp},
+	{name: "shm_answers", class: "state between visits", stage: "replay",
+		reason: "output_not_overwritten: C element 0", plant: plantShm},
+	{name: "spawn_child", class: "processes left behind", stage: "replay",
+		reason: "left_processes: 1 other process(es) (..."},
+	{name: "daemon", class: "processes left behind", stage: "replay",
+		reason: "left_processes: 1 other process(es) (..."},
+	{name: "hold_pipe", class: "held pipe", stage: "replay",
+		reason: "left_processes: 1 other process(es) (..."},
+	{name: "hold_pipe", class: "held pipe", stage: "replay", flags: []string{"--no-sandbox"},
+		reason: "pipe_held_open: stdout or stderr still open 2s after the visit's processes ended"},
+	{name: "threads", class: "extra threads", stage: "replay", flags: []string{"--threads", "1", "--warmup-ms", "800"},
+		reason: "threads_exceeded: the visit's processes used ..."},
+	{name: "burner", class: "extra threads", stage: "replay", flags: []string{"--threads", "1", "--warmup-ms", "1500"},
+		reason: "threads_exceeded: the visit's processes used ..."},
+	{name: "hang", class: "stalls and floods", stage: "replay", flags: []string{"--timeout-s", "2"},
+		reason: "timed_out: after 2s"},
+	{name: "flood", class: "stalls and floods", stage: "replay",
+		reason: "output_too_large: stderr has more than 1048576 bytes"},
+}
+
+// TestAdversaries drives every adversarial kernel through capture ->
+// prepare -> replay -> audit and asserts the stage that stops it and the
+// exact reason; the audit of each checkpoint still passes (a failed row is
+// a result). Kernels that cheat with answers found outside the visit are
+// also run without the sandbox, where they pass: the attack is real, and
+// the sandbox is what stops it. TILEPIPE_ADVERSARY_TABLE=FILE writes the
+// suite's table (docs/results).
+func TestAdversaries(t *testing.T) {
+	answers := gemm16Answers(t)
+	var table []string
+	for _, a := range adversaries {
+		name := a.name
+		if len(a.flags) > 0 {
+			name += " " + strings.Join(a.flags, " ")
+		}
+		t.Run(name, func(t *testing.T) {
+			if a.process() {
+				t.Setenv("TILEPIPE_TEST_TORCH_OP", a.name)
+			} else {
+				t.Setenv("TILEPIPE_TEST_ADVERSARY", a.name)
+			}
+			if a.plant != nil {
+				a.plant(t, answers)
+			}
+			got := a.run(t, a.stage, a.flags)
+			if !reasonOK(got, a.reason) {
+				t.Errorf("adversary %s stopped with %q, want %q", a.name, got, a.reason)
+			}
+			table = append(table, fmt.Sprintf("| %s | %s | %s | %s | `%s` |", a.name, strings.Join(a.flags, " "), a.class, a.stage, got))
+			if a.plant != nil {
+				if got := a.run(t, "", []string{"--no-sandbox"}); got != "" {
+					t.Errorf("adversary %s without a sandbox = %q, want it to pass (its cheat works there)", a.name, got)
+				}
+			}
+		})
+	}
+	if p := os.Getenv("TILEPIPE_ADVERSARY_TABLE"); p != "" {
+		head := "| kernel | replay flags | class | stopped by | reason |\n|---|---|---|---|---|\n"
+		if err := os.WriteFile(p, []byte(head+strings.Join(table, "\n")+"\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// process: a torch-eager test op (a process route), not a naive object.
+func (a adversary) process() bool { return strings.HasPrefix(a.name, "_") }
+
+// run runs the pipeline on one case (gemm16 for naive, an add for the
+// imposter, whose test ops take add's signature) and returns the reason
+// the stage stopped the row ("" when every stage passed it); the audit of
+// the checkpoint must pass either way.
+func (a adversary) run(t *testing.T, stage string, flags []string) string {
+	t.Helper()
+	var dir string
+	var code int
+	var out, errs string
+	if a.process() {
+		routes := os.Getenv("TILEPIPE_ROUTES")
+		if routes == "" {
+			t.Skip("TILEPIPE_ROUTES is not set (make test sets it): the imposter runs torch-eager")
+		}
+		t.Setenv("TILEPIPE_TEST_TORCH_ROUTE", filepath.Join(routes, "torch-eager", "route"))
+		dir = filepath.Join(t.TempDir(), "run")
+		args := append([]string{"run", "--cohort", tinyCohort(t, add5x33), "--routes", "", "--route-exec", testroute.Imposter(t),
+			"--baseline", "imposter", "--rounds", "1", "--output", dir}, fast...)
+		code, out, errs = tp(t, append(args, flags...)...)
+	} else {
+		dir, code, out, errs = naiveRun(t, tinyCohort(t, gemm16), "1", flags...)
+	}
+	if code != exitOK && code != exitFailure {
+		t.Fatalf("run = exit %d\n%s\n%s", code, out, errs)
+	}
+	if v := readAudit(t, filepath.Join(dir, "audit.json"))["verdict"]; v != "pass" {
+		t.Errorf("audit verdict = %v, want pass (the chain is intact; the row is a kept failure)\n%s", v, out)
+	}
+	e := readPrepared(t, filepath.Join(dir, "prepared")).Entries[0]
+	v := readReplay(t, filepath.Join(dir, "replay"))
+	switch {
+	case stage == "prepare":
+		if e.Status != artifacts.StatusFailed || len(v.Visits) != 0 {
+			t.Errorf("prepared entry %s, %d visits; want failed at prepare and nothing timed", e.Status, len(v.Visits))
+		}
+		return e.Reason
+	case e.Status != artifacts.StatusPrepared:
+		t.Fatalf("prepared entry = %s %q, want prepared", e.Status, e.Reason)
+	}
+	if len(v.Visits) != 1 {
+		t.Fatalf("visits = %d, want 1", len(v.Visits))
+	}
+	if code == exitOK {
+		return ""
+	}
+	return v.Visits[0].Reason
+}
+
+// gemm16Answers is the naive kernel's own output for gemm16's inputs (the
+// same float32 loop as kernels.c): what a cheater would like to find.
+func gemm16Answers(t *testing.T) []byte {
+	t.Helper()
+	co, _, err := cohort.Load(tinyCohort(t, gemm16))
+	if err != nil {
+		t.Fatal(err)
+	}
+	in, err := oracle.Generate(co.Cases[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, b := in[0].F, in[1].F
+	const n = 16
+	c := make([]float32, n*n)
+	for i := range n {
+		for j := range n {
+			var s float32
+			for k := range n {
+				s += a[i*n+k] * b[k*n+j]
+			}
+			c[i*n+j] = s
+		}
+	}
+	return oracle.Encode(oracle.F32(c))
+}
+
+// plantPeek puts the answers in a file beside the test's stages and tells
+// the kernel where (TILEPIPE_TEST_PEEK, baked into it at build).
+func plantPeek(t *testing.T, answers []byte) {
+	p := filepath.Join(t.TempDir(), "answers.bin")
+	if err := os.WriteFile(p, answers, 0o444); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("TILEPIPE_TEST_PEEK", p)
+}
+
+// plantHome leaves the answers in the home directory's cache, which route
+// builds see (read-only) and visits do not.
+func plantHome(t *testing.T, answers []byte) {
+	home, err := os.UserHomeDir()
+	if err != nil {
+		t.Skipf("no home directory: %v", err)
+	}
+	p := filepath.Join(home, ".cache", "tilepipe-adversary-answers")
+	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(p, answers, 0o444); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.Remove(p) })
+}
+
+// plantTmp leaves the answers in the host's /tmp, as an earlier visit or a
+// build could.
+func plantTmp(t *testing.T, answers []byte) {
+	if err := os.WriteFile(answersFile, answers, 0o444); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.Remove(answersFile) })
+}
+
+// plantShm leaves the answers in a System V shared memory segment.
+func plantShm(t *testing.T, answers []byte) {
+	id, err := unix.SysvShmGet(0x7117e, len(answers), unix.IPC_CREAT|0o600)
+	if err != nil {
+		t.Skipf("System V shared memory: %v", err)
+	}
+	t.Cleanup(func() { unix.SysvShmCtl(id, unix.IPC_RMID, nil) })
+	b, err := unix.SysvShmAttach(id, 0, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	copy(b, answers)
+	unix.SysvShmDetach(b)
+}
