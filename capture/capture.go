@@ -366,9 +366,10 @@ func (j *job) routeCaseFile(r artifacts.Route, ir *caseIR) (path, scratch string
 
 // buildArgv is a route's build command, in the build sandbox: the file
 // system read-only, with capture's store and scratch directory hidden
-// (other cases' inputs and work, every expected output), the build's own
-// work directory writable, and its case file, its own inputs and the IR
-// visible read-only; a private /tmp, and every namespace unshared.
+// (other cases' inputs and work, every expected output; the scratch path
+// becomes a private tmpfs, the build's TMPDIR), the build's own work
+// directory writable, its case file, its own inputs and the IR visible
+// read-only, and every namespace unshared.
 func (j *job) buildArgv(r artifacts.Route, caseFile, scratch string, ir *caseIR, work string) []string {
 	argv := []string{r.Exec, "build", "--case", caseFile, "--workdir", work}
 	ro := []visit.Bind{{Src: filepath.Dir(r.Exec), Dst: filepath.Dir(r.Exec)}, {Src: caseFile, Dst: caseFile}}
@@ -464,7 +465,11 @@ func build(ctx context.Context, s *artifacts.Store, cfg Config, r artifacts.Rout
 	if env == nil {
 		env = map[string]string{}
 	}
-	env["TMPDIR"] = "/tmp"
+	if !cfg.NoSandbox {
+		// The host's /tmp is read-only in the build sandbox; capture's
+		// scratch directory is a private tmpfs there, the work dir inside it.
+		env["TMPDIR"] = j.tmp
+	}
 	cmd, out, reason, err := s.Run(ctx, argv, work, env, cfg.BuildTimeout)
 	b.Seconds = time.Since(t0).Seconds()
 	if err != nil {

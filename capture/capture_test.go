@@ -109,8 +109,8 @@ func runCapture(t *testing.T, cfg Config) (*Result, error) {
 
 // spyRoute answers every build unsupported, with a reason that says what
 // it could see and do: the capture's store (named by TILEPIPE_TEST_STORE),
-// the scratch directory around its workdir, a file it plants in /tmp, and
-// the environment it got.
+// the scratch directory around its workdir, a file it plants in /tmp (the
+// host's, read-only in the sandbox), and the environment it got.
 const spyRoute = `#!/bin/sh
 if [ "$1" = describe ]; then
   echo '{"protocol": 1, "name": "spy", "kind": "object", "version": "spy 1", "available": true, "reason": "", "ops": ["add"]}'
@@ -130,7 +130,8 @@ printf '{"protocol": 1, "status": "unsupported", "reason": "store=[%s] scratch=[
 
 // TestBuildSandbox: a route build sees neither the capture's store (the
 // expected outputs) nor the other builds' scratch, writes only its own
-// workdir and a private /tmp, and gets only the --route-env variables.
+// workdir and a private tmpfs, never the host's /tmp, and gets only the
+// --route-env variables.
 func TestBuildSandbox(t *testing.T) {
 	cohortPath, _ := addCase(t)
 	dir := t.TempDir()
@@ -151,7 +152,8 @@ func TestBuildSandbox(t *testing.T) {
 			t.Fatalf("capture (sandbox %t): %v", sandbox, err)
 		}
 		got := res.Doc.Cases[0].Builds[0].Reason
-		want := "store=[] scratch=[add-2x3.json add-2x3.spy ] tmp=written up=written own=written secret=" // tmp and up: private tmpfs, gone after the build
+		// up: the scratch directory is a private tmpfs, gone after the build.
+		want := "store=[] scratch=[add-2x3.json add-2x3.spy ] tmp=refused up=written own=written secret="
 		if !sandbox {
 			// What the sandbox takes away: the store (blobs, index.json, ...),
 			// the scratch directory and the host's /tmp are all reachable.

@@ -177,10 +177,7 @@ func TestClosureChangeFailsReplay(t *testing.T) {
 		t.Fatalf("capture = exit %d: %s", code, errs)
 	}
 	t.Setenv("PATH", bin+string(filepath.ListSeparator)+os.Getenv("PATH"))
-	// --no-sandbox: the copy lives in the test's directory under /tmp, and a
-	// sandboxed closure listing has a /tmp of its own. Replay stays
-	// sandboxed; its closure check runs outside the sandbox anyway.
-	if code, _, errs := tp(t, "prepare", "--capture", capDir, "--output", prepDir, "--no-sandbox"); code != 0 {
+	if code, _, errs := tp(t, "prepare", "--capture", capDir, "--output", prepDir); code != 0 {
 		t.Fatalf("prepare = exit %d: %s", code, errs)
 	}
 	pinned := false

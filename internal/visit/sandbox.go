@@ -53,7 +53,8 @@ type Bind struct{ Src, Dst string }
 // Mounts is what one sandbox shows besides /proc, /dev and /tmp.
 type Mounts struct {
 	// System: the whole file system read-only (a route build needs its
-	// compilers), minus Hide; a visit gets only its closure instead.
+	// compilers), /tmp included, minus Hide; a visit gets only its closure
+	// and a private /tmp instead.
 	System   bool
 	Hide     []string // directories replaced by an empty tmpfs
 	ReadOnly []Bind   // directories (the closure's) and files (program, inputs, visit file)
@@ -95,9 +96,12 @@ func Probe(ctx context.Context, path string) (*Sandbox, error) {
 func (s *Sandbox) Argv(m Mounts, dir string, timer []string) []string {
 	argv := append([]string{s.Program}, nsFlags...)
 	if m.System {
-		argv = append(argv, "--ro-bind", "/", "/")
+		// /tmp stays the host's, read-only: route programs and their tools
+		// may live there (a CI clone); a build writes in its Hide tmpfs.
+		argv = append(argv, "--ro-bind", "/", "/", "--proc", "/proc", "--dev", "/dev")
+	} else {
+		argv = append(argv, fsFlags...)
 	}
-	argv = append(argv, fsFlags...)
 	for _, h := range m.Hide {
 		argv = append(argv, "--tmpfs", h)
 	}
@@ -115,9 +119,9 @@ func (s *Sandbox) Argv(m Mounts, dir string, timer []string) []string {
 }
 
 // Wrap runs argv in a sandbox that shows the whole file system read-only
-// except hide (each replaced by an empty directory) and the writable
-// binds, with the read-only binds on top (a stage's scratch files the
-// command needs): how route builds and closure listings run. A nil
+// except hide (each replaced by an empty, private, writable tmpfs) and the
+// writable binds, with the read-only binds on top (a stage's scratch files
+// the command needs): how route builds and closure listings run. A nil
 // sandbox (--no-sandbox) returns argv unchanged.
 func (s *Sandbox) Wrap(hide []string, ro, rw []Bind, dir string, argv []string) []string {
 	if s == nil {
