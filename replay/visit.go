@@ -2,7 +2,6 @@ package replay
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"maps"
 	"os"
@@ -164,8 +163,8 @@ func (r *replayer) visit(ctx context.Context, v artifacts.Visit, programs map[[2
 		return nil, err
 	}
 	vr.Argv = sess.Argv
-	smps, calls, final, verr := r.drive(sess, vr, e)
-	out, ferr := sess.Finish(final)
+	smps, calls, final, derr := r.drive(sess, vr, e)
+	reason, out, cerr := sess.Close(derr, final)
 	vr.End = time.Now().UTC()
 	vr.Exit, vr.CPUNs, vr.WallNs = out.Exit, out.CPU.Nanoseconds(), out.Wall.Nanoseconds()
 	for _, o := range []struct {
@@ -185,14 +184,11 @@ func (r *replayer) visit(ctx context.Context, v artifacts.Visit, programs map[[2
 		vr.Status, vr.Reason = artifacts.StatusFailed, why
 		return vr, nil
 	}
-	for _, err := range []error{verr, ferr} {
-		var f *visit.Failure
-		switch {
-		case errors.As(err, &f):
-			return fail(f.Reason)
-		case err != nil:
-			return nil, err
-		}
+	if cerr != nil {
+		return nil, cerr
+	}
+	if reason != "" {
+		return fail(reason)
 	}
 	vr.CallsPerSample = calls
 	// Every output, in full, against the oracle.

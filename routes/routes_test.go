@@ -1030,20 +1030,13 @@ func runVisit(t *testing.T, work string, p *processResp, visitPath string) visit
 // more on fd 4 and nothing on stdout, and that is what Finish(true) checks.
 func (r visitRun) finish(t *testing.T, sess *visit.Session, err error) visitRun {
 	t.Helper()
-	var f *visit.Failure
-	if err != nil && !errors.As(err, &f) {
-		sess.Finish(false)
-		t.Fatal(err)
-	}
 	done := err == nil && (r.final != nil || r.validated.Status == "failed")
-	out, ferr := sess.Finish(done)
-	if err == nil {
-		err = ferr
-	}
-	if errors.As(err, &f) {
-		r.reason = f.Reason
-	} else if err != nil {
+	reason, out, err := sess.Close(err, done)
+	if err != nil {
 		t.Fatal(err)
+	}
+	if reason != "" {
+		r.reason = reason
 	}
 	r.out = out
 	return r

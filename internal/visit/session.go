@@ -457,6 +457,25 @@ func (s *Session) Finish(final bool) (*Outcome, error) {
 	return o, failure
 }
 
+// Close ends the visit with Finish after driving it: err is the first
+// error of driving it, final whether the final report arrived. It returns
+// the reason of the first failure, driving's before Finish's ("" when the
+// visit passed), the outcome, and an error only when the visit could not
+// be run.
+func (s *Session) Close(err error, final bool) (string, *Outcome, error) {
+	out, ferr := s.Finish(final)
+	for _, e := range []error{err, ferr} {
+		var f *Failure
+		switch {
+		case errors.As(e, &f):
+			return f.Reason, out, nil
+		case e != nil:
+			return "", out, e
+		}
+	}
+	return "", out, nil
+}
+
 // trailing reads what is left on fd 4 once the timer has exited.
 func (s *Session) trailing() (string, error) {
 	if len(s.buf) > 0 {

@@ -2,7 +2,6 @@ package visit
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -67,18 +66,11 @@ func runSpecOutcome(t *testing.T, spec Spec) (string, *Outcome) {
 		final = true
 		return nil
 	}()
-	out, ferr := sess.Finish(final)
-	if err == nil {
-		err = ferr
-	}
-	var f *Failure
-	if err != nil && !errors.As(err, &f) {
+	reason, out, err := sess.Close(err, final)
+	if err != nil {
 		t.Fatalf("visit: %v (want a *Failure)", err)
 	}
-	if f != nil {
-		return f.Reason, out
-	}
-	return "", out
+	return reason, out
 }
 
 func TestSessionFailures(t *testing.T) {

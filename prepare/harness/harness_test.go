@@ -174,18 +174,12 @@ func runVisit(t *testing.T, exe, path string) visitResult {
 		r.final, r.reason = &fin, fin.Reason
 		return nil
 	}()
-	var f *visit.Failure
-	if err != nil && !errors.As(err, &f) {
+	reason, out, err := sess.Close(err, r.final != nil)
+	if err != nil {
 		t.Fatal(err)
 	}
-	out, ferr := sess.Finish(r.final != nil)
-	if err == nil {
-		err = ferr
-	}
-	if errors.As(err, &f) {
-		r.reason = f.Reason
-	} else if err != nil {
-		t.Fatal(err)
+	if reason != "" {
+		r.reason = reason
 	}
 	r.out = out
 	return r
