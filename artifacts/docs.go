@@ -257,10 +257,12 @@ type VisitResult struct {
 	Argv []string `json:"argv,omitempty"`
 	// CPUNs is the CPU time of every process the visit started, WallNs its
 	// wall time, both measured by replay.
-	CPUNs  int64     `json:"cpuNs"`
-	WallNs int64     `json:"wallNs"`
-	Start  time.Time `json:"start"`
-	End    time.Time `json:"end"`
+	CPUNs  int64 `json:"cpuNs"`
+	WallNs int64 `json:"wallNs"`
+	// Throttled: 100 ms periods in which the visit hit its CPU quota.
+	Throttled int64     `json:"throttled,omitempty"`
+	Start     time.Time `json:"start"`
+	End       time.Time `json:"end"`
 }
 
 // ClosureCheck is the re-hash of every binary closure around one round.
@@ -301,14 +303,17 @@ type Summary struct {
 
 // ReplayDoc is the replay stage's document.
 type ReplayDoc struct {
-	Schema   int            `json:"schema"`
-	Prepared Digest         `json:"prepared"` // prepared manifest
-	Capture  Digest         `json:"capture"`  // capture manifest
-	Config   ReplayConfig   `json:"config"`
-	Routes   []string       `json:"routes"`
-	Cases    []string       `json:"cases"`
-	Plan     []Visit        `json:"plan"`
-	Sandbox  *Sandbox       `json:"sandbox"` // nil: --no-sandbox
+	Schema   int          `json:"schema"`
+	Prepared Digest       `json:"prepared"` // prepared manifest
+	Capture  Digest       `json:"capture"`  // capture manifest
+	Config   ReplayConfig `json:"config"`
+	Routes   []string     `json:"routes"`
+	Cases    []string     `json:"cases"`
+	Plan     []Visit      `json:"plan"`
+	Sandbox  *Sandbox     `json:"sandbox"` // nil: --no-sandbox
+	// CPULimit says what capped each visit's CPU ("none: why" where the
+	// machine gives replay no cgroup with a CPU quota).
+	CPULimit string         `json:"cpuLimit"`
 	Sessions []Session      `json:"sessions"`
 	Visits   []VisitResult  `json:"visits"`
 	Closure  []ClosureCheck `json:"closure"`

@@ -53,6 +53,9 @@ func (a *auditor) containment() []Row {
 		if wall <= 0 || cpu < 0 || cpu > limit {
 			p = append(p, fmt.Sprintf("visit %d: %d ns of CPU in %d ns of wall time with %d threads (limit %d ns)", v.Index, v.CPUNs, v.WallNs, v.Threads, limit.Nanoseconds()))
 		}
+		if v.Throttled != 0 {
+			p = append(p, fmt.Sprintf("visit %d: passed, yet hit its CPU quota in %d periods", v.Index, v.Throttled))
+		}
 		rows, err := readRows(a.rep, v.Samples)
 		if err != nil {
 			p = append(p, fmt.Sprintf("visit %d samples: %v", v.Index, err))
@@ -73,7 +76,11 @@ func (a *auditor) containment() []Row {
 			p = append(p, fmt.Sprintf("visit %d: %v", v.Index, err))
 		}
 	}
-	a.add("containment", p, w, fmt.Sprintf("sandbox record, CPU accounting and replay's clock against the timer's for %d passed visits", checked))
+	limit := d.CPULimit
+	if limit == "" {
+		limit = "not recorded"
+	}
+	a.add("containment", p, w, fmt.Sprintf("sandbox record, CPU accounting and replay's clock against the timer's for %d passed visits; CPU limit: %s", checked, limit))
 	var out []Row
 	for _, s := range d.Summary {
 		r := Row{Case: s.Case, Route: s.Route, Status: s.Status}

@@ -73,19 +73,21 @@ type Result struct {
 }
 
 type replayer struct {
-	cfg     Config
-	prep    *artifacts.Stage
-	cap     *artifacts.Stage
-	pdoc    artifacts.PreparedDoc
-	cdoc    artifacts.CaptureDoc
-	s       *artifacts.Store
-	entries map[[2]string]*artifacts.Prepared
-	cases   map[string]*artifacts.CapturedCase
-	oracle  *oracleCache
-	sandbox *visit.Sandbox // nil: --no-sandbox
-	journal *os.File
-	rec     artifacts.Receipt
-	deps    artifacts.Deps
+	cfg      Config
+	prep     *artifacts.Stage
+	cap      *artifacts.Stage
+	pdoc     artifacts.PreparedDoc
+	cdoc     artifacts.CaptureDoc
+	s        *artifacts.Store
+	entries  map[[2]string]*artifacts.Prepared
+	cases    map[string]*artifacts.CapturedCase
+	oracle   *oracleCache
+	sandbox  *visit.Sandbox // nil: --no-sandbox
+	limiter  *visit.Limiter // nil: no cgroup CPU quota here
+	cpuLimit string         // what limits a visit's CPU, for the record
+	journal  *os.File
+	rec      artifacts.Receipt
+	deps     artifacts.Deps
 	// sessions so far; the last is this one.
 	sessions []artifacts.Session
 }
@@ -119,6 +121,13 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		}
 		r.sandbox = sb
 	}
+	var lerr error
+	if r.limiter, lerr = visit.ProbeLimiter(); lerr != nil {
+		r.cpuLimit = "none: " + lerr.Error()
+		r.cfg.Progress.Printf("replay: no CPU quota per visit (%v); CPU time is still accounted", lerr)
+	} else {
+		r.cpuLimit = r.limiter.Describe()
+	}
 	pr := planRecord{Prepared: r.prep.Descriptor.Digest, Capture: r.cap.Descriptor.Digest, Config: r.cfg.ReplayConfig, Routes: routes, Cases: cases,
 		Plan: Plan(cases, routes, r.cfg.Rounds, func(c, rt string) bool {
 			e := r.entries[[2]string{c, rt}]
@@ -142,7 +151,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	r.oracle = newOracleCache(r.cap)
 	defer r.oracle.release()
 	r.rec = artifacts.Receipt{Stage: "replay", Tool: artifacts.ToolInfo(), StartedOn: start, Environment: artifacts.Fingerprint(),
-		Parameters:  map[string]any{"prepared": absPath(cfg.Prepared), "capture": r.cap.Store.Dir(), "config": r.cfg.ReplayConfig, "resume": cfg.Resume, "sandbox": r.sandbox.Record()},
+		Parameters:  map[string]any{"prepared": absPath(cfg.Prepared), "capture": r.cap.Store.Dir(), "config": r.cfg.ReplayConfig, "resume": cfg.Resume, "sandbox": r.sandbox.Record(), "cpuLimit": r.cpuLimit},
 		Predecessor: &artifacts.Dependency{Name: "prepared manifest", Digest: r.prep.Descriptor.Digest, VerifiedAt: r.deps.List()[0].VerifiedAt}}
 
 	programs, err := r.materialize()

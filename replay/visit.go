@@ -157,7 +157,7 @@ func (r *replayer) visit(ctx context.Context, v artifacts.Visit, programs map[[2
 		dir = visit.InsideOut
 	}
 	spec := visit.Spec{Argv: argv, Env: visitEnv(r.cfg.Threads, extra), Dir: dir, Sandbox: r.sandbox, Mounts: l.mounts,
-		Timeout: time.Duration(r.cfg.TimeoutS * float64(time.Second)), Threads: r.cfg.Threads}
+		Timeout: time.Duration(r.cfg.TimeoutS * float64(time.Second)), Threads: r.cfg.Threads, Limiter: r.limiter}
 	sess, err := visit.Start(ctx, spec)
 	if err != nil {
 		return nil, err
@@ -166,7 +166,7 @@ func (r *replayer) visit(ctx context.Context, v artifacts.Visit, programs map[[2
 	smps, calls, final, derr := r.drive(sess, vr, e)
 	reason, out, cerr := sess.Close(derr, final)
 	vr.End = time.Now().UTC()
-	vr.Exit, vr.CPUNs, vr.WallNs = out.Exit, out.CPU.Nanoseconds(), out.Wall.Nanoseconds()
+	vr.Exit, vr.CPUNs, vr.WallNs, vr.Throttled = out.Exit, out.CPU.Nanoseconds(), out.Wall.Nanoseconds(), out.Throttled
 	for _, o := range []struct {
 		b  []byte
 		to *artifacts.Digest

@@ -45,6 +45,7 @@ type Spec struct {
 	Mounts  Mounts   // what the sandbox shows
 	Timeout time.Duration
 	Threads int
+	Limiter *Limiter // nil: no CPU quota (the machine gives no cgroup)
 }
 
 // Session is one running timer.
@@ -64,7 +65,8 @@ type Session struct {
 	exited   chan struct{}
 	waitErr  error
 	seq      int64
-	Argv     []string // what was started, sandbox included
+	cgroup   *cgroup  // nil: no CPU quota
+	Argv     []string // what was started, sandbox included (the cgroup is the Limiter's record)
 }
 
 // sink drains one output pipe, keeping at most limit bytes.
@@ -121,7 +123,15 @@ func Start(ctx context.Context, spec Spec) (*Session, error) {
 	if spec.Sandbox != nil {
 		argv = spec.Sandbox.Argv(spec.Mounts, spec.Dir, spec.Argv)
 	}
-	c := exec.Command(argv[0], argv[1:]...)
+	run := argv
+	var cg *cgroup
+	if spec.Limiter != nil {
+		if cg, err = spec.Limiter.make("visit", float64(spec.Threads)*CPUFactor); err != nil {
+			return nil, err
+		}
+		run = cg.wrap(argv)
+	}
+	c := exec.Command(run[0], run[1:]...)
 	c.Env = spec.Env
 	if c.Env == nil {
 		c.Env = []string{}
@@ -133,7 +143,7 @@ func Start(ctx context.Context, spec Spec) (*Session, error) {
 	c.Stdout, c.Stderr = outW, errW
 	c.ExtraFiles = []*os.File{childCmd, childRep}
 	c.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
-	s := &Session{spec: spec, cmd: c, cmdW: cmdP[1], repR: repP[0], killed: make(chan struct{}), exited: make(chan struct{}), Argv: argv}
+	s := &Session{spec: spec, cmd: c, cmdW: cmdP[1], repR: repP[0], killed: make(chan struct{}), exited: make(chan struct{}), cgroup: cg, Argv: argv}
 	startErr := c.Start()
 	childCmd.Close()
 	childRep.Close()
@@ -144,6 +154,9 @@ func Start(ctx context.Context, spec Spec) (*Session, error) {
 		unix.Close(s.repR)
 		outR.Close()
 		errR.Close()
+		if cg != nil {
+			cg.remove()
+		}
 		return nil, fmt.Errorf("start %s: %w", argv[0], startErr)
 	}
 	s.start = time.Now()
@@ -368,6 +381,8 @@ type Outcome struct {
 	Stderr []byte
 	CPU    time.Duration // every process of the visit, read from /proc at the final report
 	Wall   time.Duration // from the start to the final report
+	// Throttled: CFS periods in which the visit's cgroup hit its quota.
+	Throttled int64
 }
 
 // Finish ends the visit after its final report (final = true) or after a
@@ -405,10 +420,17 @@ func (s *Session) Finish(final bool) (*Outcome, error) {
 	// Without a sandbox, what the timer left in its process group is found
 	// (and killed) here; one that left the group too is not (the sandbox's
 	// PID namespace is what catches that).
-	if final && failure == nil && syscall.Kill(-s.cmd.Process.Pid, 0) == nil {
+	if final && failure == nil && groupLeft(s.cmd.Process.Pid, Grace) {
 		failure = fail("left_processes: processes of the visit's process group still running after the timer exited")
 	}
 	syscall.Kill(-s.cmd.Process.Pid, syscall.SIGKILL)
+	// The cgroup holds every process of the visit, those that left its
+	// process group too (a daemon without a sandbox).
+	if s.cgroup != nil {
+		if n := s.cgroup.left(Grace); n > 0 && final && failure == nil {
+			failure = fail("left_processes: %d process(es) of the visit's cgroup still running after the timer exited", n)
+		}
+	}
 	if final && failure == nil {
 		if f := s.exitFailure(); f != nil {
 			failure = f
@@ -437,6 +459,16 @@ func (s *Session) Finish(final bool) (*Outcome, error) {
 	<-s.stderr.done
 	unix.Close(s.repR)
 	o := &Outcome{Exit: -1, Stdout: s.stdout.buf.Bytes(), Stderr: s.stderr.buf.Bytes(), CPU: cpu, Wall: wall}
+	if s.cgroup != nil {
+		n, err := s.cgroup.throttled()
+		if err != nil {
+			return o, err
+		}
+		o.Throttled = n
+		if err := s.cgroup.remove(); err != nil {
+			return o, fmt.Errorf("visit cgroup: %w", err)
+		}
+	}
 	if st := s.cmd.ProcessState; st != nil {
 		o.Exit = st.ExitCode()
 	}
@@ -451,6 +483,9 @@ func (s *Session) Finish(final bool) (*Outcome, error) {
 			if o.CPU > limit {
 				failure = fail("threads_exceeded: the visit's processes used %.3f s of CPU in %.3f s of wall time, more than %d threads allow (%.3f s)",
 					o.CPU.Seconds(), o.Wall.Seconds(), s.spec.Threads, limit.Seconds())
+			} else if o.Throttled > 0 {
+				failure = fail("threads_exceeded: the visit's processes hit its CPU quota of %g CPUs (%d threads x %g) in %d periods of 100 ms",
+					float64(s.spec.Threads)*CPUFactor, s.spec.Threads, CPUFactor, o.Throttled)
 			}
 		}
 	}
@@ -474,6 +509,18 @@ func (s *Session) Close(err error, final bool) (string, *Outcome, error) {
 		}
 	}
 	return "", out, nil
+}
+
+// groupLeft waits up to grace for process group pgid to empty by itself
+// (a sandbox's processes die a moment after bubblewrap) and says whether
+// any process of it is still there.
+func groupLeft(pgid int, grace time.Duration) bool {
+	for end := time.Now().Add(grace); syscall.Kill(-pgid, 0) == nil; time.Sleep(10 * time.Millisecond) {
+		if !time.Now().Before(end) {
+			return true
+		}
+	}
+	return false
 }
 
 // trailing reads what is left on fd 4 once the timer has exited.

@@ -108,6 +108,8 @@ while read -r cmd seq n <&3; do [ "$cmd" = end ] && { echo "$fin" >&4; exit 0; }
 		{"hangs", `echo "$ok" >&4; sleep 30`, "timed_out: after 1s"},
 		{"left a process", `sleep 30 &
 ` + honest, "left_processes: "},
+		{"holds the pipe", `(setsid sleep 5 &)
+` + honest, "pipe_held_open: stdout or stderr still open 2s after the visit's processes ended"},
 		{"floods stderr", `head -c 1100000 /dev/zero >&2
 ` + honest, "output_too_large: stderr has more than 1048576 bytes"},
 	} {
@@ -225,6 +227,28 @@ func shMounts(t *testing.T) Mounts {
 	}
 	sh, _ := filepath.EvalSymlinks("/bin/sh")
 	return ClosureMounts(closure, sh)
+}
+
+// TestLimiter: a visit of one thread that keeps three processes busy hits
+// its cgroup's CPU quota (or, where the machine gives no cgroup, the CPU
+// accounting catches it).
+func TestLimiter(t *testing.T) {
+	l, err := ProbeLimiter()
+	if err != nil {
+		t.Logf("no CPU quota here (%v): the accounting alone must catch it", err)
+	}
+	burn := `for i in 1 2 3; do (end=$(( $(date +%s) + 1 )); while [ $(date +%s) -le $end ]; do :; done) & done; wait
+` + honest
+	got := runSpec(t, Spec{Argv: []string{"/bin/sh", "-c", shPrelude + burn}, Env: []string{"PATH=/usr/bin:/bin"}, Dir: t.TempDir(), Timeout: 10 * time.Second, Threads: 1, Limiter: l})
+	want := "threads_exceeded: the visit's processes used " // the accounting
+	if l != nil {
+		// Under the quota the accounting cannot exceed its limit: the
+		// throttling names the attempt.
+		want = "threads_exceeded: the visit's processes hit its CPU quota of 1.25 CPUs (1 threads x 1.25) in "
+	}
+	if !strings.HasPrefix(got, want) {
+		t.Errorf("visit burning 3 CPUs with 1 thread = %q, want %q", got, want)
+	}
 }
 
 // TestSandbox runs sh timers in the sandbox: a file outside it and the
