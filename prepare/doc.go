@@ -3,9 +3,12 @@
 // # Object routes
 //
 // Prepare compiles the C harness (package prepare/harness) once, copies
-// each build's captured objects out of the store, links them unchanged with
-// the harness into one executable per (case, route), and checks after the
-// link that the objects still hash to their captured digests.
+// each build's captured objects out of the store, checks them against the
+// link policy (policy.go: no symbol the timer or the C library provides,
+// no load-time code, linker arguments from an allowlist only; a violation
+// is the entry's failure), links them unchanged with the harness into one
+// executable per (case, route), and checks after the link that the objects
+// still hash to their captured digests.
 //
 // # Process routes
 //
@@ -14,6 +17,8 @@
 //
 // # Closure
 //
-// Every timer is run once with --closure; each regular file it maps is
-// pinned by digest, for replay to re-hash around every round.
+// Every timer is run once with --closure, in the sandbox (route code runs
+// there: the capture and this stage are hidden); each regular file it maps
+// or imports is pinned by digest, for replay to re-hash around every round
+// and to show, by directory, inside each visit's sandbox.
 package prepare

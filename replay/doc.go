@@ -9,10 +9,15 @@
 //
 // # Visit
 //
-// A visit writes a visit file (docs/protocol.md), runs the timer with the
-// configured threads, parses its report, checks every output element
-// against the capture's oracle packet, and stores the outputs and samples.
-// A failed check, a crash or a timeout is a failed visit, kept.
+// A visit writes a visit file (docs/protocol.md, visit protocol 2), starts
+// the timer in its sandbox and CPU cgroup (internal/visit;
+// docs/threat-model.md), and drives it on replay's own clock: warm-up,
+// calibration, empty, batch and single samples, whose spans replay
+// measures; the timer's own numbers are a cross-check. It then checks every
+// output element against the capture's oracle packet and stores the
+// outputs, the samples and the visit's CPU time. A failed check, a forged
+// or unexpected report, a crash, a timeout, a process left behind or more
+// CPU than the threads allow is a failed visit, kept; the replay goes on.
 //
 // # Closure
 //
