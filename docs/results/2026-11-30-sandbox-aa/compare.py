@@ -2,9 +2,14 @@
 
 Per row (case, route): the median over the replays of each mode of the
 row's median per-op time, with the sandbox (S) and without (N), and S/N.
-Across rows: the geometric mean of S/N with a 95% bootstrap interval over
-rows, beside the same statistic for halide-b/halide within each mode (the
-same objects under two names: the measurement's own noise)."""
+
+The rows of one replay move together (a replay-level shift of several
+percent on this machine), so the effect of the sandbox is estimated per
+replay: each replay's level is the geometric mean over rows of its median
+divided by the row's mean over all replays; S/N is the ratio of the
+geometric means of the levels of each mode, with a 95% bootstrap interval
+that resamples replays within each mode. Beside it, halide-b/halide within
+each mode: the same objects under two names, the measurement's own noise."""
 import glob, json, math, os, random, sys
 
 
@@ -35,17 +40,21 @@ def interval(xs, seed=1, n=2000):
 
 out = sys.argv[1]
 rows, channel, replays = {}, [], {"sandbox": 0, "none": 0}
+per_replay = []  # (name, mode, {row: median})
 for d in sorted(glob.glob(os.path.join(out, "replay-*"))):
     if not os.path.isdir(d):
         continue
     doc = replay_doc(d)
     mode = d.rsplit("-", 1)[1]
     replays[mode] += 1
+    meds = {}
     for s in doc["summary"]:
         if s["status"] != "passed":
             raise SystemExit("%s: %s/%s %s: %s" % (d, s["case"], s["route"], s["status"], s.get("reason")))
         rows.setdefault((s["case"], s["route"]), {"sandbox": [], "none": []})[mode].append(s["medianNs"])
+        meds[(s["case"], s["route"])] = s["medianNs"]
         channel.append(s["channelNs"])
+    per_replay.append((os.path.basename(d), mode, meds))
 print("%d replays with the sandbox, %d without; each 2 rounds x 2 routes x 11 cases, 10 samples of >= 20 ms per visit." % (replays["sandbox"], replays["none"]))
 print()
 print("| case | route | median per op, sandbox | no sandbox | sandbox / none |")
@@ -59,9 +68,22 @@ for (c, rt), r in sorted(rows.items()):
         for mode in aa:
             aa[mode].append(median(r[mode]) / median(rows[(c, "halide")][mode]))
 print()
-lo, hi = interval(ratios)
-print("sandbox / none, geometric mean over %d rows: %.4f (95%% bootstrap interval over rows %.4f - %.4f); per row %.3f - %.3f" % (
-    len(ratios), geomean(ratios), lo, hi, min(ratios), max(ratios)))
+grand = {k: geomean([m[k] for _, _, m in per_replay]) for k in rows}
+levels = {"sandbox": [], "none": []}
+print("| replay | level (geometric mean of row median / row mean over all replays) |")
+print("|---|---:|")
+for name, mode, m in per_replay:
+    lvl = geomean([m[k] / grand[k] for k in m])
+    levels[mode].append(lvl)
+    print("| %s | %.4f |" % (name, lvl))
+print()
+rng = random.Random(1)
+boots = sorted(geomean([rng.choice(levels["sandbox"]) for _ in levels["sandbox"]]) /
+               geomean([rng.choice(levels["none"]) for _ in levels["none"]]) for _ in range(2000))
+print("sandbox / none, by replay level: %.4f (95%% bootstrap interval resampling replays %.4f - %.4f)" % (
+    geomean(levels["sandbox"]) / geomean(levels["none"]), boots[50], boots[1949]))
+print("sandbox / none, per row (median over replays): geometric mean %.4f, per row %.3f - %.3f" % (
+    geomean(ratios), min(ratios), max(ratios)))
 for mode, xs in aa.items():
     lo, hi = interval(xs)
     print("A/A halide-b / halide (%s), geometric mean over %d cases: %.4f (%.4f - %.4f); per case %.3f - %.3f" % (
