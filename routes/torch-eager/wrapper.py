@@ -544,7 +544,10 @@ def attention_entry(t, dims, torch):
     KgT = Kt.view(B * Hkv, K, D).transpose(1, 2)
     Vg = Vt.view(B * Hkv, K, Dv)
     Og = O.view(B * Hkv, G * Q, Dv)
-    S = torch.empty(B * Hkv, G * Q, K, dtype=Qt.dtype)
+    # Zeros, not empty: torch 1.13's CPU baddbmm propagates NaN from its
+    # input even with beta=0, so uninitialized memory that happens to hold
+    # a NaN pattern made the first call's row NaN now and then.
+    S = torch.zeros(B * Hkv, G * Q, K, dtype=Qt.dtype)
     P = torch.empty_like(S)
     baddbmm, bmm, sm = torch.baddbmm, torch.bmm, softmax_out(torch)
     ninf = float("-inf")
