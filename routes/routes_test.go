@@ -926,10 +926,13 @@ func visitEnv() []string {
 
 // startVisit starts the built process timer on one thread, with fd 3 and
 // fd 4 as replay's command and report pipes, and no sandbox.
+func visitSpec(work string, p *processResp, visitPath string) visit.Spec {
+	return visit.Spec{Argv: timerArgv(p, visitPath), Env: visitEnv(), Dir: work, Timeout: cmdTimeout, Threads: 1}
+}
+
 func startVisit(t *testing.T, work string, p *processResp, visitPath string) *visit.Session {
 	t.Helper()
-	sess, err := visit.Start(context.Background(), visit.Spec{Argv: timerArgv(p, visitPath), Env: visitEnv(),
-		Dir: work, Timeout: cmdTimeout, Threads: 1})
+	sess, err := visit.Start(context.Background(), visitSpec(work, p, visitPath))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -988,57 +991,19 @@ func takeSamples(sess *visit.Session) ([]visit.Sample, error) {
 	return out, nil
 }
 
-// visitRun is what one visit produced.
-type visitRun struct {
-	validated visit.Report
-	final     *visit.Report // nil when no final report came
-	samples   []visit.Sample
-	reason    string // the first failure: a failed report's reason or a *visit.Failure's
-	out       *visit.Outcome
-}
-
-// runVisit runs one whole visit: the validated report, the samples (when
-// validation passed), the final report and the end of the processes.
-func runVisit(t *testing.T, work string, p *processResp, visitPath string) visitRun {
+// runVisit runs one whole visit (visit.RunAll): the validated report, the
+// samples (when validation passed), the final report and the end of the
+// processes.
+func runVisit(t *testing.T, work string, p *processResp, visitPath string) *visit.Run {
 	t.Helper()
-	sess := startVisit(t, work, p, visitPath)
-	var r visitRun
-	err := func() error {
-		var err error
-		if r.validated, err = sess.Validated(); err != nil {
-			return err
-		}
-		if r.validated.Status != "ok" {
-			r.reason = r.validated.Reason
-			return nil
-		}
-		if r.samples, err = takeSamples(sess); err != nil {
-			return err
-		}
-		fin, err := sess.End()
-		if err != nil {
-			return err
-		}
-		r.final, r.reason = &fin, fin.Reason
-		return nil
-	}()
-	return r.finish(t, sess, err)
-}
-
-// finish ends the session: after a failed validated report or a final
-// report the timer must wait for fd 3 to close, then exit 0 with nothing
-// more on fd 4 and nothing on stdout, and that is what Finish(true) checks.
-func (r visitRun) finish(t *testing.T, sess *visit.Session, err error) visitRun {
-	t.Helper()
-	done := err == nil && (r.final != nil || r.validated.Status == "failed")
-	reason, out, err := sess.Close(err, done)
+	take := func(s *visit.Session) ([]visit.Sample, int64, error) {
+		ss, err := takeSamples(s)
+		return ss, 0, err
+	}
+	r, err := visit.RunAll(context.Background(), visitSpec(work, p, visitPath), take)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if reason != "" {
-		r.reason = reason
-	}
-	r.out = out
 	return r
 }
 
@@ -1182,26 +1147,26 @@ var pass = map[string]string{"guards": "pass", "poison": "pass", "inputs": "pass
 // checkPassed asserts a visit that passed: both reports ok with every
 // check passed, threads 1, the build's output policy, every sample taken,
 // a clean exit and nothing on stdout.
-func checkPassed(t *testing.T, name string, r visitRun, policy string) {
+func checkPassed(t *testing.T, name string, r *visit.Run, policy string) {
 	t.Helper()
-	v := r.validated
-	if r.reason != "" || v.Status != "ok" || v.Reason != "" || !reflect.DeepEqual(v.Checks, pass) {
-		t.Fatalf("visit %s: validated %+v, failure %q; want ok with every check passed", name, v, r.reason)
+	v := r.Validated
+	if r.Reason != "" || v.Status != "ok" || v.Reason != "" || !reflect.DeepEqual(v.Checks, pass) {
+		t.Fatalf("visit %s: validated %+v, failure %q; want ok with every check passed", name, v, r.Reason)
 	}
 	if v.Threads != 1 || v.OutputPolicy != policy {
 		t.Errorf("visit %s: threads %d output_policy %q, want 1, %q (build's)", name, v.Threads, v.OutputPolicy, policy)
 	}
-	if r.final == nil || r.final.Status != "ok" || r.final.Reason != "" || !reflect.DeepEqual(r.final.Checks, pass) {
-		t.Errorf("visit %s: final report %+v, want ok with every check passed", name, r.final)
+	if r.Final == nil || r.Final.Status != "ok" || r.Final.Reason != "" || !reflect.DeepEqual(r.Final.Checks, pass) {
+		t.Errorf("visit %s: final report %+v, want ok with every check passed", name, r.Final)
 	}
-	if len(r.samples) != 8 {
-		t.Errorf("visit %s: %d samples, want 3 empty, 3 batch, 2 single", name, len(r.samples))
+	if len(r.Samples) != 8 {
+		t.Errorf("visit %s: %d samples, want 3 empty, 3 batch, 2 single", name, len(r.Samples))
 	}
-	if r.out.Exit != 0 || len(r.out.Stdout) != 0 {
-		t.Errorf("visit %s: exit %d, stdout %q; want 0 and nothing", name, r.out.Exit, r.out.Stdout)
+	if r.Out.Exit != 0 || len(r.Out.Stdout) != 0 {
+		t.Errorf("visit %s: exit %d, stdout %q; want 0 and nothing", name, r.Out.Exit, r.Out.Stdout)
 	}
-	if len(r.out.Stderr) > 0 {
-		t.Logf("visit %s stderr:\n%s", name, r.out.Stderr)
+	if len(r.Out.Stderr) > 0 {
+		t.Logf("visit %s stderr:\n%s", name, r.Out.Stderr)
 	}
 }
 
@@ -1298,28 +1263,28 @@ func TestTorchEagerChecks(t *testing.T) {
 			dir := t.TempDir()
 			inputs(t, dir, "add", dims, sig)
 			r := runVisit(t, work, withOp(b.Process, tc.op), visitFile(t, dir, sig))
-			v := r.validated
+			v := r.Validated
 			if v.Threads != 1 || v.OutputPolicy != "out" {
 				t.Errorf("visit %s: validated threads %d output_policy %q, want 1, out", tc.op, v.Threads, v.OutputPolicy)
 			}
-			if r.out.Exit != 0 || len(r.out.Stdout) != 0 {
-				t.Errorf("visit %s: exit %d, stdout %q; want 0 and nothing", tc.op, r.out.Exit, r.out.Stdout)
+			if r.Out.Exit != 0 || len(r.Out.Stdout) != 0 {
+				t.Errorf("visit %s: exit %d, stdout %q; want 0 and nothing", tc.op, r.Out.Exit, r.Out.Stdout)
 			}
 			if !tc.timed {
-				if v.Status != "failed" || v.Reason != tc.reason || !reflect.DeepEqual(v.Checks, tc.checks) || r.reason != tc.reason {
-					t.Errorf("visit %s: validated status %q reason %q checks %v, first failure %q; want failed %q %v", tc.op, v.Status, v.Reason, v.Checks, r.reason, tc.reason, tc.checks)
+				if v.Status != "failed" || v.Reason != tc.reason || !reflect.DeepEqual(v.Checks, tc.checks) || r.Reason != tc.reason {
+					t.Errorf("visit %s: validated status %q reason %q checks %v, first failure %q; want failed %q %v", tc.op, v.Status, v.Reason, v.Checks, r.Reason, tc.reason, tc.checks)
 				}
-				if r.final != nil || len(r.samples) != 0 {
-					t.Errorf("visit %s: a failed validation went on to %d samples and final report %+v", tc.op, len(r.samples), r.final)
+				if r.Final != nil || len(r.Samples) != 0 {
+					t.Errorf("visit %s: a failed validation went on to %d samples and final report %+v", tc.op, len(r.Samples), r.Final)
 				}
 				return
 			}
 			if v.Status != "ok" || !reflect.DeepEqual(v.Checks, pass) {
 				t.Errorf("visit %s: validated %+v, want ok", tc.op, v)
 			}
-			f := r.final
-			if f == nil || f.Status != "failed" || f.Reason != tc.reason || !reflect.DeepEqual(f.Checks, tc.checks) || r.reason != tc.reason {
-				t.Errorf("visit %s: final report %+v, first failure %q; want failed %q %v", tc.op, f, r.reason, tc.reason, tc.checks)
+			f := r.Final
+			if f == nil || f.Status != "failed" || f.Reason != tc.reason || !reflect.DeepEqual(f.Checks, tc.checks) || r.Reason != tc.reason {
+				t.Errorf("visit %s: final report %+v, first failure %q; want failed %q %v", tc.op, f, r.Reason, tc.reason, tc.checks)
 			}
 		})
 	}
@@ -1484,8 +1449,8 @@ func TestTorchEagerProtocol(t *testing.T) {
 		r := runVisit(t, work, withOp(b.Process, "_chatty"), newVisit(t))
 		const fake = `{"type": "final", "status": "ok", "reason": "", "checks": {"guards": "pass", "poison": "pass", "inputs": "pass", "repeat": "pass"}}` + "\n"
 		want := fmt.Sprintf("unexpected_output: %d bytes on stdout (a timer reports only on fd 4)", len(fake))
-		if r.validated.Status != "ok" || r.final == nil || r.final.Status != "ok" || r.reason != want || string(r.out.Stdout) != fake {
-			t.Errorf("_chatty: validated %+v final %+v failure %q stdout %q; want both reports ok, then %q for stdout %q", r.validated, r.final, r.reason, r.out.Stdout, want, fake)
+		if r.Validated.Status != "ok" || r.Final == nil || r.Final.Status != "ok" || r.Reason != want || string(r.Out.Stdout) != fake {
+			t.Errorf("_chatty: validated %+v final %+v failure %q stdout %q; want both reports ok, then %q for stdout %q", r.Validated, r.Final, r.Reason, r.Out.Stdout, want, fake)
 		}
 	})
 }

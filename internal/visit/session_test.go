@@ -44,33 +44,11 @@ func runSpec(t *testing.T, spec Spec) string {
 
 func runSpecOutcome(t *testing.T, spec Spec) (string, *Outcome) {
 	t.Helper()
-	sess, err := Start(context.Background(), spec)
-	if err != nil {
-		t.Fatal(err)
-	}
-	final := false
-	err = func() error {
-		r, err := sess.Validated()
-		if err != nil {
-			return err
-		}
-		if r.Status != "ok" {
-			return &Failure{r.Reason}
-		}
-		if _, _, err := sess.Drive(tiny); err != nil {
-			return err
-		}
-		if _, err := sess.End(); err != nil {
-			return err
-		}
-		final = true
-		return nil
-	}()
-	reason, out, err := sess.Close(err, final)
+	r, err := RunAll(context.Background(), spec, func(s *Session) ([]Sample, int64, error) { return s.Drive(tiny) })
 	if err != nil {
 		t.Fatalf("visit: %v (want a *Failure)", err)
 	}
-	return reason, out
+	return r.Reason, r.Out
 }
 
 func TestSessionFailures(t *testing.T) {

@@ -133,55 +133,18 @@ func naiveGemm(a, b []float32) []float32 {
 	return c
 }
 
-// visitResult is what one visit of the harness produced, driven by
-// internal/visit exactly as replay drives it.
-type visitResult struct {
-	validated visit.Report
-	final     *visit.Report
-	samples   []visit.Sample
-	calls     int64
-	reason    string // the first failure: a failed report or a *visit.Failure
-	out       *visit.Outcome
-}
-
 // plan: 1 ms warm-up and samples, 3 of each kind.
 var plan = visit.Plan{Warmup: time.Millisecond, Sample: time.Millisecond, Samples: 3, Singles: 3, MaxCalls: 1 << 30}
 
-// runVisit runs exe --visit path without a sandbox, as replay would.
-func runVisit(t *testing.T, exe, path string) visitResult {
+// runVisit runs exe --visit path without a sandbox, driven by
+// internal/visit exactly as replay drives it.
+func runVisit(t *testing.T, exe, path string) *visit.Run {
 	t.Helper()
-	sess, err := visit.Start(context.Background(), visit.Spec{Argv: []string{exe, "--visit", path}, Dir: filepath.Dir(exe), Timeout: 20 * time.Second, Threads: 2})
+	spec := visit.Spec{Argv: []string{exe, "--visit", path}, Dir: filepath.Dir(exe), Timeout: 20 * time.Second, Threads: 2}
+	r, err := visit.RunAll(context.Background(), spec, func(s *visit.Session) ([]visit.Sample, int64, error) { return s.Drive(plan) })
 	if err != nil {
 		t.Fatal(err)
 	}
-	var r visitResult
-	err = func() error {
-		var err error
-		if r.validated, err = sess.Validated(); err != nil {
-			return err
-		}
-		if r.validated.Status != "ok" {
-			r.reason = r.validated.Reason
-			return nil
-		}
-		if r.samples, r.calls, err = sess.Drive(plan); err != nil {
-			return err
-		}
-		fin, err := sess.End()
-		if err != nil {
-			return err
-		}
-		r.final, r.reason = &fin, fin.Reason
-		return nil
-	}()
-	reason, out, err := sess.Close(err, r.final != nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if reason != "" {
-		r.reason = reason
-	}
-	r.out = out
 	return r
 }
 
@@ -231,23 +194,23 @@ func TestVisitFaults(t *testing.T) {
 			exe := linkFault(t, t.TempDir(), hobj, tt.fault)
 			c := newGemmCase(t)
 			r := runVisit(t, exe, c.visit)
-			if r.reason != tt.reason {
-				t.Errorf("harness(%s) = %q, want %q\nstderr: %s", tt.fault, r.reason, tt.reason, r.out.Stderr)
+			if r.Reason != tt.reason {
+				t.Errorf("harness(%s) = %q, want %q\nstderr: %s", tt.fault, r.Reason, tt.reason, r.Out.Stderr)
 			}
-			got := r.validated.Checks
-			if r.final != nil {
-				got = r.final.Checks
+			got := r.Validated.Checks
+			if r.Final != nil {
+				got = r.Final.Checks
 			}
 			if !mapsEqual(got, tt.checks) {
 				t.Errorf("harness(%s).checks = %v, want %v", tt.fault, got, tt.checks)
 			}
-			if r.validated.Threads != 2 || r.validated.OutputPolicy != "direct" {
-				t.Errorf("harness(%s) = threads %d policy %q, want 2 direct", tt.fault, r.validated.Threads, r.validated.OutputPolicy)
+			if r.Validated.Threads != 2 || r.Validated.OutputPolicy != "direct" {
+				t.Errorf("harness(%s) = threads %d policy %q, want 2 direct", tt.fault, r.Validated.Threads, r.Validated.OutputPolicy)
 			}
-			if len(r.out.Stdout) != 0 {
-				t.Errorf("harness(%s) stdout = %q, want empty (the timer reports on fd 4)", tt.fault, r.out.Stdout)
+			if len(r.Out.Stdout) != 0 {
+				t.Errorf("harness(%s) stdout = %q, want empty (the timer reports on fd 4)", tt.fault, r.Out.Stdout)
 			}
-			checkTiming(t, tt.fault, r, r.final != nil)
+			checkTiming(t, tt.fault, r, r.Final != nil)
 			checkOutput(t, tt.fault, c, tt.wrote)
 		})
 	}
@@ -274,8 +237,8 @@ func TestVisitDtypes(t *testing.T) {
 			if err := os.WriteFile(c.visit, []byte(text), 0o644); err != nil {
 				t.Fatal(err)
 			}
-			if r := runVisit(t, exe, c.visit); r.reason != tc.want {
-				t.Errorf("harness(halfwrite, C %s) = %q, want %q", tc.dtype, r.reason, tc.want)
+			if r := runVisit(t, exe, c.visit); r.Reason != tc.want {
+				t.Errorf("harness(halfwrite, C %s) = %q, want %q", tc.dtype, r.Reason, tc.want)
 			}
 		})
 	}
@@ -283,16 +246,16 @@ func TestVisitDtypes(t *testing.T) {
 
 // checkTiming asserts the samples of a visit that reached its final
 // report: 3 of each kind, each span holding the timer's own number.
-func checkTiming(t *testing.T, fault string, r visitResult, timed bool) {
+func checkTiming(t *testing.T, fault string, r *visit.Run, timed bool) {
 	t.Helper()
 	if !timed {
-		if len(r.samples) != 0 {
-			t.Errorf("harness(%s) = %d samples, want none", fault, len(r.samples))
+		if len(r.Samples) != 0 {
+			t.Errorf("harness(%s) = %d samples, want none", fault, len(r.Samples))
 		}
 		return
 	}
 	kinds := map[string]int{}
-	for _, s := range r.samples {
+	for _, s := range r.Samples {
 		kinds[s.Kind]++
 		if s.SpanNs <= 0 || s.TimerNs < 0 || s.TimerNs > s.SpanNs+int64(visit.ClockAhead) {
 			t.Errorf("harness(%s) sample %+v: want 0 <= timer ns <= span", fault, s)
@@ -301,7 +264,7 @@ func checkTiming(t *testing.T, fault string, r visitResult, timed bool) {
 	if kinds[visit.KindBatch] != 3 || kinds[visit.KindSingle] != 3 || kinds[visit.KindEmpty] != 3 {
 		t.Errorf("harness(%s) samples = %v, want 3 of each kind", fault, kinds)
 	}
-	n := r.calls
+	n := r.Calls
 	if n < 1 || n > 1<<30 || n&(n-1) != 0 {
 		t.Errorf("harness(%s) calls per sample = %d, want a power of 2 in [1, 2^30]", fault, n)
 	}
@@ -358,8 +321,8 @@ func TestVisitCrash(t *testing.T) {
 	dir := t.TempDir()
 	exe := linkFault(t, dir, compileHarness(t, dir), "crash")
 	c := newGemmCase(t)
-	if r := runVisit(t, exe, c.visit); r.reason != "crashed: killed by signal 11 (segmentation fault)" {
-		t.Errorf("harness(crash) = %q, want crashed by SIGSEGV", r.reason)
+	if r := runVisit(t, exe, c.visit); r.Reason != "crashed: killed by signal 11 (segmentation fault)" {
+		t.Errorf("harness(crash) = %q, want crashed by SIGSEGV", r.Reason)
 	}
 }
 
@@ -426,11 +389,11 @@ func TestVisitMalformed(t *testing.T) {
 			}
 			want := strings.NewReplacer("VISIT", c.visit, "DIR", c.dir).Replace(tt.want)
 			r := runVisit(t, exe, c.visit)
-			if !strings.HasPrefix(r.reason, "exited: status 2: harness: error: ") || !strings.Contains(r.reason, want) {
-				t.Errorf("harness --visit (%s) = %q, want exit status 2 naming %q", tt.name, r.reason, want)
+			if !strings.HasPrefix(r.Reason, "exited: status 2: harness: error: ") || !strings.Contains(r.Reason, want) {
+				t.Errorf("harness --visit (%s) = %q, want exit status 2 naming %q", tt.name, r.Reason, want)
 			}
-			if len(r.out.Stdout) != 0 {
-				t.Errorf("harness --visit (%s) stdout = %q, want empty", tt.name, r.out.Stdout)
+			if len(r.Out.Stdout) != 0 {
+				t.Errorf("harness --visit (%s) stdout = %q, want empty", tt.name, r.Out.Stdout)
 			}
 		})
 	}
