@@ -143,6 +143,30 @@ func TestAuditRecomputes(t *testing.T) {
 				d.Visits[0].CPUNs = 2*d.Visits[0].WallNs*int64(d.Visits[0].Threads) + 1e9
 			})
 		}, "containment", "FAILED", "visit 0: "},
+		{"throttled visit passed", func(t *testing.T, dir string) {
+			forge(t, filepath.Join(dir, "replay"), artifacts.ReplayType, func(_ *artifacts.Store, d *replayDoc, _ *artifacts.Receipt) {
+				d.Visits[0].Throttled = 3
+			})
+		}, "containment", "FAILED", "visit 0: passed, yet hit its CPU quota in 3 periods"},
+		{"empty samples dropped", func(t *testing.T, dir string) {
+			forge(t, filepath.Join(dir, "replay"), artifacts.ReplayType, func(s *artifacts.Store, d *replayDoc, _ *artifacts.Receipt) {
+				rows, err := samples.ReadFile(s.Path(d.Visits[0].Samples), nil)
+				if err != nil {
+					t.Fatal(err)
+				}
+				var kept []samples.Row
+				for _, r := range rows {
+					if r.Kind != "empty" {
+						kept = append(kept, r)
+					}
+				}
+				sd, err := artifacts.PutSamples(s, kept)
+				if err != nil {
+					t.Fatal(err)
+				}
+				d.Visits[0].Samples = sd.Digest
+			})
+		}, "containment", "FAILED", "visit 0: 0 empty samples (the channel's overhead), config says 2"},
 		{"timer numbers replaced", func(t *testing.T, dir string) {
 			forge(t, filepath.Join(dir, "replay"), artifacts.ReplayType, func(s *artifacts.Store, d *replayDoc, _ *artifacts.Receipt) {
 				rows, err := samples.ReadFile(s.Path(d.Visits[0].Samples), nil)

@@ -211,6 +211,10 @@ func TestUsage(t *testing.T) {
 		{"existing output", []string{"capture", "--cohort", "quick", "--output", existing}, exitFailure, "already exists; stages never overwrite"},
 		{"unknown cohort", []string{"capture", "--cohort", "nope", "--output", filepath.Join(existing, "x")}, exitFailure, `cohort "nope": not a built-in cohort`},
 		{"incomplete stage", []string{"prepare", "--capture", existing, "--output", filepath.Join(existing, "p")}, exitFailure, "oci-layout"},
+		{"route-env without =", []string{"capture", "--cohort", "quick", "--route-env", "FOO", "--output", filepath.Join(existing, "c1")}, exitFailure, `--route-env "FOO": want KEY=VALUE`},
+		{"route-env twice", []string{"capture", "--cohort", "quick", "--route-env", "A=1", "--route-env", "A=2", "--output", filepath.Join(existing, "c2")}, exitFailure, "--route-env A: given twice"},
+		{"no sandbox here", []string{"capture", "--cohort", "quick", "--bwrap", "/bin/false", "--output", filepath.Join(existing, "c3")}, exitFailure,
+			"capture: no sandbox for route builds can be made on this machine: /bin/false --version: exit status 1; --no-sandbox builds without one"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			code, _, errs := tp(t, tc.args...)
