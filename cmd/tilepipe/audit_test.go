@@ -38,6 +38,23 @@ func forge[T any](t *testing.T, dir, typ string, mutate func(s *artifacts.Store,
 	}
 }
 
+// resample forges visit 0's sample table: mutate's rows are stored and
+// the visit points at them.
+func resample(t *testing.T, dir string, mutate func([]samples.Row) []samples.Row) {
+	t.Helper()
+	forge(t, filepath.Join(dir, "replay"), artifacts.ReplayType, func(s *artifacts.Store, d *artifacts.ReplayDoc, _ *artifacts.Receipt) {
+		rows, err := samples.ReadFile(s.Path(d.Visits[0].Samples), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		sd, err := artifacts.PutSamples(s, mutate(rows))
+		if err != nil {
+			t.Fatal(err)
+		}
+		d.Visits[0].Samples = sd.Digest
+	})
+}
+
 // retensor stores a copy of tensor ref with element 0 changed.
 func retensor(t *testing.T, src, dst *artifacts.Store, ref artifacts.TensorRef) artifacts.TensorRef {
 	t.Helper()
@@ -149,38 +166,22 @@ func TestAuditRecomputes(t *testing.T) {
 			})
 		}, "containment", "FAILED", "visit 0: passed, yet hit its CPU quota in 3 periods"},
 		{"empty samples dropped", func(t *testing.T, dir string) {
-			forge(t, filepath.Join(dir, "replay"), artifacts.ReplayType, func(s *artifacts.Store, d *replayDoc, _ *artifacts.Receipt) {
-				rows, err := samples.ReadFile(s.Path(d.Visits[0].Samples), nil)
-				if err != nil {
-					t.Fatal(err)
-				}
+			resample(t, dir, func(rows []samples.Row) []samples.Row {
 				var kept []samples.Row
 				for _, r := range rows {
 					if r.Kind != "empty" {
 						kept = append(kept, r)
 					}
 				}
-				sd, err := artifacts.PutSamples(s, kept)
-				if err != nil {
-					t.Fatal(err)
-				}
-				d.Visits[0].Samples = sd.Digest
+				return kept
 			})
 		}, "containment", "FAILED", "visit 0: 0 empty samples (the channel's overhead), config says 2"},
 		{"timer numbers replaced", func(t *testing.T, dir string) {
-			forge(t, filepath.Join(dir, "replay"), artifacts.ReplayType, func(s *artifacts.Store, d *replayDoc, _ *artifacts.Receipt) {
-				rows, err := samples.ReadFile(s.Path(d.Visits[0].Samples), nil)
-				if err != nil {
-					t.Fatal(err)
-				}
+			resample(t, dir, func(rows []samples.Row) []samples.Row {
 				for i := range rows {
 					rows[i].TimerNs = rows[i].TotalNs + 1_000_000 // more than replay's span holds
 				}
-				sd, err := artifacts.PutSamples(s, rows)
-				if err != nil {
-					t.Fatal(err)
-				}
-				d.Visits[0].Samples = sd.Digest
+				return rows
 			})
 		}, "containment", "FAILED", "visit 0: clock_mismatch: empty sample 0 (0 calls): replay measured "},
 		{"capture re-committed", func(t *testing.T, dir string) {

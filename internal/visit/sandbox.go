@@ -3,7 +3,6 @@ package visit
 import (
 	"context"
 	"debug/elf"
-	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -234,7 +233,7 @@ func elfInterp(exe string) string {
 	for _, p := range f.Progs {
 		if p.Type == elf.PT_INTERP {
 			b := make([]byte, p.Filesz)
-			if _, err := p.ReadAt(b, 0); err != nil && !errors.Is(err, os.ErrClosed) {
+			if _, err := p.ReadAt(b, 0); err != nil {
 				return ""
 			}
 			return strings.TrimRight(string(b), "\x00")

@@ -63,7 +63,6 @@ type Session struct {
 	killed   chan struct{}
 	killOnce sync.Once
 	exited   chan struct{}
-	waitErr  error
 	seq      int64
 	cgroup   *cgroup  // nil: no CPU quota
 	Argv     []string // what was started, sandbox included (the cgroup is the Limiter's record)
@@ -163,7 +162,7 @@ func Start(ctx context.Context, spec Spec) (*Session, error) {
 	s.deadline = s.start.Add(spec.Timeout)
 	s.stdout, s.stderr = newSink(outR, 64<<10), newSink(errR, MaxStderr)
 	go func() {
-		s.waitErr = c.Wait()
+		c.Wait() // its outcome is c.ProcessState
 		close(s.exited)
 	}()
 	s.watchdog = time.AfterFunc(spec.Timeout, s.kill)
