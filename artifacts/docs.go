@@ -210,6 +210,8 @@ type ReplayConfig struct {
 	// NoSandbox: the visits ran without a sandbox (--no-sandbox); the
 	// audit marks every row of such a replay.
 	NoSandbox bool `json:"noSandbox,omitempty"`
+	// Sets is the warm buffer sets of every visit (--sets).
+	Sets int `json:"sets"`
 }
 
 // Sandbox is the bubblewrap that contained every visit of a replay
@@ -218,6 +220,13 @@ type Sandbox struct {
 	Program string   `json:"program"`
 	Version string   `json:"version"`
 	Flags   []string `json:"flags"` // what every visit got; each visit's argv adds its mounts
+}
+
+// InputSeeds are a replay's input seeds (internal/sets): one for warm set
+// 0 of every case, one per round for every other set.
+type InputSeeds struct {
+	Replay uint64   `json:"replay"`
+	Rounds []uint64 `json:"rounds"`
 }
 
 // Visit is one planned process run: a case with a route in a round.
@@ -235,6 +244,10 @@ type Session struct {
 	Index    int       `json:"index"`
 	Started  time.Time `json:"started"`
 	Verified time.Time `json:"verified"`
+	// ColdBandwidth is the machine's read+write bandwidth from memory
+	// (bytes/s, internal/floors), measured as the session began; it
+	// bounds an honest fresh call (docs/protocol.md, "Memoisation").
+	ColdBandwidth float64 `json:"coldBandwidth"`
 }
 
 // VisitResult is what one visit produced.
@@ -247,12 +260,34 @@ type VisitResult struct {
 	CallsPerSample int64             `json:"callsPerSample"`
 	Threads        int               `json:"threads"`
 	OutputPolicy   string            `json:"outputPolicy,omitempty"`
-	Outputs        []TensorRef       `json:"outputs,omitempty"`
-	MaxErrRatio    float64           `json:"maxErrRatio"`
-	Samples        Digest            `json:"samples,omitempty"` // per-visit Arrow table
-	Stdout         Digest            `json:"stdout,omitempty"`
-	Stderr         Digest            `json:"stderr,omitempty"`
-	Exit           int               `json:"exit"`
+	// Sets and FreshSets are the visit's warm and fresh buffer sets
+	// (docs/protocol.md); FreshCalls the calls of its fresh sample.
+	Sets       int   `json:"sets"`
+	FreshSets  int   `json:"freshSets"`
+	FreshCalls int64 `json:"freshCalls"`
+	// Fill is the visit's draw (hex) for its outputs' fill pattern;
+	// MallocPerturb the glibc allocator fill byte it ran with.
+	Fill          string `json:"fill"`
+	MallocPerturb int    `json:"mallocPerturb"`
+	// FreshNs and WarmNs are the fresh and warm time per call, FreshBoundNs
+	// the most an honest fresh call may take (docs/protocol.md,
+	// "Memoisation"); 0 where the visit did not get that far.
+	FreshNs      float64 `json:"freshNs,omitempty"`
+	WarmNs       float64 `json:"warmNs,omitempty"`
+	FreshBoundNs float64 `json:"freshBoundNs,omitempty"`
+	// Outputs are every warm set's validated outputs (shape [sets, ...]),
+	// FreshOutputs the fresh sample's ([freshCalls, ...]).
+	Outputs      []TensorRef `json:"outputs,omitempty"`
+	FreshOutputs []TensorRef `json:"freshOutputs,omitempty"`
+	// Set0 is the SHA-256 (hex) of warm set 0's outputs, concatenated in
+	// signature order: set 0 has the same inputs in every visit of a case,
+	// so every visit of a (case, route) must give the same bytes.
+	Set0        string  `json:"set0,omitempty"`
+	MaxErrRatio float64 `json:"maxErrRatio"`
+	Samples     Digest  `json:"samples,omitempty"` // per-visit Arrow table
+	Stdout      Digest  `json:"stdout,omitempty"`
+	Stderr      Digest  `json:"stderr,omitempty"`
+	Exit        int     `json:"exit"`
 	// Argv is what replay started: the sandbox with its mounts, then the timer.
 	Argv []string `json:"argv,omitempty"`
 	// CPUNs is the CPU time of every process the visit started, WallNs its
@@ -310,7 +345,9 @@ type ReplayDoc struct {
 	Routes   []string     `json:"routes"`
 	Cases    []string     `json:"cases"`
 	Plan     []Visit      `json:"plan"`
-	Sandbox  *Sandbox     `json:"sandbox"` // nil: --no-sandbox
+	// Inputs are the seeds replay drew for every buffer set it timed.
+	Inputs  InputSeeds `json:"inputs"`
+	Sandbox *Sandbox   `json:"sandbox"` // nil: --no-sandbox
 	// CPULimit says what capped each visit's CPU ("none: why" where the
 	// machine gives replay no cgroup with a CPU quota).
 	CPULimit string         `json:"cpuLimit"`

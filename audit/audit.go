@@ -3,6 +3,8 @@ package audit
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"math"
@@ -15,7 +17,10 @@ import (
 	"github.com/tilepipe/tilepipe/artifacts"
 	"github.com/tilepipe/tilepipe/artifacts/samples"
 	"github.com/tilepipe/tilepipe/artifacts/tensor"
+	"github.com/tilepipe/tilepipe/internal/floors"
 	"github.com/tilepipe/tilepipe/internal/progress"
+	"github.com/tilepipe/tilepipe/internal/sets"
+	"github.com/tilepipe/tilepipe/internal/visit"
 	"github.com/tilepipe/tilepipe/oracle"
 	"github.com/tilepipe/tilepipe/stats"
 )
@@ -352,58 +357,152 @@ func (a *auditor) oracle() {
 	a.add("oracle", p, nil, fmt.Sprintf("recomputed the FP64 reference and bound of %d cases; packets match bit for bit", len(a.cdoc.Cases)))
 }
 
-// outputs re-checks every stored output of every passed visit in full.
+// outputs regenerates every buffer set a passed visit was timed on from the
+// replay's recorded seeds, recomputes its oracle and re-checks every stored
+// output in full: every warm set's and every fresh call's. It also checks
+// that warm set 0 (the same inputs in every visit) gave the same bytes in
+// every visit of a (case, route), and re-applies the memoisation bound.
 func (a *auditor) outputs() {
 	var p []string
-	cases := map[string]oracle.Case{}
-	for _, c := range a.cdoc.Cases {
-		cases[c.Case.ID] = c.Case
+	cases := map[string]*artifacts.CapturedCase{}
+	for i := range a.cdoc.Cases {
+		cases[a.cdoc.Cases[i].Case.ID] = &a.cdoc.Cases[i]
 	}
-	n, worst := 0, 0.0
+	seeds := sets.Seeds(a.rdoc.Inputs)
+	if len(seeds.Rounds) != a.rdoc.Config.Rounds {
+		a.add("outputs", []string{fmt.Sprintf("replay inputs: seeds for %d rounds, config says %d", len(seeds.Rounds), a.rdoc.Config.Rounds)}, nil, "")
+		return
+	}
+	// Visit a (round, case) at a time, so its sets are generated once.
+	var order []artifacts.VisitResult
 	for _, v := range a.rdoc.Visits {
-		if v.Status != artifacts.StatusPassed {
-			continue
-		}
-		exp, ok := a.expected[v.Case]
-		if !ok {
-			p = append(p, fmt.Sprintf("visit %d: case %s has no recomputed reference", v.Index, v.Case))
-			continue
-		}
-		var got []oracle.Tensor
-		var held []*tensor.Tensor
-		for _, o := range v.Outputs {
-			if !a.rep.Has(o.Digest) {
-				p = append(p, fmt.Sprintf("visit %d output %s: blob %s is not a layer of the replay", v.Index, o.Name, artifacts.Short(o.Digest)))
-				continue
-			}
-			t, err := tensor.ReadFile(a.rep.Store.Path(o.Digest), nil)
-			if err != nil {
-				p = append(p, fmt.Sprintf("visit %d output %s: %v", v.Index, o.Name, err))
-				continue
-			}
-			held = append(held, t)
-			ot, err := oracle.Decode(t.Meta.Dtype, t.Bytes())
-			if err != nil {
-				p = append(p, fmt.Sprintf("visit %d output %s: %v", v.Index, o.Name, err))
-				continue
-			}
-			got = append(got, ot)
-		}
-		if len(got) == len(exp) {
-			vd := oracle.Compare(cases[v.Case], exp, got)
-			if !vd.Pass {
-				p = append(p, fmt.Sprintf("visit %d (%s %s) passed in replay but fails the recomputed oracle: %s", v.Index, v.Case, v.Route, vd.Reason))
-			}
-			worst = math.Max(worst, vd.MaxRatio)
-			n++
-		} else if len(p) == 0 {
-			p = append(p, fmt.Sprintf("visit %d: %d outputs, want %d", v.Index, len(got), len(exp)))
-		}
-		for _, t := range held {
-			t.Release()
+		if v.Status == artifacts.StatusPassed {
+			order = append(order, v)
 		}
 	}
-	summary := fmt.Sprintf("re-checked every element of %d passed visits' outputs; worst error/bound %.3g", n, worst)
+	sort.SliceStable(order, func(i, j int) bool {
+		if order[i].Round != order[j].Round {
+			return order[i].Round < order[j].Round
+		}
+		return order[i].Case < order[j].Case
+	})
+	type pools struct {
+		round       int
+		id          string
+		warm, fresh []*sets.Set
+	}
+	var cur pools
+	set0 := map[[2]string]artifacts.VisitResult{}
+	n, nsets, worst := 0, 0, 0.0
+	for _, v := range order {
+		c := cases[v.Case]
+		if c == nil {
+			p = append(p, fmt.Sprintf("visit %d: case %s is not in the capture", v.Index, v.Case))
+			continue
+		}
+		outs := sets.Outputs(c.Signature)
+		switch {
+		case v.MallocPerturb != seeds.Perturb(v.Round):
+			p = append(p, fmt.Sprintf("visit %d: allocator fill %d, the replay's seeds give %d for round %d", v.Index, v.MallocPerturb, seeds.Perturb(v.Round), v.Round))
+			continue
+		case v.Sets != a.rdoc.Config.Sets:
+			p = append(p, fmt.Sprintf("visit %d: %d warm sets, config says %d", v.Index, v.Sets, a.rdoc.Config.Sets))
+			continue
+		case v.FreshSets != sets.FreshSets(c.Signature):
+			p = append(p, fmt.Sprintf("visit %d: %d fresh sets, want %d for case %s", v.Index, v.FreshSets, sets.FreshSets(c.Signature), v.Case))
+			continue
+		case v.FreshCalls < 1 || v.FreshCalls > int64(v.FreshSets):
+			p = append(p, fmt.Sprintf("visit %d: fresh sample of %d calls, want 1 to %d", v.Index, v.FreshCalls, v.FreshSets))
+			continue
+		case len(v.Outputs) != len(outs) || len(v.FreshOutputs) != len(outs):
+			p = append(p, fmt.Sprintf("visit %d: %d warm and %d fresh output tensors, want %d of each", v.Index, len(v.Outputs), len(v.FreshOutputs), len(outs)))
+			continue
+		}
+		if cur.round != v.Round || cur.id != v.Case || len(cur.warm) != v.Sets || len(cur.fresh) < int(v.FreshCalls) {
+			// Only the sets the fresh sample used: sets are seeded by index.
+			warm, err := seeds.Pool(c.Case, sets.Warm, v.Round, v.Sets)
+			if err != nil {
+				p = append(p, fmt.Sprintf("visit %d: %v", v.Index, err))
+				continue
+			}
+			fresh, err := seeds.Pool(c.Case, sets.Fresh, v.Round, int(v.FreshCalls))
+			if err != nil {
+				p = append(p, fmt.Sprintf("visit %d: %v", v.Index, err))
+				continue
+			}
+			cur = pools{round: v.Round, id: v.Case, warm: warm, fresh: fresh}
+		}
+		// Each stored tensor holds one pool's sets: [sets, shape...].
+		read := func(refs []artifacts.TensorRef, count int) ([][]byte, error) {
+			var out [][]byte
+			for i, ref := range refs {
+				want := append([]int{count}, outs[i].Shape...)
+				if ref.Name != outs[i].Name || ref.Dtype != outs[i].Dtype || !slices.Equal(ref.Shape, want) {
+					return nil, fmt.Errorf("output %s %s %v, want %s %s %v", ref.Name, ref.Dtype, ref.Shape, outs[i].Name, outs[i].Dtype, want)
+				}
+				if !a.rep.Has(ref.Digest) {
+					return nil, fmt.Errorf("output %s: blob %s is not a layer of the replay", ref.Name, artifacts.Short(ref.Digest))
+				}
+				t, err := tensor.ReadFile(a.rep.Store.Path(ref.Digest), nil)
+				if err != nil {
+					return nil, fmt.Errorf("output %s: %v", ref.Name, err)
+				}
+				raw := slices.Clone(t.Bytes())
+				t.Release()
+				if len(raw) != count*outs[i].Bytes() {
+					return nil, fmt.Errorf("output %s: %d bytes, want %d", ref.Name, len(raw), count*outs[i].Bytes())
+				}
+				out = append(out, raw)
+			}
+			return out, nil
+		}
+		judge := func(pool string, all []*sets.Set, refs []artifacts.TensorRef, count int) bool {
+			raw, err := read(refs, count)
+			if err != nil {
+				p = append(p, fmt.Sprintf("visit %d %s: %v", v.Index, pool, err))
+				return false
+			}
+			for s := range count {
+				one := make([][]byte, len(outs))
+				for i := range outs {
+					one[i] = raw[i][s*outs[i].Bytes() : (s+1)*outs[i].Bytes()]
+				}
+				vd, err := all[s].Judge(outs, one)
+				if err != nil {
+					p = append(p, fmt.Sprintf("visit %d %s set %d: %v", v.Index, pool, s, err))
+					return false
+				}
+				worst = math.Max(worst, vd.MaxRatio)
+				nsets++
+				if !vd.Pass {
+					p = append(p, fmt.Sprintf("visit %d (%s %s) passed in replay but %s set %d fails the recomputed oracle: %s", v.Index, v.Case, v.Route, pool, s, vd.Reason))
+					return false
+				}
+			}
+			if pool == sets.Warm {
+				h := sha256.New()
+				for i := range outs {
+					h.Write(raw[i][:outs[i].Bytes()])
+				}
+				if got := hex.EncodeToString(h.Sum(nil)); got != v.Set0 {
+					p = append(p, fmt.Sprintf("visit %d: set0 %s, its stored set 0 outputs hash to %s", v.Index, v.Set0, got))
+					return false
+				}
+			}
+			return true
+		}
+		if !judge(sets.Warm, cur.warm, v.Outputs, v.Sets) || !judge(sets.Fresh, cur.fresh, v.FreshOutputs, int(v.FreshCalls)) {
+			continue
+		}
+		k := [2]string{v.Case, v.Route}
+		if first, ok := set0[k]; !ok {
+			set0[k] = v
+		} else if first.Set0 != v.Set0 {
+			p = append(p, fmt.Sprintf("nondeterministic: %s/%s: visits %d and %d passed with different warm set 0 outputs (the same inputs)", v.Case, v.Route, first.Index, v.Index))
+		}
+		n++
+	}
+	summary := fmt.Sprintf("regenerated the inputs of every buffer set from the replay's seeds and re-checked every element of %d sets' outputs in %d passed visits; worst error/bound %.3g; warm set 0 identical across the visits of each (case, route)", nsets, n, worst)
 	if nv := a.validations(&p); nv > 0 {
 		summary += fmt.Sprintf("; and of %d validating builds' outputs at capture", nv)
 	}
@@ -514,6 +613,9 @@ func (a *auditor) summaries() {
 		if got := countKind(vr, "batch"); got != a.rdoc.Config.Samples {
 			p = append(p, fmt.Sprintf("visit %d: %d batch samples, config says %d", v.Index, got, a.rdoc.Config.Samples))
 		}
+		if err := a.memoisation(v, vr); err != nil {
+			p = append(p, fmt.Sprintf("visit %d (%s %s) passed in replay but fails the fresh-sample bound: %v", v.Index, v.Case, v.Route, err))
+		}
 		union = append(union, vr...)
 	}
 	if !slices.Equal(union, rows) {
@@ -543,6 +645,43 @@ func (a *auditor) summaries() {
 		}
 	}
 	a.add("summaries", p, nil, fmt.Sprintf("recomputed %d summaries and paired ratios from %d raw samples", len(want), len(rows)))
+}
+
+// MinColdBandwidth is the least memory bandwidth a session may record: a
+// lower one would widen the fresh-sample bound beyond any real machine's.
+const MinColdBandwidth = 1e9
+
+// memoisation re-applies replay's fresh-sample bound to a visit's samples
+// with the bandwidth its session recorded.
+func (a *auditor) memoisation(v artifacts.VisitResult, rows []samples.Row) error {
+	if v.Session < 0 || v.Session >= len(a.rdoc.Sessions) {
+		return fmt.Errorf("session %d is not in the document", v.Session)
+	}
+	bw := a.rdoc.Sessions[v.Session].ColdBandwidth
+	if bw < MinColdBandwidth {
+		return fmt.Errorf("session %d records a memory bandwidth of %.3g B/s, below %.0g", v.Session, bw, MinColdBandwidth)
+	}
+	var ss []visit.Sample
+	fresh := 0
+	for _, r := range rows {
+		ss = append(ss, visit.Sample{Kind: r.Kind, Index: int(r.Index), Calls: r.Calls, SpanNs: r.TotalNs, TimerNs: r.TimerNs})
+		if r.Kind == visit.KindFresh {
+			fresh++
+			if r.Calls != v.FreshCalls {
+				return fmt.Errorf("fresh sample of %d calls, the visit says %d", r.Calls, v.FreshCalls)
+			}
+		}
+	}
+	if fresh != 1 {
+		return fmt.Errorf("%d fresh samples, want 1", fresh)
+	}
+	var sig []oracle.Param
+	for _, c := range a.cdoc.Cases {
+		if c.Case.ID == v.Case {
+			sig = c.Signature
+		}
+	}
+	return visit.CheckFresh(ss, visit.ColdAllowance(floors.ColdBytes(sig), bw))
 }
 
 func near(a, b float64) bool {

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"maps"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -20,7 +21,9 @@ import (
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 	"github.com/tilepipe/tilepipe/artifacts"
 	"github.com/tilepipe/tilepipe/artifacts/samples"
+	"github.com/tilepipe/tilepipe/internal/floors"
 	"github.com/tilepipe/tilepipe/internal/progress"
+	"github.com/tilepipe/tilepipe/internal/sets"
 	"github.com/tilepipe/tilepipe/internal/visit"
 )
 
@@ -39,7 +42,7 @@ type Config struct {
 // the baseline of the paired ratios.
 var DefaultConfig = Config{ReplayConfig: artifacts.ReplayConfig{
 	Samples: 5, Singles: 5, SampleMs: 20, WarmupMs: 50, TimeoutS: 300,
-	Threads: runtime.NumCPU(), Baseline: "torch-eager", Seed: 1, Bootstrap: 2000,
+	Threads: runtime.NumCPU(), Baseline: "torch-eager", Seed: 1, Bootstrap: 2000, Sets: sets.DefaultWarm,
 }}
 
 const (
@@ -56,6 +59,7 @@ type planRecord struct {
 	Routes   []string               `json:"routes"`
 	Cases    []string               `json:"cases"`
 	Plan     []artifacts.Visit      `json:"plan"`
+	Inputs   artifacts.InputSeeds   `json:"inputs"`
 }
 
 // journalLine is one checkpoint: a finished visit or a closure check.
@@ -81,7 +85,7 @@ type replayer struct {
 	s        *artifacts.Store
 	entries  map[[2]string]*artifacts.Prepared
 	cases    map[string]*artifacts.CapturedCase
-	oracle   *oracleCache
+	inputs   *inputCache
 	sandbox  *visit.Sandbox // nil: --no-sandbox
 	limiter  *visit.Limiter // nil: no cgroup CPU quota here
 	cpuLimit string         // what limits a visit's CPU, for the record
@@ -90,6 +94,8 @@ type replayer struct {
 	deps     artifacts.Deps
 	// sessions so far; the last is this one.
 	sessions []artifacts.Session
+	// set0 is, per (case, route), the first passed visit and its Set0.
+	set0 map[[2]string]*artifacts.VisitResult
 }
 
 // Run verifies the prepared stage and its capture, then times every
@@ -133,12 +139,25 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 			e := r.entries[[2]string{c, rt}]
 			return e != nil && e.Status == artifacts.StatusPrepared
 		})}
+	seeds, err := sets.Draw(r.cfg.Rounds)
+	if err != nil {
+		return nil, err
+	}
+	pr.Inputs = artifacts.InputSeeds(seeds)
 	done, closures, err := r.createOrResume(&pr)
 	if err != nil {
 		return nil, err
 	}
 	defer r.journal.Close()
-	sess := artifacts.Session{Index: len(r.sessions), Started: start}
+	r.set0 = map[[2]string]*artifacts.VisitResult{}
+	for _, i := range slices.Sorted(maps.Keys(done)) {
+		if v := done[i]; v.Status == artifacts.StatusPassed && r.set0[[2]string{v.Case, v.Route}] == nil {
+			r.set0[[2]string{v.Case, v.Route}] = v
+		}
+	}
+	floors.WarmUp(200 * time.Millisecond)
+	sess := artifacts.Session{Index: len(r.sessions), Started: start, ColdBandwidth: floors.ColdBandwidth(1)}
+	r.cfg.Progress.Printf("replay: memory delivers %.1f GB/s to one thread (read+write, %d MiB)", sess.ColdBandwidth/1e9, floors.ColdSize>>20)
 	for _, d := range r.deps.List() {
 		if d.VerifiedAt.After(sess.Verified) {
 			sess.Verified = d.VerifiedAt
@@ -148,8 +167,8 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	if err := r.append(journalLine{Session: &sess}); err != nil {
 		return nil, err
 	}
-	r.oracle = newOracleCache(r.cap)
-	defer r.oracle.release()
+	r.inputs = &inputCache{seeds: sets.Seeds(pr.Inputs), warm: r.cfg.Sets}
+	defer r.inputs.release()
 	r.rec = artifacts.Receipt{Stage: "replay", Tool: artifacts.ToolInfo(), StartedOn: start, Environment: artifacts.Fingerprint(),
 		Parameters:  map[string]any{"prepared": absPath(cfg.Prepared), "capture": r.cap.Store.Dir(), "config": r.cfg.ReplayConfig, "resume": cfg.Resume, "sandbox": r.sandbox.Record(), "cpuLimit": r.cpuLimit},
 		Predecessor: &artifacts.Dependency{Name: "prepared manifest", Digest: r.prep.Descriptor.Digest, VerifiedAt: r.deps.List()[0].VerifiedAt}}
@@ -289,6 +308,8 @@ func (r *replayer) checkConfig(routes []string) error {
 		return fmt.Errorf("--singles: want >= 0, got %d", c.Singles)
 	case c.SampleMs <= 0 || c.WarmupMs < 0:
 		return fmt.Errorf("--sample-ms and --warmup-ms: want > 0 and >= 0, got %g and %g", c.SampleMs, c.WarmupMs)
+	case c.Sets < 2 || c.Sets > 64:
+		return fmt.Errorf("--sets: want 2 to 64 warm buffer sets, got %d", c.Sets)
 	case c.Threads < 1:
 		return fmt.Errorf("--threads: want >= 1, got %d", c.Threads)
 	case c.Baseline != "" && !slices.Contains(routes, c.Baseline):
@@ -338,6 +359,10 @@ func (r *replayer) createOrResume(pr *planRecord) (map[int]*artifacts.VisitResul
 		return nil, nil, fmt.Errorf("--resume %s: %s records prepared %s with config %+v; this run asks for prepared %s with config %+v: resume with the same flags",
 			r.cfg.Output, planFile, artifacts.Short(old.Prepared), old.Config, artifacts.Short(pr.Prepared), pr.Config)
 	}
+	if len(old.Inputs.Rounds) != pr.Config.Rounds {
+		return nil, nil, fmt.Errorf("--resume %s: %s: input seeds for %d rounds, want %d", r.cfg.Output, planFile, len(old.Inputs.Rounds), pr.Config.Rounds)
+	}
+	pr.Inputs = old.Inputs // the inputs drawn when the replay began
 	jpath := filepath.Join(s.Dir(), journalFile)
 	jb, err := os.ReadFile(jpath)
 	if err != nil && !errors.Is(err, fs.ErrNotExist) {
@@ -386,7 +411,7 @@ func visitBlobs(v *artifacts.VisitResult) []artifacts.Digest {
 			ds = append(ds, d)
 		}
 	}
-	for _, o := range v.Outputs {
+	for _, o := range append(slices.Clone(v.Outputs), v.FreshOutputs...) {
 		ds = append(ds, o.Digest)
 	}
 	return ds

@@ -2,10 +2,15 @@ package replay
 
 import (
 	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/binary"
+	"encoding/hex"
 	"fmt"
 	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -13,27 +18,33 @@ import (
 	"github.com/tilepipe/tilepipe/artifacts"
 	"github.com/tilepipe/tilepipe/artifacts/samples"
 	"github.com/tilepipe/tilepipe/artifacts/tensor"
+	"github.com/tilepipe/tilepipe/internal/floors"
+	"github.com/tilepipe/tilepipe/internal/sets"
 	"github.com/tilepipe/tilepipe/internal/visit"
 	"github.com/tilepipe/tilepipe/oracle"
 )
 
-// VisitFile renders the line-oriented visit description (protocol 2):
-// the threads and the params, with the paths the timer sees.
-func VisitFile(threads int, inputs []string, e *artifacts.Prepared, outputs []string) string {
+// VisitFile renders the line-oriented visit description (protocol 3): the
+// threads, the pools and the params, each with the descriptors of its
+// memory files (5, 6 for the first param's warm and fresh files, 7, 8 for
+// the next, ...).
+func VisitFile(threads, warm, fresh int, e *artifacts.Prepared) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "tilepipe-visit 2\nthreads %d\n", threads)
-	param := func(role string, name, dtype string, shape []int, bytes int64, path string) {
-		fmt.Fprintf(&b, "param %s %s %s %d %s", role, name, dtype, bytes, path)
+	fmt.Fprintf(&b, "tilepipe-visit 3\nthreads %d\npool warm %d %d\npool fresh %d %d\n", threads, warm, visit.WarmGap, fresh, visit.FreshGap)
+	fd := 5
+	param := func(role string, name, dtype string, shape []int, bytes int64) {
+		fmt.Fprintf(&b, "param %s %s %s %d %d %d", role, name, dtype, bytes, fd, fd+1)
+		fd += 2
 		for _, d := range shape {
 			b.WriteString(" " + strconv.Itoa(d))
 		}
 		b.WriteByte('\n')
 	}
-	for i, in := range e.Inputs {
-		param("input", in.Name, in.Dtype, in.Shape, in.Size, inputs[i])
+	for _, in := range e.Inputs {
+		param("input", in.Name, in.Dtype, in.Shape, in.Size)
 	}
-	for i, o := range e.Outputs {
-		param("output", o.Name, o.Dtype, o.Shape, int64(o.Bytes()), outputs[i])
+	for _, o := range e.Outputs {
+		param("output", o.Name, o.Dtype, o.Shape, int64(o.Bytes()))
 	}
 	return b.String()
 }
@@ -46,10 +57,10 @@ func ThreadEnv(threads int) map[string]string {
 }
 
 // visitEnv is a visit's whole, scrubbed environment ([artifacts.Env]):
-// the sandbox's own PATH, HOME and TMPDIR, the thread variables and the
-// process route's recorded ones.
-func visitEnv(threads int, extra map[string]string) []string {
-	env := map[string]string{"PATH": "/usr/bin:/bin", "HOME": "/tmp", "TMPDIR": "/tmp"}
+// the sandbox's own PATH, HOME and TMPDIR, the thread variables, the
+// visit's allocator fill byte and the process route's recorded ones.
+func visitEnv(threads, perturb int, extra map[string]string) []string {
+	env := map[string]string{"PATH": "/usr/bin:/bin", "HOME": "/tmp", "TMPDIR": "/tmp", "MALLOC_PERTURB_": strconv.Itoa(perturb)}
 	maps.Copy(env, ThreadEnv(threads))
 	maps.Copy(env, extra)
 	return artifacts.Env(env)
@@ -57,48 +68,24 @@ func visitEnv(threads int, extra map[string]string) []string {
 
 // layout is where a visit's files are, outside and as the timer sees them.
 type layout struct {
-	dir, visitFile string   // outside: the visit's output directory and visit file
-	outputs        []string // outside
-	inVisit        string   // as the timer sees them
-	inInputs       []string
-	inOutputs      []string
+	dir, visitFile string // outside: the visit's working directory and visit file
+	inVisit        string // as the timer sees them
 	inProgram      string
 	mounts         visit.Mounts
 }
 
 // layout places the visit: with a sandbox, the timer sees /visit/visit.txt,
-// /visit/in/NAME.bin (read-only), /visit/out (writable), /visit/bin/PROGRAM
-// (read-only) and its closure's directories, nothing else of this machine's
-// files; without one, the outside paths.
-func (r *replayer) layout(v artifacts.Visit, e *artifacts.Prepared, prog program) (*layout, error) {
+// /visit/out (writable, empty), /visit/bin/PROGRAM (read-only) and its
+// closure's directories, nothing else of this machine's files; without
+// one, the outside paths. Its buffers are memory files on fd 5 and up.
+func (r *replayer) layout(v artifacts.Visit, e *artifacts.Prepared, prog program) *layout {
 	l := &layout{dir: filepath.Join(r.s.Dir(), workDir, fmt.Sprintf("visit-%d", v.Index))}
 	l.visitFile = l.dir + ".txt"
-	sandboxed := r.sandbox != nil
-	for _, in := range e.Inputs {
-		if !r.prep.Has(in.Digest) {
-			return nil, fmt.Errorf("prepared: %s input %s: blob %s is not a verified layer", v.Case, in.Name, artifacts.Short(in.Digest))
-		}
-		src := r.prep.Store.Path(in.Digest)
-		dst := src
-		if sandboxed {
-			dst = filepath.Join(visit.InsideIn, in.Name+".bin")
-			l.mounts.ReadOnly = append(l.mounts.ReadOnly, visit.Bind{Src: src, Dst: dst})
-		}
-		l.inInputs = append(l.inInputs, dst)
-	}
-	outDir := l.dir
-	if sandboxed {
-		outDir = visit.InsideOut
-		l.mounts.Writable = []visit.Bind{{Src: l.dir, Dst: visit.InsideOut}}
-	}
-	for _, o := range e.Outputs {
-		l.outputs = append(l.outputs, filepath.Join(l.dir, o.Name+".bin"))
-		l.inOutputs = append(l.inOutputs, filepath.Join(outDir, o.Name+".bin"))
-	}
 	l.inVisit, l.inProgram = l.visitFile, prog.path
-	if !sandboxed {
-		return l, nil
+	if r.sandbox == nil {
+		return l
 	}
+	l.mounts.Writable = []visit.Bind{{Src: l.dir, Dst: visit.InsideOut}}
 	l.inVisit = filepath.Join(visit.InsideRoot, "visit.txt")
 	// The timer's own name inside (its copy outside is named by digest).
 	l.inProgram = filepath.Join(visit.InsideBin, "harness")
@@ -115,21 +102,180 @@ func (r *replayer) layout(v artifacts.Visit, e *artifacts.Prepared, prog program
 	}
 	cm := visit.ClosureMounts(closure, exe)
 	l.mounts.Links = cm.Links
-	l.mounts.ReadOnly = append(append(cm.ReadOnly, l.mounts.ReadOnly...),
-		visit.Bind{Src: l.visitFile, Dst: l.inVisit}, visit.Bind{Src: prog.path, Dst: l.inProgram})
-	return l, nil
+	l.mounts.ReadOnly = append(cm.ReadOnly, visit.Bind{Src: l.visitFile, Dst: l.inVisit}, visit.Bind{Src: prog.path, Dst: l.inProgram})
+	return l
+}
+
+// buffers are one visit's memory files: the round's sealed inputs and the
+// visit's own outputs, per param in signature order.
+type buffers struct {
+	in                *roundInputs
+	warmOut, freshOut []*visit.MemFile
+	params            []oracle.Param // outputs
+	validated         [][]byte       // per output: every warm set's validated bytes
+	fresh             [][]byte       // per output: the fresh sample's sets, read when it answered
+	freshCalls        int64
+	fill              uint64
+}
+
+func (b *buffers) files() []*os.File {
+	var fs []*os.File
+	for i := range b.in.warmFiles {
+		fs = append(fs, b.in.warmFiles[i].File, b.in.freshFiles[i].File)
+	}
+	for i := range b.warmOut {
+		fs = append(fs, b.warmOut[i].File, b.freshOut[i].File)
+	}
+	return fs
+}
+
+func (b *buffers) close() {
+	for _, m := range append(slices.Clone(b.warmOut), b.freshOut...) {
+		m.Close()
+	}
+}
+
+func (r *replayer) newBuffers(in *roundInputs, e *artifacts.Prepared) (*buffers, error) {
+	b := &buffers{in: in}
+	var draw [16]byte
+	if _, err := rand.Read(draw[:]); err != nil {
+		return nil, err
+	}
+	b.fill = binary.LittleEndian.Uint64(draw[:])
+	for _, o := range e.Outputs {
+		w, err := visit.NewOutput(o.Name, visit.NewLayout(visit.PoolWarm, len(in.warm), o.Bytes()))
+		if err != nil {
+			b.close()
+			return nil, err
+		}
+		b.warmOut = append(b.warmOut, w)
+		f, err := visit.NewOutput(o.Name, visit.NewLayout(visit.PoolFresh, len(in.fresh), o.Bytes()))
+		if err != nil {
+			b.close()
+			return nil, err
+		}
+		// Filled now, long before the fresh sample: lines replay writes
+		// just before it would still sit dirty in replay's core's cache,
+		// and the timer would pay to fetch them.
+		f.Fill(visit.FillPattern(o.Dtype, b.fill))
+		b.freshOut = append(b.freshOut, f)
+		b.params = append(b.params, oracle.Param{Name: o.Name, Role: "output", Dtype: o.Dtype, Shape: o.Shape})
+	}
+	return b, nil
+}
+
+// checkCanaries checks every output file's canary bytes.
+func (b *buffers) checkCanaries() error {
+	for _, m := range append(slices.Clone(b.warmOut), b.freshOut...) {
+		if err := m.CheckCanary(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// afterValidation reads every warm set's outputs, keeps them and judges
+// them against their oracle, then overwrites them with the visit's fill.
+func (b *buffers) afterValidation(vr *artifacts.VisitResult) error {
+	if err := b.checkCanaries(); err != nil {
+		return err
+	}
+	b.validated = make([][]byte, len(b.warmOut))
+	for i, m := range b.warmOut {
+		for s := range m.Layout.Sets {
+			b.validated[i] = append(b.validated[i], m.Set(s)...)
+		}
+	}
+	for s, set := range b.in.warm {
+		raw := make([][]byte, len(b.warmOut))
+		for i, m := range b.warmOut {
+			raw[i] = m.Set(s)
+		}
+		vd, err := set.Judge(b.params, raw)
+		if err != nil {
+			return err
+		}
+		vr.MaxErrRatio = max(vr.MaxErrRatio, vd.MaxRatio)
+		if !vd.Pass {
+			return &visit.Failure{Reason: fmt.Sprintf("oracle: warm set %d: %s", s, vd.Reason)}
+		}
+	}
+	for i, m := range b.warmOut {
+		m.Fill(visit.FillPattern(b.params[i].Dtype, b.fill))
+	}
+	return nil
+}
+
+// runFresh fills the fresh outputs and runs the fresh sample; its outputs
+// are read the moment its answer arrives.
+func (b *buffers) runFresh(sess *visit.Session, smps []visit.Sample) (visit.Sample, error) {
+	n := visit.FreshCalls(smps, len(b.in.fresh))
+	span, tn, err := sess.Fresh(n)
+	if err != nil {
+		return visit.Sample{}, err
+	}
+	b.freshCalls = n
+	b.fresh = make([][]byte, len(b.freshOut))
+	for i, m := range b.freshOut {
+		for s := range int(n) {
+			b.fresh[i] = append(b.fresh[i], m.Set(s)...)
+		}
+	}
+	smp := visit.Sample{Kind: visit.KindFresh, Calls: n, SpanNs: span.Nanoseconds(), TimerNs: tn}
+	return smp, visit.CheckClock(smp)
+}
+
+// afterTiming checks what the timed calls left: every warm set's outputs
+// byte for byte what validation produced, every fresh call's outputs
+// against its oracle, and every canary.
+func (b *buffers) afterTiming(vr *artifacts.VisitResult) error {
+	if err := b.checkCanaries(); err != nil {
+		return err
+	}
+	for i, m := range b.warmOut {
+		elem := oracle.DtypeSize(b.params[i].Dtype)
+		for s := range m.Layout.Sets {
+			want := b.validated[i][s*m.Layout.Bytes : (s+1)*m.Layout.Bytes]
+			if e := m.FirstDiff(s, want, elem); e >= 0 {
+				return &visit.Failure{Reason: fmt.Sprintf("timed_output_mismatch: set %d output %s element %d", s, b.params[i].Name, e)}
+			}
+		}
+	}
+	for s := range int(b.freshCalls) {
+		raw := make([][]byte, len(b.freshOut))
+		for i, m := range b.freshOut {
+			raw[i] = b.fresh[i][s*m.Layout.Bytes : (s+1)*m.Layout.Bytes]
+		}
+		vd, err := b.in.fresh[s].Judge(b.params, raw)
+		if err != nil {
+			return err
+		}
+		vr.MaxErrRatio = max(vr.MaxErrRatio, vd.MaxRatio)
+		if !vd.Pass {
+			return &visit.Failure{Reason: fmt.Sprintf("oracle: fresh set %d: %s", s, vd.Reason)}
+		}
+	}
+	return nil
 }
 
 // visit runs one timer in its sandbox, drives its samples on replay's own
-// clock and validates what it wrote.
+// clock and checks what it computed.
 func (r *replayer) visit(ctx context.Context, v artifacts.Visit, programs map[[2]string]program) (*artifacts.VisitResult, error) {
 	k := [2]string{v.Case, v.Route}
 	e, prog := r.entries[k], programs[k]
 	vr := &artifacts.VisitResult{Visit: v, Session: len(r.sessions) - 1, Start: time.Now().UTC(), Threads: r.cfg.Threads}
-	l, err := r.layout(v, e, prog)
+	in, err := r.inputs.get(v.Round, r.cases[v.Case])
 	if err != nil {
 		return nil, err
 	}
+	bufs, err := r.newBuffers(in, e)
+	if err != nil {
+		return nil, err
+	}
+	defer bufs.close()
+	vr.Sets, vr.FreshSets, vr.Fill = len(in.warm), len(in.fresh), fmt.Sprintf("%016x", bufs.fill)
+	vr.MallocPerturb = r.inputs.seeds.Perturb(v.Round)
+	l := r.layout(v, e, prog)
 	for _, p := range []string{l.dir, l.visitFile} {
 		if err := os.RemoveAll(p); err != nil { // a killed earlier attempt
 			return nil, err
@@ -140,7 +286,7 @@ func (r *replayer) visit(ctx context.Context, v artifacts.Visit, programs map[[2
 	}
 	defer os.RemoveAll(l.dir)
 	defer os.Remove(l.visitFile)
-	if err := os.WriteFile(l.visitFile, []byte(VisitFile(r.cfg.Threads, l.inInputs, e, l.inOutputs)), 0o444); err != nil {
+	if err := os.WriteFile(l.visitFile, []byte(VisitFile(r.cfg.Threads, len(in.warm), len(in.fresh), e)), 0o444); err != nil {
 		return nil, err
 	}
 	var argv []string
@@ -156,14 +302,14 @@ func (r *replayer) visit(ctx context.Context, v artifacts.Visit, programs map[[2
 	if r.sandbox != nil {
 		dir = visit.InsideOut
 	}
-	spec := visit.Spec{Argv: argv, Env: visitEnv(r.cfg.Threads, extra), Dir: dir, Sandbox: r.sandbox, Mounts: l.mounts,
-		Timeout: time.Duration(r.cfg.TimeoutS * float64(time.Second)), Threads: r.cfg.Threads, Limiter: r.limiter}
+	spec := visit.Spec{Argv: argv, Env: visitEnv(r.cfg.Threads, vr.MallocPerturb, extra), Dir: dir, Sandbox: r.sandbox, Mounts: l.mounts,
+		Timeout: time.Duration(r.cfg.TimeoutS * float64(time.Second)), Threads: r.cfg.Threads, Limiter: r.limiter, Files: bufs.files()}
 	sess, err := visit.Start(ctx, spec)
 	if err != nil {
 		return nil, err
 	}
 	vr.Argv = sess.Argv
-	smps, calls, final, derr := r.drive(sess, vr, e)
+	smps, calls, final, derr := r.drive(sess, vr, e, bufs)
 	reason, out, cerr := sess.Close(derr, final)
 	vr.End = time.Now().UTC()
 	vr.Exit, vr.CPUNs, vr.WallNs, vr.Throttled = out.Exit, out.CPU.Nanoseconds(), out.Wall.Nanoseconds(), out.Throttled
@@ -187,42 +333,50 @@ func (r *replayer) visit(ctx context.Context, v artifacts.Visit, programs map[[2
 	if cerr != nil {
 		return nil, cerr
 	}
+	vr.CallsPerSample, vr.FreshCalls = calls, bufs.freshCalls
 	if reason != "" {
 		return fail(reason)
 	}
-	vr.CallsPerSample = calls
-	// Every output, in full, against the oracle.
+	// Set 0 has the same inputs in every visit of the case: memory a
+	// kernel reads without writing (the allocator fill differs per visit)
+	// shows up here.
+	h := sha256.New()
+	for i, p := range bufs.params {
+		h.Write(bufs.validated[i][:oracle.DtypeSize(p.Dtype)*elems(p.Shape)])
+	}
+	vr.Set0 = hex.EncodeToString(h.Sum(nil))
+	if first := r.set0[k]; first == nil {
+		defer func() {
+			if vr.Status == artifacts.StatusPassed {
+				r.set0[k] = vr
+			}
+		}()
+	} else if first.Set0 != vr.Set0 {
+		return fail(fmt.Sprintf("nondeterministic: warm set 0's outputs differ from visit %d's (the same inputs; allocator fill %d here, %d there)", first.Index, vr.MallocPerturb, first.MallocPerturb))
+	}
+	// What the timer computed, kept for the audit: every warm set's
+	// validated outputs and every fresh call's.
 	c := r.cases[v.Case]
-	var got []oracle.Tensor
-	for i, o := range e.Outputs {
-		b, err := os.ReadFile(l.outputs[i])
-		if err != nil {
-			return fail(fmt.Sprintf("output %s: %v", o.Name, err))
+	for i, p := range bufs.params {
+		put := func(pool string, n int, b []byte) (artifacts.TensorRef, error) {
+			shape := append([]int{n}, p.Shape...)
+			m := tensor.Meta{Name: p.Name, Role: "output", Dtype: p.Dtype, Shape: shape, Case: v.Case, Generator: c.Generator, Seed: in.seed}
+			d, err := artifacts.PutTensor(r.s, m, b)
+			if err != nil {
+				return artifacts.TensorRef{}, err
+			}
+			r.s.Name(fmt.Sprintf("visits/%d/%s/%s.arrow", v.Index, pool, p.Name), d)
+			return artifacts.TensorRef{Name: p.Name, Role: "output", Dtype: p.Dtype, Shape: shape, Digest: d.Digest, Size: d.Size}, nil
 		}
-		if len(b) != o.Bytes() {
-			return fail(fmt.Sprintf("output %s: %d bytes, want %d", o.Name, len(b), o.Bytes()))
-		}
-		m := tensor.Meta{Name: o.Name, Role: "output", Dtype: o.Dtype, Shape: o.Shape, Case: v.Case, Generator: c.Generator, Seed: c.Case.Seed}
-		d, err := artifacts.PutTensor(r.s, m, b)
+		w, err := put(sets.Warm, len(in.warm), bufs.validated[i])
 		if err != nil {
 			return nil, err
 		}
-		r.s.Name(fmt.Sprintf("visits/%d/%s.arrow", v.Index, o.Name), d)
-		vr.Outputs = append(vr.Outputs, artifacts.TensorRef{Name: o.Name, Role: "output", Dtype: o.Dtype, Shape: o.Shape, Digest: d.Digest, Size: d.Size})
-		t, err := oracle.Decode(o.Dtype, b)
+		f, err := put(sets.Fresh, int(bufs.freshCalls), bufs.fresh[i])
 		if err != nil {
-			return fail(fmt.Sprintf("output %s: %v", o.Name, err))
+			return nil, err
 		}
-		got = append(got, t)
-	}
-	exp, err := r.oracle.get(c)
-	if err != nil {
-		return nil, err
-	}
-	verdict := oracle.Compare(c.Case, exp, got)
-	vr.MaxErrRatio = verdict.MaxRatio
-	if !verdict.Pass {
-		return fail("oracle: " + verdict.Reason)
+		vr.Outputs, vr.FreshOutputs = append(vr.Outputs, w), append(vr.FreshOutputs, f)
 	}
 	var rows []samples.Row
 	for _, s := range smps {
@@ -239,9 +393,10 @@ func (r *replayer) visit(ctx context.Context, v artifacts.Visit, programs map[[2
 	return vr, nil
 }
 
-// drive takes the validated report, the samples and the final report;
-// final says whether the final report arrived.
-func (r *replayer) drive(sess *visit.Session, vr *artifacts.VisitResult, e *artifacts.Prepared) ([]visit.Sample, int64, bool, error) {
+// drive takes the validated report, checks the validation outputs, takes
+// the warm samples and the fresh sample, then the final report, and checks
+// what the timed calls left; final says whether the final report arrived.
+func (r *replayer) drive(sess *visit.Session, vr *artifacts.VisitResult, e *artifacts.Prepared, bufs *buffers) ([]visit.Sample, int64, bool, error) {
 	rep, err := sess.Validated()
 	if err != nil {
 		return nil, 0, false, err
@@ -255,93 +410,119 @@ func (r *replayer) drive(sess *visit.Session, vr *artifacts.VisitResult, e *arti
 	case e.Process != nil && rep.OutputPolicy != e.Process.OutputPolicy:
 		return nil, 0, false, &visit.Failure{Reason: fmt.Sprintf("timer report output_policy: %q, capture recorded %q", rep.OutputPolicy, e.Process.OutputPolicy)}
 	}
+	if err := bufs.afterValidation(vr); err != nil {
+		return nil, 0, false, err
+	}
 	smps, calls, err := sess.Drive(visit.Plan{
 		Warmup: time.Duration(r.cfg.WarmupMs * float64(time.Millisecond)), Sample: time.Duration(r.cfg.SampleMs * float64(time.Millisecond)),
 		Samples: r.cfg.Samples, Singles: r.cfg.Singles, MaxCalls: maxCalls})
 	if err != nil {
 		return nil, 0, false, err
 	}
+	fresh, err := bufs.runFresh(sess, smps)
+	if err != nil {
+		return nil, calls, false, err
+	}
+	smps = append(smps, fresh)
 	fin, err := sess.End()
 	if err != nil {
-		return nil, 0, false, err
+		return nil, calls, false, err
 	}
 	vr.Checks = fin.Checks
 	if fin.Status != "ok" {
-		return nil, 0, true, &visit.Failure{Reason: fin.Reason}
+		return nil, calls, true, &visit.Failure{Reason: fin.Reason}
+	}
+	if err := bufs.afterTiming(vr); err != nil {
+		return nil, calls, true, err
+	}
+	cold := visit.ColdAllowance(floors.ColdBytes(r.cases[vr.Case].Signature), r.sessions[len(r.sessions)-1].ColdBandwidth)
+	if f, err := visit.FreshStats(smps, cold); err == nil {
+		vr.FreshNs, vr.WarmNs, vr.FreshBoundNs = f.FreshNs, f.WarmNs, f.BoundNs
+	}
+	if err := visit.CheckFresh(smps, cold); err != nil {
+		return nil, calls, true, err
 	}
 	return smps, calls, true, nil
+}
+
+func elems(shape []int) int {
+	n := 1
+	for _, d := range shape {
+		n *= d
+	}
+	return n
 }
 
 // maxCalls bounds the calls of one sample (docs/protocol.md).
 const maxCalls = 1 << 30
 
-// oracleCache holds each case's expected outputs and bounds from the
-// capture packet (verified when the capture was opened).
-type oracleCache struct {
-	cap  *artifacts.Stage
-	byID map[string][]oracle.Expected
-	held []*tensor.Tensor
+// roundInputs are one case's buffer sets in one round and their sealed
+// memory files, shared by every visit of the case in the round.
+type roundInputs struct {
+	round                 int
+	id                    string
+	seed                  uint64 // the round's seed
+	warm, fresh           []*sets.Set
+	warmFiles, freshFiles []*visit.MemFile // per input param
 }
 
-func newOracleCache(cap *artifacts.Stage) *oracleCache {
-	return &oracleCache{cap: cap, byID: map[string][]oracle.Expected{}}
+func (ri *roundInputs) close() {
+	for _, m := range append(slices.Clone(ri.warmFiles), ri.freshFiles...) {
+		m.Close()
+	}
 }
 
-// get returns the case's expected outputs: a float output has an f64
-// expected and an f64 bound tensor, an index output an i64 expected tensor
-// and no bound (bounds are matched to outputs by name).
-func (o *oracleCache) get(c *artifacts.CapturedCase) ([]oracle.Expected, error) {
-	if v, ok := o.byID[c.Case.ID]; ok {
-		return v, nil
+// inputCache holds the inputs of the (round, case) being visited: the plan
+// visits one case's routes back to back.
+type inputCache struct {
+	seeds sets.Seeds
+	warm  int
+	cur   *roundInputs
+}
+
+func (ic *inputCache) get(round int, c *artifacts.CapturedCase) (*roundInputs, error) {
+	if ic.cur != nil && ic.cur.round == round && ic.cur.id == c.Case.ID {
+		return ic.cur, nil
 	}
-	load := func(ref artifacts.TensorRef, dtype string) (*tensor.Tensor, error) {
-		if !o.cap.Has(ref.Digest) {
-			return nil, fmt.Errorf("capture: case %s %s %s: blob %s is not a verified layer", c.Case.ID, ref.Role, ref.Name, artifacts.Short(ref.Digest))
-		}
-		t, err := tensor.ReadFile(o.cap.Store.Path(ref.Digest), nil)
-		if err != nil {
-			return nil, err
-		}
-		o.held = append(o.held, t)
-		if t.Meta.Dtype != dtype || t.Meta.Role != ref.Role || t.Meta.Case != c.Case.ID {
-			return nil, fmt.Errorf("capture: case %s %s %s: tensor metadata %+v disagrees with the capture document", c.Case.ID, ref.Role, ref.Name, t.Meta)
-		}
-		return t, nil
+	ic.release()
+	ri := &roundInputs{round: round, id: c.Case.ID, seed: ic.seeds.Rounds[round]}
+	var err error
+	if ri.warm, err = ic.seeds.Pool(c.Case, sets.Warm, round, ic.warm); err != nil {
+		return nil, err
 	}
-	bounds := map[string]artifacts.TensorRef{}
-	for _, ref := range c.Packet.Bound {
-		bounds[ref.Name] = ref
+	if ri.fresh, err = ic.seeds.Pool(c.Case, sets.Fresh, round, sets.FreshSets(c.Signature)); err != nil {
+		return nil, err
 	}
-	var exp []oracle.Expected
-	for _, ref := range c.Packet.Expected {
-		if ref.Dtype == "i64" {
-			t, err := load(ref, "i64")
-			if err != nil {
-				return nil, err
-			}
-			exp = append(exp, oracle.Expected{WantI: t.Int64()})
+	k := 0
+	for _, p := range c.Signature {
+		if p.Role != "input" {
 			continue
 		}
-		t, err := load(ref, "f64")
-		if err != nil {
-			return nil, err
+		for _, pool := range []struct {
+			name  string
+			sets  []*sets.Set
+			files *[]*visit.MemFile
+		}{{visit.PoolWarm, ri.warm, &ri.warmFiles}, {visit.PoolFresh, ri.fresh, &ri.freshFiles}} {
+			var raw [][]byte
+			for _, s := range pool.sets {
+				raw = append(raw, oracle.Encode(s.Inputs[k]))
+			}
+			m, err := visit.NewInput(p.Name, visit.NewLayout(pool.name, len(pool.sets), p.Bytes()), raw)
+			if err != nil {
+				ri.close()
+				return nil, err
+			}
+			*pool.files = append(*pool.files, m)
 		}
-		bref, ok := bounds[ref.Name]
-		if !ok {
-			return nil, fmt.Errorf("capture: case %s: expected %s has no bound tensor", c.Case.ID, ref.Name)
-		}
-		b, err := load(bref, "f64")
-		if err != nil {
-			return nil, err
-		}
-		exp = append(exp, oracle.Expected{Want: t.Float64(), Bound: b.Float64()})
+		k++
 	}
-	o.byID[c.Case.ID] = exp
-	return exp, nil
+	ic.cur = ri
+	return ri, nil
 }
 
-func (o *oracleCache) release() {
-	for _, t := range o.held {
-		t.Release()
+func (ic *inputCache) release() {
+	if ic.cur != nil {
+		ic.cur.close()
+		ic.cur = nil
 	}
 }

@@ -15,6 +15,7 @@ func replayFlags() []cli.Flag {
 		&cli.IntFlag{Name: "rounds", Value: d.Rounds, Usage: "rounds (0: the cohort's default, else twice the number of routes)"},
 		&cli.IntFlag{Name: "samples", Value: d.Samples, Usage: "batch samples per visit"},
 		&cli.IntFlag{Name: "singles", Value: d.Singles, Usage: "single-call samples per visit"},
+		&cli.IntFlag{Name: "sets", Value: d.Sets, Usage: "warm buffer sets the timed calls rotate over (2 to 64)"},
 		&cli.Float64Flag{Name: "sample-ms", Value: d.SampleMs, Usage: "minimum duration of one batch sample"},
 		&cli.Float64Flag{Name: "warmup-ms", Value: d.WarmupMs, Usage: "warm-up before calibration"},
 		&cli.Float64Flag{Name: "timeout-s", Value: d.TimeoutS, Usage: "per-visit timeout"},
@@ -34,7 +35,7 @@ func sandboxFlags() []cli.Flag {
 func replayConfig(c *cli.Context, prepared, output string) replay.Config {
 	cfg := replay.DefaultConfig
 	cfg.Prepared, cfg.Output = prepared, output
-	cfg.Rounds, cfg.Samples, cfg.Singles = c.Int("rounds"), c.Int("samples"), c.Int("singles")
+	cfg.Rounds, cfg.Samples, cfg.Singles, cfg.Sets = c.Int("rounds"), c.Int("samples"), c.Int("singles"), c.Int("sets")
 	cfg.SampleMs, cfg.WarmupMs, cfg.TimeoutS = c.Float64("sample-ms"), c.Float64("warmup-ms"), c.Float64("timeout-s")
 	cfg.Baseline, cfg.Seed = c.String("baseline"), c.Uint64("seed")
 	cfg.NoSandbox, cfg.Bwrap = c.Bool("no-sandbox"), c.String("bwrap")

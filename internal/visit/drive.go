@@ -20,7 +20,63 @@ const (
 	KindBatch  = "batch"
 	KindSingle = "single"
 	KindEmpty  = "empty" // no calls: the channel's own overhead
+	KindFresh  = "fresh" // one call on each of N fresh sets
 )
+
+// FreshTarget is the work a fresh sample aims at: as many fresh calls as
+// the batch samples' median call time fits into it (at least one, at most
+// the fresh sets there are).
+const FreshTarget = 2 * time.Millisecond
+
+// FreshBound and ColdSlack bound an honest fresh call: at most FreshBound
+// warm calls plus ColdSlack times the time the replay machine's memory
+// takes to deliver the set's bytes (docs/results/2026-11-30-fresh-ratio).
+const (
+	FreshBound = 5.0
+	ColdSlack  = 8.0
+)
+
+// ColdAllowance is the ColdSlack part of the bound for a set of bytes
+// bytes on a machine whose cold bandwidth is bw bytes per second.
+func ColdAllowance(bytes int, bw float64) float64 {
+	if bw <= 0 {
+		return 0
+	}
+	return ColdSlack * float64(bytes) / bw * 1e9
+}
+
+// FreshCalls is the number of calls of the fresh sample.
+func FreshCalls(ss []Sample, sets int) int64 {
+	per := warmPerCall(ss)
+	n := int64(sets)
+	if per > 0 {
+		n = min(n, int64(float64(FreshTarget)/per)+1)
+	}
+	return max(n, 1)
+}
+
+// warmPerCall is the batch samples' median span, less the empty samples'
+// median, over their calls.
+func warmPerCall(ss []Sample) float64 {
+	var batch, empty []float64
+	var calls int64
+	for _, s := range ss {
+		switch s.Kind {
+		case KindBatch:
+			batch, calls = append(batch, float64(s.SpanNs)), s.Calls
+		case KindEmpty:
+			empty = append(empty, float64(s.SpanNs))
+		}
+	}
+	if len(batch) == 0 || calls == 0 {
+		return 0
+	}
+	ch := 0.0
+	if len(empty) > 0 {
+		ch = median(empty)
+	}
+	return max(median(batch)-ch, 0) / float64(calls)
+}
 
 // Sample is one span measured by replay, with the timer's own number.
 type Sample struct {
@@ -60,6 +116,55 @@ func CheckGap(ss []Sample) error {
 	span, gap := median(spans), median(gaps)
 	if allowed := float64(ClockBase) + ClockFrac*span; gap > allowed {
 		return fail("clock_mismatch: batch samples: replay measured a median span of %.0f ns, the timer reported %.0f ns less (allowed: %.0f ns)", span, gap, allowed)
+	}
+	return nil
+}
+
+// Fresh is a visit's fresh sample against its warm ones: time per call
+// of each (span less the empty samples' median) and the bound.
+type Fresh struct {
+	FreshNs, WarmNs, BoundNs float64
+}
+
+// FreshStats computes [Fresh] from a visit's samples.
+func FreshStats(ss []Sample, coldNs float64) (Fresh, error) {
+	var fresh *Sample
+	var empty []float64
+	for i, s := range ss {
+		switch s.Kind {
+		case KindFresh:
+			fresh = &ss[i]
+		case KindEmpty:
+			empty = append(empty, float64(s.SpanNs))
+		}
+	}
+	if fresh == nil || fresh.Calls == 0 {
+		return Fresh{}, fmt.Errorf("drive: no fresh sample")
+	}
+	ch := 0.0
+	if len(empty) > 0 {
+		ch = median(empty)
+	}
+	f := Fresh{FreshNs: max(float64(fresh.SpanNs)-ch, 0) / float64(fresh.Calls), WarmNs: warmPerCall(ss)}
+	if f.WarmNs <= 0 {
+		f.WarmNs = 1 // below the clock: any measurable fresh call is far slower
+	}
+	f.BoundNs = FreshBound*f.WarmNs + coldNs
+	return f, nil
+}
+
+// CheckFresh compares the fresh sample's time per call with the warm one:
+// a kernel that is far faster on sets it has seen than on sets it has
+// not, by more than fetching a set from memory explains (coldNs,
+// [ColdAllowance]), remembers answers or computes only part of them.
+func CheckFresh(ss []Sample, coldNs float64) error {
+	f, err := FreshStats(ss, coldNs)
+	if err != nil {
+		return err
+	}
+	if f.FreshNs > f.BoundNs {
+		return fail("memoisation_suspected: fresh calls took %.0f ns each, warm calls %.0f ns (ratio %.1f; bound %.0f ns = %.0f x warm + %.0f ns to fetch the set from memory)",
+			f.FreshNs, f.WarmNs, f.FreshNs/f.WarmNs, f.BoundNs, FreshBound, coldNs)
 	}
 	return nil
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"sort"
+	"strings"
 )
 
 // Report types a timer writes on fd 4.
@@ -13,7 +14,13 @@ const (
 	TypeValidated = "validated"
 	TypeSample    = "sample"
 	TypeFinal     = "final"
+	// TypeFault: the C harness caught a write to an input or into a guard
+	// reservation; it may arrive instead of any other report.
+	TypeFault = "fault"
 )
+
+// FaultReasons are the prefixes a fault report's reason may have.
+var FaultReasons = []string{"input_written: ", "guard_fault: "}
 
 // Report is one line a timer writes on fd 4 (docs/protocol.md).
 type Report struct {
@@ -35,6 +42,7 @@ var keys = map[string][]string{
 	TypeValidated: {"checks", "output_policy", "reason", "status", "threads", "type"},
 	TypeSample:    {"calls", "ns", "seq", "type"},
 	TypeFinal:     {"checks", "reason", "status", "type"},
+	TypeFault:     {"reason", "type"},
 }
 
 // Checks are the four check names every validated and final report lists.
@@ -59,7 +67,7 @@ func ParseReport(line []byte) (Report, error) {
 	}
 	want, ok := keys[r.Type]
 	if !ok {
-		return Report{}, fmt.Errorf("type %q: want validated, sample or final", r.Type)
+		return Report{}, fmt.Errorf("type %q: want validated, sample, final or fault", r.Type)
 	}
 	got := make([]string, 0, len(raw))
 	for k := range raw {
@@ -75,6 +83,12 @@ func ParseReport(line []byte) (Report, error) {
 		return Report{}, fmt.Errorf("%s report: %v", r.Type, err)
 	}
 	if r.Type == TypeSample {
+		return r, nil
+	}
+	if r.Type == TypeFault {
+		if !slices.ContainsFunc(FaultReasons, func(p string) bool { return strings.HasPrefix(r.Reason, p) && len(r.Reason) > len(p) }) {
+			return Report{}, fmt.Errorf("fault report reason %q: want one starting with one of %q", r.Reason, FaultReasons)
+		}
 		return r, nil
 	}
 	if r.Status != "ok" && r.Status != "failed" {

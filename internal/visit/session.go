@@ -46,6 +46,8 @@ type Spec struct {
 	Timeout time.Duration
 	Threads int
 	Limiter *Limiter // nil: no CPU quota (the machine gives no cgroup)
+	// Files are the visit's memory files, fd 5 and up in this order.
+	Files []*os.File
 }
 
 // Session is one running timer.
@@ -140,7 +142,7 @@ func Start(ctx context.Context, spec Spec) (*Session, error) {
 	}
 	c.Stdin = nil
 	c.Stdout, c.Stderr = outW, errW
-	c.ExtraFiles = []*os.File{childCmd, childRep}
+	c.ExtraFiles = append([]*os.File{childCmd, childRep}, spec.Files...)
 	c.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	s := &Session{spec: spec, cmd: c, cmdW: cmdP[1], repR: repP[0], killed: make(chan struct{}), exited: make(chan struct{}), cgroup: cg, Argv: argv}
 	startErr := c.Start()
@@ -263,6 +265,9 @@ func (s *Session) read(want string) (Report, error) {
 	if err != nil {
 		return Report{}, fail("unexpected_report: %v", err)
 	}
+	if r.Type == TypeFault {
+		return Report{}, fail("%s", r.Reason)
+	}
 	if r.Type != want {
 		return Report{}, fail("unexpected_report: a %s report, want %s", r.Type, want)
 	}
@@ -327,11 +332,20 @@ func (s *Session) stderrTail() string {
 // Validated waits for the timer's validation report.
 func (s *Session) Validated() (Report, error) { return s.read(TypeValidated) }
 
-// Sample runs n calls and returns replay's span and the timer's own
-// number for them.
+// Sample runs n calls over the warm sets and returns replay's span and
+// the timer's own number for them.
 func (s *Session) Sample(n int64) (span time.Duration, timerNs int64, err error) {
+	return s.sample("run", n)
+}
+
+// Fresh runs the visit's fresh sample: n calls, each on a fresh set.
+func (s *Session) Fresh(n int64) (span time.Duration, timerNs int64, err error) {
+	return s.sample("fresh", n)
+}
+
+func (s *Session) sample(verb string, n int64) (span time.Duration, timerNs int64, err error) {
 	s.seq++
-	cmd := []byte("run " + strconv.FormatInt(s.seq, 10) + " " + strconv.FormatInt(n, 10) + "\n")
+	cmd := []byte(verb + " " + strconv.FormatInt(s.seq, 10) + " " + strconv.FormatInt(n, 10) + "\n")
 	t0 := time.Now()
 	if err := s.write(cmd); err != nil {
 		// The timer is gone: what it left on fd 4 says more.

@@ -80,6 +80,8 @@ while read -r cmd seq n <&3; do [ "$cmd" = end ] && { echo "$fin" >&4; sample 99
 		{"longer than measured", `echo "$ok" >&4
 while read -r cmd seq n <&3; do [ "$cmd" = end ] && { echo "$fin" >&4; exit 0; }; sample "$seq" "$n" 900000000; done`,
 			"clock_mismatch: warmup sample 0 (1 calls): replay measured "},
+		{"fault report", `echo "$ok" >&4; echo '{"type": "fault", "reason": "input_written: A warm set 1 byte 8"}' >&4`,
+			"input_written: A warm set 1 byte 8"},
 		{"exits early", `echo "$ok" >&4; exit 3`, "exited: status 3"},
 		{"killed", `echo "$ok" >&4; kill -SEGV $$`, "crashed: killed by signal 11 (segmentation fault)"},
 		{"no validated report", `exit 0`, "no_report: the timer exited before its validated report"},
@@ -155,13 +157,57 @@ func TestCheckClock(t *testing.T) {
 	}
 }
 
+// TestCheckFresh feeds the fresh-sample bound samples that pass it, fail
+// it, and carry no fresh sample.
+func TestCheckFresh(t *testing.T) {
+	warm := func(fresh int64) []Sample {
+		return []Sample{{Kind: KindEmpty, SpanNs: 10_000}, {Kind: KindBatch, Calls: 1000, SpanNs: 1_010_000}, {Kind: KindBatch, Calls: 1000, SpanNs: 1_010_000},
+			{Kind: KindFresh, Calls: 10, SpanNs: 10_000 + 10*fresh}}
+	}
+	for _, tc := range []struct {
+		name   string
+		ss     []Sample
+		coldNs float64
+		want   string
+	}{
+		{"as fast as warm", warm(1000), 0, ""},
+		{"at the bound", warm(5000), 0, ""},
+		{"past the bound", warm(5100), 0, "memoisation_suspected: fresh calls took 5100 ns each, warm calls 1000 ns (ratio 5.1; bound 5000 ns = 5 x warm + 0 ns to fetch the set from memory)"},
+		{"memory explains it", warm(11000), 6000, ""},
+		{"memory does not explain it", warm(11001), 6000, "memoisation_suspected: fresh calls took 11001 ns each, warm calls 1000 ns (ratio 11.0; bound 11000 ns = 5 x warm + 6000 ns to fetch the set from memory)"},
+		{"no fresh sample", warm(1000)[:3], 0, "drive: no fresh sample"},
+	} {
+		err := CheckFresh(tc.ss, tc.coldNs)
+		got := ""
+		if err != nil {
+			got = err.Error()
+		}
+		if got != tc.want {
+			t.Errorf("CheckFresh(%s) = %q, want %q", tc.name, got, tc.want)
+		}
+	}
+	if got := ColdAllowance(1<<20, 1<<30); got != ColdSlack*1e9/1024 {
+		t.Errorf("ColdAllowance(1 MiB, 1 GiB/s) = %g ns, want %g", got, ColdSlack*1e9/1024)
+	}
+	if n := FreshCalls(warm(1000), 4096); n != int64(FreshTarget/time.Microsecond)+1 {
+		t.Errorf("FreshCalls(1 µs calls, 4096 sets) = %d, want %d", n, int64(FreshTarget/time.Microsecond)+1)
+	}
+	if n := FreshCalls(warm(1000), 3); n != 3 {
+		t.Errorf("FreshCalls(1 µs calls, 3 sets) = %d, want 3", n)
+	}
+}
+
 func TestParseReport(t *testing.T) {
 	for _, tc := range []struct{ line, want string }{
 		{`{"type": "sample", "seq": 1, "calls": 2, "ns": 3}`, ""},
 		{`{"type": "sample", "seq": 1, "calls": 2}`, "sample report keys [calls seq type], want [calls ns seq type]"},
 		{`{"type": "sample", "seq": 1, "calls": 2, "ns": 3} {}`, "more than one JSON value on a line"},
 		{`{"type": "sample", "seq": "1", "calls": 2, "ns": 3}`, "sample report: json: cannot unmarshal string into Go struct field Report.seq of type int64"},
-		{`{"type": "report"}`, `type "report": want validated, sample or final`},
+		{`{"type": "report"}`, `type "report": want validated, sample, final or fault`},
+		{`{"type": "fault", "reason": "input_written: A warm set 0 byte 0"}`, ""},
+		{`{"type": "fault", "reason": "all good"}`, `fault report reason "all good": want one starting with one of ["input_written: " "guard_fault: "]`},
+		{`{"type": "fault", "reason": "guard_fault: "}`, `fault report reason "guard_fault: ": want one starting with one of ["input_written: " "guard_fault: "]`},
+		{`{"type": "fault", "reason": "guard_fault: C", "status": "ok"}`, "fault report keys [reason status type], want [reason type]"},
 		{`{"type": "final", "status": "ok", "reason": "", "checks": {"guards": "pass"}}`, "final report checks: want all of [guards poison inputs repeat]"},
 		{`{"type": "final", "status": "ok", "reason": "", "checks": {"guards": "pass", "poison": "pass", "inputs": "pass", "speed": "pass"}}`, `final report checks["speed"] = "pass": want one of [guards poison inputs repeat] with one of [pass fail not_run]`},
 		{`{"type": "final", "status": "failed", "reason": "", "checks": {"guards": "pass", "poison": "pass", "inputs": "pass", "repeat": "pass"}}`, "final report: status failed without a reason"},

@@ -12,7 +12,7 @@
  *
  * Usage:
  *     harness --visit VISIT.txt   validate, then serve replay's commands on
- *                                 fd 3 and report on fd 4 (protocol 2)
+ *                                 fd 3 and report on fd 4 (protocol 3)
  *     harness --closure           print every regular file mapped into us
  *
  * Replay owns the clock and the call counts: it says how many calls each
@@ -23,8 +23,7 @@
  * a timeout) is the visit's failure, recorded by replay. The timer ends with
  * _exit, so no exit handler or destructor of route code ever runs.
  */
-#define _POSIX_C_SOURCE 200809L
-#define _XOPEN_SOURCE 700
+#define _GNU_SOURCE
 
 #include <errno.h>
 #include <sys/types.h>
@@ -34,8 +33,11 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <signal.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -52,12 +54,15 @@ static int (*volatile entry_fn)(void *const *) = tilepipe_entry;
 static volatile int timed_rc;
 
 enum {
-	GUARD = 4096,        /* guard bytes on each side; a multiple of ALIGN */
-	ALIGN = 64,          /* alignment of every buffer's data start */
-	MAX_NAME = 64, /* longest param name */
+	ALIGN = 64,           /* alignment of every set's data start */
+	PAGE = 4096,          /* memory files are a multiple of this */
+	RESERVE = 1 << 20,    /* inaccessible bytes on each side of a mapping */
+	MAX_NAME = 64,        /* longest param name */
+	MAX_PARAMS = 64,
 };
 #define MAX_CALLS_PER_SAMPLE (UINT64_C(1) << 30)
 #define MAX_BYTES (UINT64_C(1) << 40)
+#define MAX_SETS (UINT64_C(1) << 20)
 
 enum role { ROLE_INPUT, ROLE_OUTPUT };
 
@@ -81,16 +86,31 @@ static const struct dtype {
 };
 #define NDTYPES (sizeof dtypes / sizeof dtypes[0])
 
+/* The two pools of buffer sets (docs/protocol.md, "Buffer sets"). */
+enum pool_id { WARM, FRESH, NPOOLS };
+static const char *const pool_names[NPOOLS] = {"warm", "fresh"};
+
+struct pool {
+	uint64_t sets, gap;
+};
+
+/* One (param, pool) memory file as mapped here. */
+struct region {
+	int fd;
+	size_t size;          /* the file's size */
+	unsigned char *map;   /* its mapping, RESERVE inaccessible bytes each side */
+	ino_t ino;
+	dev_t dev;
+};
+
 struct param {
 	char *name;
-	char *path;
 	enum role role;
 	size_t elem;  /* element size: 2 (f16, bf16), 4 (f32) or 8 (i64) */
 	const unsigned char (*poison)[8]; /* the two poison patterns of the dtype */
 	size_t bytes;
-	unsigned char *base; /* guard, data, guard */
-	unsigned char *data; /* base + GUARD, ALIGN-aligned */
-	unsigned char *copy; /* input: private copy; output: first call's result */
+	struct region reg[NPOOLS];
+	unsigned char *copy; /* output: the first validation call's results, every warm set */
 };
 
 /* The protocol's descriptors: commands from replay, reports to replay. */
@@ -99,9 +119,14 @@ enum { CMD_FD = 3, REPORT_FD = 4 };
 struct visit {
 	const char *file;
 	uint64_t threads;
+	struct pool pools[NPOOLS];
 	struct param *params;
 	size_t nparams;
+	void **sets[NPOOLS]; /* sets[pool][s * nparams + i]: param i's buffer in set s */
 };
+
+/* The visit, for the fault handler. */
+static struct visit *the_visit;
 
 /* The report's state; reason is empty while everything passes. */
 struct report {
@@ -174,19 +199,23 @@ static int valid_name(const char *s)
 	return 1;
 }
 
-static const struct {
-	const char *key;
-	uint64_t min, max;
-} scalars[] = {
-	{"threads", 1, 1 << 20},
-};
-enum { NSCALARS = sizeof scalars / sizeof scalars[0] };
+static size_t align_up(size_t n, size_t a) { return (n + a - 1) / a * a; }
+
+/* set_offset is where set s of a param of bytes bytes starts in its pool's
+ * memory file; set_offset(sets) rounded up to PAGE is the file's size. */
+static size_t set_offset(size_t bytes, const struct pool *pl, uint64_t s)
+{
+	return pl->gap + s * (align_up(bytes, ALIGN) + pl->gap);
+}
 
 static void parse_param(struct visit *v, int lineno, char **tok, size_t ntok)
 {
 	const char *f = v->file;
-	if (ntok < 6)
-		die("%s:%d: param: want \"param ROLE NAME DTYPE BYTES PATH [DIM...]\", got %zu fields", f, lineno, ntok);
+	if (ntok < 7)
+		die("%s:%d: param: want \"param ROLE NAME DTYPE BYTES WARMFD FRESHFD [DIM...]\", got %zu fields", f, lineno,
+		    ntok);
+	if (v->nparams == MAX_PARAMS)
+		die("%s:%d: param: more than %d params", f, lineno, MAX_PARAMS);
 	struct param p = {0};
 	if (strcmp(tok[1], "input") == 0)
 		p.role = ROLE_INPUT;
@@ -207,15 +236,29 @@ static void parse_param(struct visit *v, int lineno, char **tok, size_t ntok)
 	p.elem = dtypes[d].elem;
 	p.poison = dtypes[d].poison;
 	uint64_t bytes;
-	if (!parse_u64(tok[4], MAX_BYTES, &bytes))
+	if (!parse_u64(tok[4], MAX_BYTES, &bytes) || bytes == 0)
 		die("%s:%d: param %s: bad byte count \"%s\"", f, lineno, tok[2], tok[4]);
 	if (bytes % p.elem != 0)
 		die("%s:%d: param %s: %" PRIu64 " bytes is not a multiple of %s's %zu", f, lineno, tok[2], bytes,
 		    tok[3], p.elem);
 	p.bytes = (size_t)bytes;
-	if (ntok > 6) {
+	for (int k = 0; k < NPOOLS; k++) {
+		uint64_t fd;
+		if (!parse_u64(tok[5 + k], 1 << 20, &fd) || fd <= REPORT_FD)
+			die("%s:%d: param %s: bad %s fd \"%s\", want a descriptor above %d", f, lineno, tok[2],
+			    pool_names[k], tok[5 + k], REPORT_FD);
+		for (size_t i = 0; i < v->nparams; i++)
+			for (int j = 0; j < NPOOLS; j++)
+				if (v->params[i].reg[j].fd == (int)fd)
+					die("%s:%d: param %s: fd %" PRIu64 " is also %s's", f, lineno, tok[2], fd,
+					    v->params[i].name);
+		if (k == FRESH && (int)fd == p.reg[WARM].fd)
+			die("%s:%d: param %s: fd %" PRIu64 " is both its warm and fresh file", f, lineno, tok[2], fd);
+		p.reg[k].fd = (int)fd;
+	}
+	if (ntok > 7) {
 		uint64_t elems = 1;
-		for (size_t i = 6; i < ntok; i++) {
+		for (size_t i = 7; i < ntok; i++) {
 			uint64_t d;
 			if (!parse_u64(tok[i], MAX_BYTES, &d))
 				die("%s:%d: param %s: bad dim \"%s\"", f, lineno, tok[2], tok[i]);
@@ -228,12 +271,38 @@ static void parse_param(struct visit *v, int lineno, char **tok, size_t ntok)
 			    elems * p.elem, bytes);
 	}
 	p.name = xstrdup(tok[2]);
-	p.path = xstrdup(tok[5]);
 	v->params = realloc(v->params, (v->nparams + 1) * sizeof *v->params);
 	if (!v->params)
 		die("out of memory");
 	v->params[v->nparams++] = p;
 }
+
+/* parse_pool reads "pool NAME SETS GAP"; pools come warm, then fresh. */
+static void parse_pool(struct visit *v, int lineno, char **tok, size_t ntok, int *npools)
+{
+	const char *f = v->file;
+	if (*npools == NPOOLS || v->nparams > 0)
+		die("%s:%d: pool: want exactly the warm and fresh pools, before the params", f, lineno);
+	const char *want = pool_names[*npools];
+	if (ntok != 4 || strcmp(tok[1], want) != 0)
+		die("%s:%d: pool: want \"pool %s SETS GAP\"", f, lineno, want);
+	struct pool *pl = &v->pools[*npools];
+	uint64_t min = *npools == WARM ? 2 : 1;
+	if (!parse_u64(tok[2], MAX_SETS, &pl->sets) || pl->sets < min)
+		die("%s:%d: pool %s: sets \"%s\", want an integer in [%" PRIu64 ", %" PRIu64 "]", f, lineno, want, tok[2],
+		    min, MAX_SETS);
+	if (!parse_u64(tok[3], 1 << 20, &pl->gap) || pl->gap == 0 || pl->gap % ALIGN != 0)
+		die("%s:%d: pool %s: gap \"%s\", want a positive multiple of %d", f, lineno, want, tok[3], ALIGN);
+	(*npools)++;
+}
+
+static const struct {
+	const char *key;
+	uint64_t min, max;
+} scalars[] = {
+	{"threads", 1, 1 << 20},
+};
+enum { NSCALARS = sizeof scalars / sizeof scalars[0] };
 
 static void parse_visit(const char *file, struct visit *v)
 {
@@ -244,6 +313,7 @@ static void parse_visit(const char *file, struct visit *v)
 	v->file = file;
 	uint64_t *vals[NSCALARS] = {&v->threads};
 	int seen[NSCALARS] = {0};
+	int npools = 0;
 	char *line = NULL;
 	size_t cap = 0;
 	char **tok = NULL;
@@ -268,13 +338,19 @@ static void parse_visit(const char *file, struct visit *v)
 			tok[ntok++] = t;
 		}
 		if (lineno == 1) {
-			if (ntok != 2 || strcmp(tok[0], "tilepipe-visit") != 0 || strcmp(tok[1], "2") != 0)
-				die("%s:1: bad header, want \"tilepipe-visit 2\"", file);
+			if (ntok != 2 || strcmp(tok[0], "tilepipe-visit") != 0 || strcmp(tok[1], "3") != 0)
+				die("%s:1: bad header, want \"tilepipe-visit 3\"", file);
 			continue;
 		}
 		if (ntok == 0)
 			die("%s:%d: empty line", file, lineno);
+		if (strcmp(tok[0], "pool") == 0) {
+			parse_pool(v, lineno, tok, ntok, &npools);
+			continue;
+		}
 		if (strcmp(tok[0], "param") == 0) {
+			if (npools != NPOOLS)
+				die("%s:%d: param before the warm and fresh pools", file, lineno);
 			parse_param(v, lineno, tok, ntok);
 			continue;
 		}
@@ -296,10 +372,12 @@ static void parse_visit(const char *file, struct visit *v)
 	free(line);
 	free(tok);
 	if (lineno == 0)
-		die("%s: empty file, want \"tilepipe-visit 2\"", file);
+		die("%s: empty file, want \"tilepipe-visit 3\"", file);
 	for (size_t k = 0; k < NSCALARS; k++)
 		if (!seen[k])
 			die("%s: missing key \"%s\"", file, scalars[k].key);
+	if (npools != NPOOLS)
+		die("%s: want the warm and fresh pools", file);
 	size_t outputs = 0;
 	for (size_t i = 0; i < v->nparams; i++)
 		outputs += v->params[i].role == ROLE_OUTPUT;
@@ -307,119 +385,282 @@ static void parse_visit(const char *file, struct visit *v)
 		die("%s: no output param", file);
 }
 
-/* ---- buffers ---- */
+/* ---- memory ---- */
 
-static unsigned char canary(size_t i) { return (unsigned char)(0xA5 ^ (i & 0xff)); }
+static unsigned char canary(size_t o) { return (unsigned char)(0xA5 ^ (o & 0xff)); }
 
-static void read_input(struct param *p)
+/* map_region maps a param's memory file of one pool inside an inaccessible
+ * reservation: inputs read-only (the file is sealed; replay's seal makes a
+ * writable shared mapping impossible), outputs read-write. */
+static void map_region(struct visit *v, struct param *p, int k)
 {
-	int fd = open(p->path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		die("input %s: open %s: %s", p->name, p->path, strerror(errno));
+	struct region *g = &p->reg[k];
+	const struct pool *pl = &v->pools[k];
+	size_t want = align_up(set_offset(p->bytes, pl, pl->sets), PAGE);
 	struct stat st;
-	if (fstat(fd, &st) != 0)
-		die("input %s: stat %s: %s", p->name, p->path, strerror(errno));
-	if (!S_ISREG(st.st_mode))
-		die("input %s: %s is not a regular file", p->name, p->path);
-	if ((uint64_t)st.st_size != p->bytes)
-		die("input %s: %s has %jd bytes, want %zu", p->name, p->path, (intmax_t)st.st_size, p->bytes);
-	size_t got = 0;
-	while (got < p->bytes) {
-		ssize_t r = read(fd, p->data + got, p->bytes - got);
-		if (r < 0 && errno == EINTR)
-			continue;
-		if (r < 0)
-			die("input %s: read %s: %s", p->name, p->path, strerror(errno));
-		if (r == 0)
-			die("input %s: %s has %zu bytes, want %zu", p->name, p->path, got, p->bytes);
-		got += (size_t)r;
-	}
-	unsigned char extra;
-	ssize_t r = read(fd, &extra, 1);
-	if (r < 0)
-		die("input %s: read %s: %s", p->name, p->path, strerror(errno));
-	if (r > 0)
-		die("input %s: %s has more than %zu bytes", p->name, p->path, p->bytes);
-	close(fd);
+	if (fstat(g->fd, &st) != 0)
+		die("param %s %s file: fd %d: %s", p->name, pool_names[k], g->fd, strerror(errno));
+	if (!S_ISREG(st.st_mode) || (uint64_t)st.st_size != want)
+		die("param %s %s file: fd %d has %jd bytes, want a memory file of %zu", p->name, pool_names[k], g->fd,
+		    (intmax_t)st.st_size, want);
+	int seals = fcntl(g->fd, F_GET_SEALS);
+	int need = F_SEAL_WRITE | F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL;
+	if (p->role == ROLE_INPUT && (seals < 0 || (seals & need) != need))
+		die("param %s %s file: fd %d is not sealed against writes", p->name, pool_names[k], g->fd);
+	if (p->role == ROLE_OUTPUT && (seals < 0 || (seals & (F_SEAL_WRITE | F_SEAL_SHRINK)) != 0))
+		die("param %s %s file: fd %d is not a writable memory file", p->name, pool_names[k], g->fd);
+	g->size = want;
+	g->ino = st.st_ino;
+	g->dev = st.st_dev;
+	unsigned char *res = mmap(NULL, want + 2 * (size_t)RESERVE, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+	if (res == MAP_FAILED)
+		die("param %s %s file: reserve %zu bytes: %s", p->name, pool_names[k], want, strerror(errno));
+	int prot = p->role == ROLE_INPUT ? PROT_READ : PROT_READ | PROT_WRITE;
+	g->map = mmap(res + RESERVE, want, prot, MAP_SHARED | MAP_FIXED | MAP_POPULATE, g->fd, 0);
+	if (g->map == MAP_FAILED)
+		die("param %s %s file: map fd %d: %s", p->name, pool_names[k], g->fd, strerror(errno));
+	close(g->fd);
 }
 
-static void alloc_buffers(struct visit *v)
+static void map_buffers(struct visit *v)
 {
+	for (int k = 0; k < NPOOLS; k++)
+		v->sets[k] = xmalloc(v->pools[k].sets * v->nparams * sizeof(void *));
 	for (size_t i = 0; i < v->nparams; i++) {
 		struct param *p = &v->params[i];
-		void *mem;
-		int rc = posix_memalign(&mem, ALIGN, (size_t)GUARD + p->bytes + GUARD);
-		if (rc != 0)
-			die("allocate %zu bytes for %s: %s", p->bytes, p->name, strerror(rc));
-		p->base = mem;
-		p->data = p->base + GUARD;
-		for (size_t j = 0; j < GUARD; j++) {
-			p->base[j] = canary(j);
-			p->data[p->bytes + j] = canary(j);
+		for (int k = 0; k < NPOOLS; k++) {
+			map_region(v, p, k);
+			for (uint64_t s = 0; s < v->pools[k].sets; s++)
+				v->sets[k][s * v->nparams + i] = p->reg[k].map + set_offset(p->bytes, &v->pools[k], s);
 		}
-		p->copy = xmalloc(p->bytes);
-		if (p->role == ROLE_INPUT) {
-			read_input(p);
-			memcpy(p->copy, p->data, p->bytes);
-		}
+		if (p->role == ROLE_OUTPUT)
+			p->copy = xmalloc(v->pools[WARM].sets * p->bytes);
 	}
 }
 
-static const unsigned char *poison_of(const struct param *p, int which)
+static unsigned char *set_data(const struct visit *v, const struct param *p, int k, uint64_t s)
 {
-	return p->poison[which];
+	return p->reg[k].map + set_offset(p->bytes, &v->pools[k], s);
 }
 
-static void poison(struct visit *v, int which)
+static void poison(struct visit *v, uint64_t set, int which)
 {
 	for (size_t i = 0; i < v->nparams; i++) {
 		struct param *p = &v->params[i];
 		if (p->role != ROLE_OUTPUT)
 			continue;
-		const unsigned char *pat = poison_of(p, which);
+		unsigned char *d = set_data(v, p, WARM, set);
 		for (size_t off = 0; off < p->bytes; off += p->elem)
-			memcpy(p->data + off, pat, p->elem);
+			memcpy(d + off, p->poison[which], p->elem);
 	}
+}
+
+/* ---- faults ---- */
+
+/* A report line is built in one buffer and written with one write(2). The
+ * fault handler builds its own with the async-signal-safe helpers below. */
+struct sline {
+	char b[512];
+	size_t n;
+};
+
+static void sput(struct sline *l, const char *s)
+{
+	while (*s && l->n < sizeof l->b - 2)
+		l->b[l->n++] = *s++;
+}
+
+static void sput_u64(struct sline *l, uint64_t x)
+{
+	char d[24];
+	int n = 0;
+	do
+		d[n++] = (char)('0' + x % 10);
+	while ((x /= 10) != 0);
+	while (n > 0 && l->n < sizeof l->b - 2)
+		l->b[l->n++] = d[--n];
+}
+
+/* fault_reason names the buffer a faulting address belongs to: an input's
+ * sealed mapping (a write) or a guard reservation. Returns 0 when the
+ * address is none of ours. */
+static int fault_reason(struct sline *l, uintptr_t a)
+{
+	const struct visit *v = the_visit;
+	if (!v)
+		return 0;
+	for (size_t i = 0; i < v->nparams; i++) {
+		const struct param *p = &v->params[i];
+		for (int k = 0; k < NPOOLS; k++) {
+			const struct region *g = &p->reg[k];
+			if (!g->map)
+				continue;
+			uintptr_t lo = (uintptr_t)g->map, hi = lo + g->size;
+			if (a >= lo && a < hi && p->role == ROLE_INPUT) {
+				/* The set whose data starts at or before the address. */
+				size_t stride = align_up(p->bytes, ALIGN) + v->pools[k].gap, o = a - lo;
+				uint64_t s = o < v->pools[k].gap ? 0 : (o - v->pools[k].gap) / stride;
+				if (s >= v->pools[k].sets)
+					s = v->pools[k].sets - 1;
+				size_t start = set_offset(p->bytes, &v->pools[k], s);
+				sput(l, "input_written: ");
+				sput(l, p->name);
+				sput(l, " ");
+				sput(l, pool_names[k]);
+				sput(l, " set ");
+				sput_u64(l, s);
+				sput(l, o >= start ? " byte " : " byte -");
+				sput_u64(l, o >= start ? o - start : start - o);
+				return 1;
+			}
+			if ((a >= lo - RESERVE && a < lo) || (a >= hi && a < hi + RESERVE)) {
+				sput(l, "guard_fault: ");
+				sput(l, p->name);
+				sput(l, " ");
+				sput(l, pool_names[k]);
+				sput(l, a < lo ? " before, " : " after, ");
+				sput_u64(l, a < lo ? lo - a : a - hi + 1);
+				sput(l, " bytes away");
+				return 1;
+			}
+		}
+	}
+	return 0;
+}
+
+/* on_fault reports a write to an input or into a guard reservation as a
+ * fault report and exits; any other fault crashes as it would have. */
+static void on_fault(int sig, siginfo_t *si, void *uc)
+{
+	(void)uc;
+	struct sline l = {.n = 0};
+	sput(&l, "{\"type\": \"fault\", \"reason\": \"");
+	/* Only a fault the kernel raised (si_code > 0) has a real address. */
+	if (si->si_code > 0 && fault_reason(&l, (uintptr_t)si->si_addr)) {
+		sput(&l, "\"}\n");
+		const char *p = l.b;
+		size_t n = l.n;
+		while (n > 0) {
+			ssize_t w = write(REPORT_FD, p, n);
+			if (w <= 0)
+				break;
+			p += w;
+			n -= (size_t)w;
+		}
+		_exit(0);
+	}
+	/* Crash as the signal would have: a fault re-faults on return, a
+	 * signal sent by a process is sent again. */
+	signal(sig, SIG_DFL);
+	if (si->si_code <= 0)
+		raise(sig);
+}
+
+static void install_fault_handler(void)
+{
+	static unsigned char stack[1 << 16];
+	stack_t ss = {.ss_sp = stack, .ss_size = sizeof stack};
+	if (sigaltstack(&ss, NULL) != 0)
+		die("sigaltstack: %s", strerror(errno));
+	struct sigaction sa;
+	memset(&sa, 0, sizeof sa);
+	sa.sa_sigaction = on_fault;
+	sa.sa_flags = SA_SIGINFO | SA_ONSTACK;
+	sigemptyset(&sa.sa_mask);
+	if (sigaction(SIGSEGV, &sa, NULL) != 0 || sigaction(SIGBUS, &sa, NULL) != 0)
+		die("sigaction: %s", strerror(errno));
 }
 
 /* ---- checks: each returns 1 on pass, or writes reason and returns 0 ---- */
 
-static int check_guards(const struct visit *v, struct report *r, const char *suffix)
+/* check_guards checks every canary byte of every output file of the pools
+ * up to last (WARM or FRESH). */
+static int check_guards(const struct visit *v, struct report *r, int last, const char *suffix)
 {
 	for (size_t i = 0; i < v->nparams; i++) {
 		const struct param *p = &v->params[i];
-		const unsigned char *after = p->data + p->bytes;
-		for (size_t j = 0; j < GUARD; j++)
-			if (p->base[j] != canary(j)) {
-				snprintf(r->reason, sizeof r->reason, "guard_overwritten: %s before byte %zu%s", p->name, j,
-					 suffix);
-				return 0;
+		if (p->role != ROLE_OUTPUT)
+			continue;
+		for (int k = 0; k <= last; k++) {
+			const struct region *g = &p->reg[k];
+			size_t o = 0;
+			for (uint64_t s = 0; s <= v->pools[k].sets; s++) {
+				size_t end = s < v->pools[k].sets ? set_offset(p->bytes, &v->pools[k], s) : g->size;
+				for (; o < end; o++)
+					if (g->map[o] != canary(o)) {
+						snprintf(r->reason, sizeof r->reason, "guard_overwritten: %s %s byte %zu%s",
+							 p->name, pool_names[k], o, suffix);
+						return 0;
+					}
+				o = end + p->bytes;
 			}
-		for (size_t j = 0; j < GUARD; j++)
-			if (after[j] != canary(j)) {
-				snprintf(r->reason, sizeof r->reason, "guard_overwritten: %s after byte %zu%s", p->name, j,
-					 suffix);
+		}
+	}
+	return 1;
+}
+
+static int check_poison(const struct visit *v, struct report *r, uint64_t set, int which)
+{
+	for (size_t i = 0; i < v->nparams; i++) {
+		const struct param *p = &v->params[i];
+		if (p->role != ROLE_OUTPUT)
+			continue;
+		const unsigned char *d = set_data(v, p, WARM, set);
+		for (size_t off = 0; off < p->bytes; off += p->elem)
+			if (memcmp(d + off, p->poison[which], p->elem) == 0) {
+				snprintf(r->reason, sizeof r->reason, "output_not_overwritten: %s set %" PRIu64 " element %zu",
+					 p->name, set, off / p->elem);
 				return 0;
 			}
 	}
 	return 1;
 }
 
-static int check_poison(const struct visit *v, struct report *r, int which)
+/* check_inputs finds every input mapping in /proc/self/maps, whole, still
+ * the sealed file, read-only and shared: a kernel that moved or replaced
+ * one would be reading or writing memory of its own. */
+static int check_inputs(const struct visit *v, struct report *r, const char *suffix)
 {
-	for (size_t i = 0; i < v->nparams; i++) {
-		const struct param *p = &v->params[i];
-		if (p->role != ROLE_OUTPUT)
+	FILE *f = fopen("/proc/self/maps", "r");
+	if (!f)
+		die("open /proc/self/maps: %s", strerror(errno));
+	size_t want = 0, found = 0;
+	char *line = NULL;
+	size_t cap = 0;
+	int seen[MAX_PARAMS][NPOOLS] = {{0}};
+	while (getline(&line, &cap, f) != -1) {
+		uintptr_t lo, hi;
+		char perms[8];
+		unsigned long long ino;
+		unsigned maj, min;
+		if (sscanf(line, "%" SCNxPTR "-%" SCNxPTR " %7s %*s %x:%x %llu", &lo, &hi, perms, &maj, &min, &ino) != 6)
 			continue;
-		const unsigned char *pat = poison_of(p, which);
-		for (size_t off = 0; off < p->bytes; off += p->elem)
-			if (memcmp(p->data + off, pat, p->elem) == 0) {
-				snprintf(r->reason, sizeof r->reason, "output_not_overwritten: %s element %zu", p->name,
-					 off / p->elem);
-				return 0;
+		for (size_t i = 0; i < v->nparams; i++) {
+			const struct param *p = &v->params[i];
+			for (int k = 0; p->role == ROLE_INPUT && k < NPOOLS; k++) {
+				const struct region *g = &p->reg[k];
+				if (lo == (uintptr_t)g->map && hi == (uintptr_t)g->map + g->size && strcmp(perms, "r--s") == 0 &&
+				    ino == (unsigned long long)g->ino && makedev(maj, min) == g->dev)
+					seen[i][k] = 1;
 			}
+		}
 	}
-	return 1;
+	free(line);
+	fclose(f);
+	for (size_t i = 0; i < v->nparams; i++) {
+		if (v->params[i].role != ROLE_INPUT)
+			continue;
+		for (int k = 0; k < NPOOLS; k++) {
+			want++;
+			if (seen[i][k]) {
+				found++;
+				continue;
+			}
+			snprintf(r->reason, sizeof r->reason, "input_remapped: %s %s%s", v->params[i].name, pool_names[k], suffix);
+			return 0;
+		}
+	}
+	return found == want;
 }
 
 /* first_diff returns the offset of the first differing byte, or n. */
@@ -433,30 +674,15 @@ static size_t first_diff(const unsigned char *a, const unsigned char *b, size_t 
 	return i;
 }
 
-static int check_inputs(const struct visit *v, struct report *r, const char *suffix)
-{
-	for (size_t i = 0; i < v->nparams; i++) {
-		const struct param *p = &v->params[i];
-		if (p->role != ROLE_INPUT)
-			continue;
-		size_t off = first_diff(p->data, p->copy, p->bytes);
-		if (off < p->bytes) {
-			snprintf(r->reason, sizeof r->reason, "input_mutated: %s byte %zu%s", p->name, off, suffix);
-			return 0;
-		}
-	}
-	return 1;
-}
-
-static int check_repeat(const struct visit *v, struct report *r)
+static int check_repeat(const struct visit *v, struct report *r, uint64_t set)
 {
 	for (size_t i = 0; i < v->nparams; i++) {
 		const struct param *p = &v->params[i];
 		if (p->role != ROLE_OUTPUT)
 			continue;
-		size_t off = first_diff(p->data, p->copy, p->bytes);
+		size_t off = first_diff(set_data(v, p, WARM, set), p->copy + set * p->bytes, p->bytes);
 		if (off < p->bytes) {
-			snprintf(r->reason, sizeof r->reason, "not_repeatable: %s byte %zu", p->name, off);
+			snprintf(r->reason, sizeof r->reason, "not_repeatable: %s set %" PRIu64 " byte %zu", p->name, set, off);
 			return 0;
 		}
 	}
@@ -554,80 +780,45 @@ static void send_status(const struct visit *v, const struct report *r, int ok, c
 	send_line(&l);
 }
 
-/* ---- outputs ---- */
-
-static void write_all(int fd, const unsigned char *b, size_t n, const char *name, const char *path)
-{
-	while (n > 0) {
-		ssize_t w = write(fd, b, n);
-		if (w < 0 && errno == EINTR)
-			continue;
-		if (w < 0)
-			die("output %s: write %s: %s", name, path, strerror(errno));
-		b += w;
-		n -= (size_t)w;
-	}
-}
-
-/* write_output writes a temp file beside path and renames it into place, so
- * a reader never sees a partial output. */
-static void write_output(const struct param *p)
-{
-	static const char suffix[] = ".tmp-XXXXXX";
-	size_t len = strlen(p->path);
-	char *tmp = xmalloc(len + sizeof suffix);
-	memcpy(tmp, p->path, len);
-	memcpy(tmp + len, suffix, sizeof suffix);
-	int fd = mkstemp(tmp);
-	if (fd < 0)
-		die("output %s: create temp file for %s: %s", p->name, p->path, strerror(errno));
-	write_all(fd, p->copy, p->bytes, p->name, tmp);
-	if (fchmod(fd, 0644) != 0 || fsync(fd) != 0 || close(fd) != 0) {
-		int e = errno;
-		unlink(tmp);
-		die("output %s: write %s: %s", p->name, tmp, strerror(e));
-	}
-	if (rename(tmp, p->path) != 0) {
-		int e = errno;
-		unlink(tmp);
-		die("output %s: rename to %s: %s", p->name, p->path, strerror(e));
-	}
-	/* Make the rename durable; the directory is the path up to its last '/'. */
-	char *slash = strrchr(tmp, '/');
-	if (slash == tmp)
-		slash[1] = 0;
-	else if (slash)
-		*slash = 0;
-	int dfd = open(slash ? tmp : ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	if (dfd >= 0) {
-		fsync(dfd);
-		close(dfd);
-	}
-	free(tmp);
-}
-
 /* ---- timing ---- */
 
-/* run_sample times n back-to-back calls. Nothing but the calls and one OR
- * per call sits between the two clock reads. */
-static int64_t run_sample(uint64_t n, void *const *bufs)
+/* run_sample times n back-to-back calls, call i on set (*cursor + i) mod
+ * nsets, and advances the cursor. Nothing but the calls, one OR and the
+ * set rotation sits between the two clock reads. */
+static int64_t run_sample(uint64_t n, void **sets, size_t nparams, uint64_t nsets, uint64_t *cursor)
 {
 	int (*fn)(void *const *) = entry_fn;
 	int acc = 0;
+	uint64_t s = *cursor;
 	struct timespec t0, t1;
 	clock_gettime(CLOCK_MONOTONIC, &t0);
-	for (uint64_t i = 0; i < n; i++)
-		acc |= fn(bufs);
+	for (uint64_t i = 0; i < n; i++) {
+		acc |= fn(sets + s * nparams);
+		if (++s == nsets)
+			s = 0;
+	}
 	clock_gettime(CLOCK_MONOTONIC, &t1);
+	*cursor = s;
 	timed_rc |= acc;
 	return (int64_t)(t1.tv_sec - t0.tv_sec) * 1000000000 + (t1.tv_nsec - t0.tv_nsec);
 }
 
+/* parse_command reads "VERB SEQ N" with VERB run or fresh. */
+static int parse_command(const char *cmd, const char *verb, uint64_t *seq, uint64_t *n)
+{
+	char v[8], s[32], c[32], extra;
+	return sscanf(cmd, "%7s %31s %31s %c", v, s, c, &extra) == 3 && strcmp(v, verb) == 0 &&
+	       parse_u64(s, UINT64_C(1) << 62, seq) && parse_u64(c, MAX_CALLS_PER_SAMPLE, n);
+}
+
 /* serve answers replay's commands until "end": "run SEQ N" runs a sample of
- * N calls and reports the timer's own span for it. */
-static void serve(FILE *in, void *const *bufs)
+ * N calls over the warm sets, "fresh SEQ N" (once) N calls on the first N
+ * fresh sets; each is answered with the timer's own span. */
+static void serve(FILE *in, struct visit *v)
 {
 	char cmd[128];
+	uint64_t cursor = 0;
+	int fresh_done = 0;
 	while (fgets(cmd, sizeof cmd, in)) {
 		size_t len = strlen(cmd);
 		if (len == 0 || cmd[len - 1] != '\n')
@@ -635,12 +826,19 @@ static void serve(FILE *in, void *const *bufs)
 		cmd[len - 1] = 0;
 		if (strcmp(cmd, "end") == 0)
 			return;
-		char seq[32], calls[32], extra;
-		uint64_t s, n;
-		if (sscanf(cmd, "run %31s %31s %c", seq, calls, &extra) != 2 || !parse_u64(seq, UINT64_C(1) << 62, &s) ||
-		    !parse_u64(calls, MAX_CALLS_PER_SAMPLE, &n))
-			die("command \"%s\": want \"run SEQ N\" or \"end\"", cmd);
-		int64_t ns = run_sample(n, bufs);
+		uint64_t s, n, zero = 0;
+		int64_t ns;
+		if (parse_command(cmd, "run", &s, &n))
+			ns = run_sample(n, v->sets[WARM], v->nparams, v->pools[WARM].sets, &cursor);
+		else if (parse_command(cmd, "fresh", &s, &n)) {
+			if (fresh_done)
+				die("command \"%s\": a second fresh sample", cmd);
+			if (n < 1 || n > v->pools[FRESH].sets)
+				die("command \"%s\": want 1 to %" PRIu64 " fresh calls", cmd, v->pools[FRESH].sets);
+			fresh_done = 1;
+			ns = run_sample(n, v->sets[FRESH], v->nparams, v->pools[FRESH].sets, &zero);
+		} else
+			die("command \"%s\": want \"run SEQ N\", \"fresh SEQ N\" or \"end\"", cmd);
 		struct line l = {.n = 0};
 		put(&l, "{\"type\": \"sample\", \"seq\": %" PRIu64 ", \"calls\": %" PRIu64 ", \"ns\": %" PRId64 "}", s, n, ns);
 		send_line(&l);
@@ -648,18 +846,21 @@ static void serve(FILE *in, void *const *bufs)
 	die("fd %d closed before \"end\"", CMD_FD);
 }
 
-/* validate_call runs one validation call and checks 3-6 (docs/protocol.md);
- * which selects the poison pattern. */
-static int validate_call(struct visit *v, struct report *r, void *const *bufs, int which)
+/* validate_call runs one validation call on a warm set and checks 2-5
+ * (docs/protocol.md); which selects the poison pattern. */
+static int validate_call(struct visit *v, struct report *r, uint64_t set, int which)
 {
-	poison(v, which);
-	int rc = entry_fn(bufs);
-	if (rc != 0)
-		return fail_entry(r, "", rc);
-	if (!check_guards(v, r, ""))
+	poison(v, set, which);
+	int rc = entry_fn(v->sets[WARM] + set * v->nparams);
+	if (rc != 0) {
+		char when[48];
+		snprintf(when, sizeof when, " (set %" PRIu64 ")", set);
+		return fail_entry(r, when, rc);
+	}
+	if (!check_guards(v, r, WARM, ""))
 		return fail_check(r, CHECK_GUARDS);
 	passed(r, CHECK_GUARDS);
-	if (!check_poison(v, r, which))
+	if (!check_poison(v, r, set, which))
 		return fail_check(r, CHECK_POISON);
 	passed(r, CHECK_POISON);
 	if (!check_inputs(v, r, ""))
@@ -667,23 +868,24 @@ static int validate_call(struct visit *v, struct report *r, void *const *bufs, i
 	return passed(r, CHECK_INPUTS);
 }
 
-/* validate runs steps 2-8 and reports whether every check passed. */
-static int validate(struct visit *v, struct report *r, void *const *bufs)
+/* validate runs steps 1-6 on every warm set and reports whether every
+ * check passed. The outputs stay where the calls wrote them. */
+static int validate(struct visit *v, struct report *r)
 {
-	if (!validate_call(v, r, bufs, 0))
-		return 0;
-	for (size_t i = 0; i < v->nparams; i++)
-		if (v->params[i].role == ROLE_OUTPUT)
-			memcpy(v->params[i].copy, v->params[i].data, v->params[i].bytes);
-	if (!validate_call(v, r, bufs, 1))
-		return 0;
-	if (!check_repeat(v, r))
-		return fail_check(r, CHECK_REPEAT);
-	passed(r, CHECK_REPEAT);
-
-	for (size_t i = 0; i < v->nparams; i++)
-		if (v->params[i].role == ROLE_OUTPUT)
-			write_output(&v->params[i]);
+	for (uint64_t s = 0; s < v->pools[WARM].sets; s++) {
+		if (!validate_call(v, r, s, 0))
+			return 0;
+		for (size_t i = 0; i < v->nparams; i++) {
+			struct param *p = &v->params[i];
+			if (p->role == ROLE_OUTPUT)
+				memcpy(p->copy + s * p->bytes, set_data(v, p, WARM, s), p->bytes);
+		}
+		if (!validate_call(v, r, s, 1))
+			return 0;
+		if (!check_repeat(v, r, s))
+			return fail_check(r, CHECK_REPEAT);
+		passed(r, CHECK_REPEAT);
+	}
 	return 1;
 }
 
@@ -692,7 +894,7 @@ static int after_timing(struct visit *v, struct report *r)
 {
 	if (timed_rc != 0)
 		return fail_entry(r, " (during timing)", timed_rc);
-	if (!check_guards(v, r, " (after timing)"))
+	if (!check_guards(v, r, FRESH, " (after timing)"))
 		return fail_check(r, CHECK_GUARDS);
 	if (!check_inputs(v, r, " (after timing)"))
 		return fail_check(r, CHECK_INPUTS);
@@ -703,21 +905,20 @@ static int run_visit(const char *file)
 {
 	if (fcntl(CMD_FD, F_GETFD) < 0 || fcntl(REPORT_FD, F_GETFD) < 0)
 		die("fds %d and %d: want replay's command and report pipes (docs/protocol.md, visit)", CMD_FD, REPORT_FD);
-	struct visit v;
+	static struct visit v;
 	parse_visit(file, &v);
-	alloc_buffers(&v);
-	void **bufs = xmalloc(v.nparams * sizeof *bufs);
-	for (size_t i = 0; i < v.nparams; i++)
-		bufs[i] = v.params[i].data;
+	map_buffers(&v);
+	the_visit = &v;
+	install_fault_handler();
 
 	FILE *in = fdopen(CMD_FD, "r");
 	if (!in)
 		die("fd %d: %s", CMD_FD, strerror(errno));
 	struct report r = {.reason = ""};
-	int ok = validate(&v, &r, bufs);
+	int ok = validate(&v, &r);
 	send_status(&v, &r, ok, "validated");
 	if (ok) {
-		serve(in, bufs);
+		serve(in, &v);
 		send_status(&v, &r, after_timing(&v, &r), "final");
 	}
 	/* Stay until replay closes fd 3: it looks for processes left behind

@@ -57,44 +57,74 @@ func cc(t *testing.T, args ...string) {
 	}
 }
 
-// gemmCase is one visit's files: inputs A and B, output C, and VISIT.txt.
+// sets is the warm and fresh sets of every test visit.
+const sets = 2
+
+// gemmCase is one visit's memory files and VISIT.txt: inputs A and B and
+// output C, each with a warm and a fresh file.
 type gemmCase struct {
-	dir, visit, out string
-	a, b            []float32
+	dir, visit string
+	a, b       [][]float32 // per warm set
+	files      []*visit.MemFile
 }
 
 // visitText is a well-formed VISIT.txt for c; tests break it on purpose.
 func (c gemmCase) visitText() string {
 	n := dim * dim * 4
-	return fmt.Sprintf(`tilepipe-visit 2
+	return fmt.Sprintf(`tilepipe-visit 3
 threads 2
-param input A f32 %d %s %d %d
-param input B f32 %d %s %d %d
-param output C f32 %d %s %d %d
-`, n, filepath.Join(c.dir, "A.bin"), dim, dim,
-		n, filepath.Join(c.dir, "B.bin"), dim, dim,
-		n, c.out, dim, dim)
+pool warm %d 4096
+pool fresh %d 64
+param input A f32 %d 5 6 %d %d
+param input B f32 %d 7 8 %d %d
+param output C f32 %d 9 10 %d %d
+`, sets, sets, n, dim, dim, n, dim, dim, n, dim, dim)
 }
 
-// newGemmCase writes inputs and VISIT.txt under a fresh directory. The
-// inputs are small multiples of 1/8 and 1/4, so every product and sum is
-// exact and the expected C does not depend on summation order or FMA.
-func newGemmCase(t *testing.T) gemmCase {
+// newGemmCase makes the memory files and VISIT.txt under a fresh
+// directory. The inputs are small multiples of 1/8 and 1/4, so every
+// product and sum is exact and the expected C does not depend on
+// summation order or FMA; each set's differ.
+func newGemmCase(t *testing.T) *gemmCase {
 	t.Helper()
-	c := gemmCase{dir: t.TempDir()}
-	outDir := filepath.Join(c.dir, "out")
-	if err := os.Mkdir(outDir, 0o755); err != nil {
-		t.Fatal(err)
+	c := &gemmCase{dir: t.TempDir()}
+	for s := range sets {
+		a, b := make([]float32, dim*dim), make([]float32, dim*dim)
+		for i := range a {
+			a[i] = float32((i+s)*37%17-8) / 8
+			b[i] = float32((i+3*s)*53%19-9) / 4
+		}
+		c.a, c.b = append(c.a, a), append(c.b, b)
 	}
-	c.out = filepath.Join(outDir, "C.bin")
-	c.a = make([]float32, dim*dim)
-	c.b = make([]float32, dim*dim)
-	for i := range c.a {
-		c.a[i] = float32(i*37%17-8) / 8
-		c.b[i] = float32(i*53%19-9) / 4
+	n := dim * dim * 4
+	for _, in := range []struct {
+		name string
+		x    [][]float32
+	}{{"A", c.a}, {"B", c.b}} {
+		var raw [][]byte
+		for _, x := range in.x {
+			raw = append(raw, floatBytes(x))
+		}
+		for _, pool := range []string{visit.PoolWarm, visit.PoolFresh} {
+			m, err := visit.NewInput(in.name, visit.NewLayout(pool, sets, n), raw)
+			if err != nil {
+				t.Fatal(err)
+			}
+			c.files = append(c.files, m)
+		}
 	}
-	writeFloats(t, filepath.Join(c.dir, "A.bin"), c.a)
-	writeFloats(t, filepath.Join(c.dir, "B.bin"), c.b)
+	for _, pool := range []string{visit.PoolWarm, visit.PoolFresh} {
+		m, err := visit.NewOutput("C", visit.NewLayout(pool, sets, n))
+		if err != nil {
+			t.Fatal(err)
+		}
+		c.files = append(c.files, m)
+	}
+	t.Cleanup(func() {
+		for _, m := range c.files {
+			m.Close()
+		}
+	})
 	c.visit = filepath.Join(c.dir, "visit.txt")
 	if err := os.WriteFile(c.visit, []byte(c.visitText()), 0o644); err != nil {
 		t.Fatal(err)
@@ -102,11 +132,12 @@ func newGemmCase(t *testing.T) gemmCase {
 	return c
 }
 
-func writeFloats(t *testing.T, path string, xs []float32) {
-	t.Helper()
-	if err := os.WriteFile(path, floatBytes(xs), 0o644); err != nil {
-		t.Fatal(err)
+func (c *gemmCase) osFiles() []*os.File {
+	var fs []*os.File
+	for _, m := range c.files {
+		fs = append(fs, m.File)
 	}
+	return fs
 }
 
 func floatBytes(xs []float32) []byte {
@@ -136,12 +167,19 @@ func naiveGemm(a, b []float32) []float32 {
 // plan: 1 ms warm-up and samples, 3 of each kind.
 var plan = visit.Plan{Warmup: time.Millisecond, Sample: time.Millisecond, Samples: 3, Singles: 3, MaxCalls: 1 << 30}
 
-// runVisit runs exe --visit path without a sandbox, driven by
-// internal/visit exactly as replay drives it.
-func runVisit(t *testing.T, exe, path string) *visit.Run {
+// runVisit runs exe --visit without a sandbox, driven by internal/visit as
+// replay drives it: samples, then a fresh sample of every fresh set.
+func runVisit(t *testing.T, exe string, c *gemmCase) *visit.Run {
 	t.Helper()
-	spec := visit.Spec{Argv: []string{exe, "--visit", path}, Dir: filepath.Dir(exe), Timeout: 20 * time.Second, Threads: 2}
-	r, err := visit.RunAll(context.Background(), spec, func(s *visit.Session) ([]visit.Sample, int64, error) { return s.Drive(plan) })
+	spec := visit.Spec{Argv: []string{exe, "--visit", c.visit}, Dir: filepath.Dir(exe), Timeout: 20 * time.Second, Threads: 2, Files: c.osFiles()}
+	r, err := visit.RunAll(context.Background(), spec, func(s *visit.Session) ([]visit.Sample, int64, error) {
+		ss, n, err := s.Drive(plan)
+		if err != nil {
+			return nil, 0, err
+		}
+		span, tn, err := s.Fresh(sets)
+		return append(ss, visit.Sample{Kind: visit.KindFresh, Calls: sets, SpanNs: span.Nanoseconds(), TimerNs: tn}), n, err
+	})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -170,30 +208,33 @@ func TestVisitFaults(t *testing.T) {
 	const p, f, n = "pass", "fail", "not_run"
 	tests := []struct {
 		fault  string
-		reason string // "" for status ok
-		checks map[string]string
-		wrote  bool // the output file exists (step 8 ran)
+		reason string            // "" for status ok
+		checks map[string]string // nil: a fault report, no checks
+		timed  bool              // the visit reached its final report
 	}{
 		{"none", "", checks(p, p, p, p), true},
 		{"offbybound", "", checks(p, p, p, p), true},
-		{"halfwrite", "output_not_overwritten: C element 128", checks(p, f, n, n), false},
-		{"overrun", "guard_overwritten: C after byte 0", checks(f, n, n, n), false},
-		{"underrun", "guard_overwritten: C before byte 4092", checks(f, n, n, n), false},
-		{"mutate", "input_mutated: A byte 0", checks(p, p, f, n), false},
-		{"nondeterministic", "not_repeatable: C byte 0", checks(p, p, p, f), false},
-		{"failrc", "entry_failed: returned 3", checks(n, n, n, n), false},
-		{"cached", "output_not_overwritten: C element 0", checks(p, f, n, n), false},
-		{"secondfailrc", "entry_failed: returned 4", checks(p, p, p, n), false},
+		{"halfwrite", "output_not_overwritten: C set 0 element 128", checks(p, f, n, n), false},
+		{"overrun", "guard_overwritten: C warm byte 5120", checks(f, n, n, n), false},
+		{"underrun", "guard_overwritten: C warm byte 4092", checks(f, n, n, n), false},
+		{"mutate", "input_written: A warm set 0 byte 0", nil, false},
+		{"scratch", "input_written: A warm set 0 byte 20", nil, false},
+		{"remap", "input_remapped: A warm", checks(p, p, f, n), false},
+		{"farwrite", "guard_fault: C warm after, 53249 bytes away", nil, false},
+		{"nondeterministic", "not_repeatable: C set 0 byte 0", checks(p, p, p, f), false},
+		{"failrc", "entry_failed: returned 3 (set 0)", checks(n, n, n, n), false},
+		{"cached", "output_not_overwritten: C set 0 element 0", checks(p, f, n, n), false},
+		{"secondfailrc", "entry_failed: returned 4 (set 0)", checks(p, p, p, n), false},
 		{"latefailrc", "entry_failed: returned 5 (during timing)", checks(p, p, p, p), true},
-		{"lateoverrun", "guard_overwritten: C after byte 0 (after timing)", checks(f, n, n, n), true},
-		{"latemutate", "input_mutated: A byte 0 (after timing)", checks(p, p, f, n), true},
+		{"lateoverrun", "guard_overwritten: C warm byte 5120 (after timing)", checks(f, n, n, n), true},
+		{"latemutate", "input_written: A warm set 0 byte 0", checks(p, p, p, p), false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.fault, func(t *testing.T) {
 			t.Parallel()
 			exe := linkFault(t, t.TempDir(), hobj, tt.fault)
 			c := newGemmCase(t)
-			r := runVisit(t, exe, c.visit)
+			r := runVisit(t, exe, c)
 			if r.Reason != tt.reason {
 				t.Errorf("harness(%s) = %q, want %q\nstderr: %s", tt.fault, r.Reason, tt.reason, r.Out.Stderr)
 			}
@@ -204,14 +245,16 @@ func TestVisitFaults(t *testing.T) {
 			if !mapsEqual(got, tt.checks) {
 				t.Errorf("harness(%s).checks = %v, want %v", tt.fault, got, tt.checks)
 			}
-			if r.Validated.Threads != 2 || r.Validated.OutputPolicy != "direct" {
+			if tt.checks != nil && (r.Validated.Threads != 2 || r.Validated.OutputPolicy != "direct") {
 				t.Errorf("harness(%s) = threads %d policy %q, want 2 direct", tt.fault, r.Validated.Threads, r.Validated.OutputPolicy)
 			}
 			if len(r.Out.Stdout) != 0 {
 				t.Errorf("harness(%s) stdout = %q, want empty (the timer reports on fd 4)", tt.fault, r.Out.Stdout)
 			}
-			checkTiming(t, tt.fault, r, r.Final != nil)
-			checkOutput(t, tt.fault, c, tt.wrote)
+			checkTiming(t, tt.fault, r, tt.timed)
+			if tt.reason == "" {
+				checkOutput(t, tt.fault, c)
+			}
 		})
 	}
 }
@@ -227,17 +270,17 @@ func TestVisitDtypes(t *testing.T) {
 		dims  string
 		want  string
 	}{
-		{"i64", "16 8", "output_not_overwritten: C element 64"},
-		{"f16", "16 32", "output_not_overwritten: C element 256"},
-		{"bf16", "32 16", "output_not_overwritten: C element 256"},
+		{"i64", "16 8", "output_not_overwritten: C set 0 element 64"},
+		{"f16", "16 32", "output_not_overwritten: C set 0 element 256"},
+		{"bf16", "32 16", "output_not_overwritten: C set 0 element 256"},
 	} {
 		t.Run(tc.dtype, func(t *testing.T) {
 			c := newGemmCase(t)
-			text := strings.Replace(c.visitText(), "C f32 1024 "+c.out+" 16 16", "C "+tc.dtype+" 1024 "+c.out+" "+tc.dims, 1)
+			text := strings.Replace(c.visitText(), "C f32 1024 9 10 16 16", "C "+tc.dtype+" 1024 9 10 "+tc.dims, 1)
 			if err := os.WriteFile(c.visit, []byte(text), 0o644); err != nil {
 				t.Fatal(err)
 			}
-			if r := runVisit(t, exe, c.visit); r.Reason != tc.want {
+			if r := runVisit(t, exe, c); r.Reason != tc.want {
 				t.Errorf("harness(halfwrite, C %s) = %q, want %q", tc.dtype, r.Reason, tc.want)
 			}
 		})
@@ -245,12 +288,13 @@ func TestVisitDtypes(t *testing.T) {
 }
 
 // checkTiming asserts the samples of a visit that reached its final
-// report: 3 of each kind, each span holding the timer's own number.
+// report: 3 of each kind and the fresh sample, each span holding the
+// timer's own number.
 func checkTiming(t *testing.T, fault string, r *visit.Run, timed bool) {
 	t.Helper()
 	if !timed {
-		if len(r.Samples) != 0 {
-			t.Errorf("harness(%s) = %d samples, want none", fault, len(r.Samples))
+		if r.Final != nil {
+			t.Errorf("harness(%s) reached its final report, want it to stop before", fault)
 		}
 		return
 	}
@@ -261,8 +305,8 @@ func checkTiming(t *testing.T, fault string, r *visit.Run, timed bool) {
 			t.Errorf("harness(%s) sample %+v: want 0 <= timer ns <= span", fault, s)
 		}
 	}
-	if kinds[visit.KindBatch] != 3 || kinds[visit.KindSingle] != 3 || kinds[visit.KindEmpty] != 3 {
-		t.Errorf("harness(%s) samples = %v, want 3 of each kind", fault, kinds)
+	if kinds[visit.KindBatch] != 3 || kinds[visit.KindSingle] != 3 || kinds[visit.KindEmpty] != 3 || kinds[visit.KindFresh] != 1 {
+		t.Errorf("harness(%s) samples = %v, want 3 of each kind and one fresh", fault, kinds)
 	}
 	n := r.Calls
 	if n < 1 || n > 1<<30 || n&(n-1) != 0 {
@@ -270,38 +314,23 @@ func checkTiming(t *testing.T, fault string, r *visit.Run, timed bool) {
 	}
 }
 
-// checkOutput asserts that C.bin is the naive result (C[0] + 1 for
-// offbybound), written atomically, or absent when no output was written.
-func checkOutput(t *testing.T, fault string, c gemmCase, wrote bool) {
+// checkOutput asserts that every warm and fresh set of C holds the naive
+// result of its inputs (C[0] + 1 for offbybound), and every canary is whole.
+func checkOutput(t *testing.T, fault string, c *gemmCase) {
 	t.Helper()
-	entries, err := os.ReadDir(filepath.Dir(c.out))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var names []string
-	for _, e := range entries {
-		names = append(names, e.Name())
-	}
-	want := []string{"C.bin"}
-	if !wrote {
-		want = nil
-	}
-	if !slices.Equal(names, want) {
-		t.Fatalf("harness(%s) out dir = %v, want %v", fault, names, want)
-	}
-	if !wrote {
-		return
-	}
-	got, err := os.ReadFile(c.out)
-	if err != nil {
-		t.Fatal(err)
-	}
-	expect := naiveGemm(c.a, c.b)
-	if fault == "offbybound" {
-		expect[0] += 1
-	}
-	if !bytes.Equal(got, floatBytes(expect)) {
-		t.Errorf("harness(%s) C.bin differs from the naive gemm", fault)
+	for _, m := range c.files[4:] {
+		if err := m.CheckCanary(); err != nil {
+			t.Errorf("harness(%s): %v", fault, err)
+		}
+		for s := range sets {
+			expect := naiveGemm(c.a[s], c.b[s])
+			if fault == "offbybound" {
+				expect[0] += 1
+			}
+			if !bytes.Equal(m.Set(s), floatBytes(expect)) {
+				t.Errorf("harness(%s) C %s set %d differs from the naive gemm", fault, m.Layout.Pool, s)
+			}
+		}
 	}
 }
 
@@ -321,7 +350,7 @@ func TestVisitCrash(t *testing.T) {
 	dir := t.TempDir()
 	exe := linkFault(t, dir, compileHarness(t, dir), "crash")
 	c := newGemmCase(t)
-	if r := runVisit(t, exe, c.visit); r.Reason != "crashed: killed by signal 11 (segmentation fault)" {
+	if r := runVisit(t, exe, c); r.Reason != "crashed: killed by signal 11 (segmentation fault)" {
 		t.Errorf("harness(crash) = %q, want crashed by SIGSEGV", r.Reason)
 	}
 }
@@ -331,55 +360,73 @@ func TestVisitMalformed(t *testing.T) {
 	exe := linkFault(t, dir, compileHarness(t, dir), "none")
 	tests := []struct {
 		name string
-		edit func(c gemmCase) string // returns the VISIT.txt to use
-		want string                  // substring of stderr; "VISIT" stands for the visit path
+		edit func(c *gemmCase) string // returns the VISIT.txt to use
+		want string                   // substring of stderr; "VISIT" stands for the visit path
 	}{
-		{"old header", func(c gemmCase) string {
-			return strings.Replace(c.visitText(), "tilepipe-visit 2", "tilepipe-visit 1", 1)
-		}, `VISIT:1: bad header, want "tilepipe-visit 2"`},
-		{"unknown key", func(c gemmCase) string {
+		{"old header", func(c *gemmCase) string {
+			return strings.Replace(c.visitText(), "tilepipe-visit 3", "tilepipe-visit 2", 1)
+		}, `VISIT:1: bad header, want "tilepipe-visit 3"`},
+		{"unknown key", func(c *gemmCase) string {
 			return strings.Replace(c.visitText(), "threads 2\n", "threads 2\nsamples 3\n", 1)
 		}, `VISIT:3: unknown key "samples"`},
-		{"duplicate key", func(c gemmCase) string {
+		{"duplicate key", func(c *gemmCase) string {
 			return strings.Replace(c.visitText(), "threads 2\n", "threads 2\nthreads 4\n", 1)
 		}, `VISIT:3: duplicate key "threads"`},
-		{"missing key", func(c gemmCase) string {
+		{"missing key", func(c *gemmCase) string {
 			return strings.Replace(c.visitText(), "threads 2\n", "", 1)
 		}, `VISIT: missing key "threads"`},
-		{"bad integer", func(c gemmCase) string {
+		{"bad integer", func(c *gemmCase) string {
 			return strings.Replace(c.visitText(), "threads 2", "threads -1", 1)
 		}, `VISIT:2: threads: want one integer`},
-		{"empty line", func(c gemmCase) string {
+		{"empty line", func(c *gemmCase) string {
 			return strings.Replace(c.visitText(), "threads 2\n", "threads 2\n\n", 1)
 		}, `VISIT:3: empty line`},
-		{"bad role", func(c gemmCase) string {
+		{"one warm set", func(c *gemmCase) string {
+			return strings.Replace(c.visitText(), "pool warm 2", "pool warm 1", 1)
+		}, `VISIT:3: pool warm: sets "1", want an integer in [2, 1048576]`},
+		{"pools swapped", func(c *gemmCase) string {
+			return strings.Replace(c.visitText(), "pool warm 2 4096\npool fresh 2 64", "pool fresh 2 64\npool warm 2 4096", 1)
+		}, `VISIT:3: pool: want "pool warm SETS GAP"`},
+		{"gap not aligned", func(c *gemmCase) string {
+			return strings.Replace(c.visitText(), "pool fresh 2 64", "pool fresh 2 60", 1)
+		}, `VISIT:4: pool fresh: gap "60", want a positive multiple of 64`},
+		{"no pools", func(c *gemmCase) string {
+			return strings.Replace(c.visitText(), "pool warm 2 4096\npool fresh 2 64\n", "", 1)
+		}, `VISIT:3: param before the warm and fresh pools`},
+		{"bad role", func(c *gemmCase) string {
 			return strings.Replace(c.visitText(), "param output", "param inout", 1)
-		}, `VISIT:5: param: role "inout", want input or output`},
-		{"bad dtype", func(c gemmCase) string {
+		}, `VISIT:7: param: role "inout", want input or output`},
+		{"bad dtype", func(c *gemmCase) string {
 			return strings.Replace(c.visitText(), "A f32", "A f8", 1)
-		}, `VISIT:3: param A: dtype "f8", want f32, f16, bf16 or i64`},
-		{"bytes not a multiple", func(c gemmCase) string {
+		}, `VISIT:5: param A: dtype "f8", want f32, f16, bf16 or i64`},
+		{"bytes not a multiple", func(c *gemmCase) string {
 			return strings.Replace(c.visitText(), "A f32 1024", "A f32 1022", 1)
-		}, `VISIT:3: param A: 1022 bytes is not a multiple of f32's 4`},
-		{"dims mismatch", func(c gemmCase) string {
-			return strings.Replace(c.visitText(), "B.bin 16 16", "B.bin 16 8", 1)
-		}, `VISIT:4: param B: dims give 512 bytes, want 1024`},
-		{"no output", func(c gemmCase) string {
+		}, `VISIT:5: param A: 1022 bytes is not a multiple of f32's 4`},
+		{"dims mismatch", func(c *gemmCase) string {
+			return strings.Replace(c.visitText(), "7 8 16 16", "7 8 16 8", 1)
+		}, `VISIT:6: param B: dims give 512 bytes, want 1024`},
+		{"no output", func(c *gemmCase) string {
 			return strings.Replace(c.visitText(), "param output", "param input", 1)
 		}, `VISIT: no output param`},
-		{"duplicate param", func(c gemmCase) string {
+		{"duplicate param", func(c *gemmCase) string {
 			return strings.Replace(c.visitText(), "param input B", "param input A", 1)
-		}, `VISIT:4: param: duplicate name "A"`},
-		{"short input file", func(c gemmCase) string {
-			a := filepath.Join(c.dir, "A.bin")
-			if err := os.WriteFile(a, make([]byte, 1000), 0o644); err != nil {
-				t.Fatal(err)
-			}
-			return c.visitText()
-		}, "input A: DIR/A.bin has 1000 bytes, want 1024"},
-		{"missing input file", func(c gemmCase) string {
-			return strings.Replace(c.visitText(), "B.bin", "nope.bin", 1)
-		}, "input B: open DIR/nope.bin: No such file or directory"},
+		}, `VISIT:6: param: duplicate name "A"`},
+		{"fd of the pipes", func(c *gemmCase) string {
+			return strings.Replace(c.visitText(), "A f32 1024 5 6", "A f32 1024 4 6", 1)
+		}, `VISIT:5: param A: bad warm fd "4", want a descriptor above 4`},
+		{"fd twice", func(c *gemmCase) string {
+			return strings.Replace(c.visitText(), "B f32 1024 7 8", "B f32 1024 7 6", 1)
+		}, `VISIT:6: param B: fd 6 is also A's`},
+		{"not open", func(c *gemmCase) string {
+			return strings.Replace(c.visitText(), "B f32 1024 7 8", "B f32 1024 7 30", 1)
+		}, "param B fresh file: fd 30: Bad file descriptor"},
+		{"wrong size", func(c *gemmCase) string {
+			return strings.Replace(c.visitText(), "f32 1024 5 6 16 16", "f32 4096 5 6 32 32", 1)
+		}, "param A warm file: fd 5 has 16384 bytes, want a memory file of 20480"},
+		{"input not sealed", func(c *gemmCase) string {
+			// C's warm file is writable: hand it over as A's.
+			return strings.Replace(strings.Replace(c.visitText(), "A f32 1024 5 6", "A f32 1024 9 6", 1), "C f32 1024 9 10", "C f32 1024 5 10", 1)
+		}, "param A warm file: fd 9 is not sealed against writes"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -388,7 +435,7 @@ func TestVisitMalformed(t *testing.T) {
 				t.Fatal(err)
 			}
 			want := strings.NewReplacer("VISIT", c.visit, "DIR", c.dir).Replace(tt.want)
-			r := runVisit(t, exe, c.visit)
+			r := runVisit(t, exe, c)
 			if !strings.HasPrefix(r.Reason, "exited: status 2: harness: error: ") || !strings.Contains(r.Reason, want) {
 				t.Errorf("harness --visit (%s) = %q, want exit status 2 naming %q", tt.name, r.Reason, want)
 			}

@@ -1,14 +1,22 @@
 """tilepipe timer for the torch-eager route (docs/protocol.md, "visit (timers),
-protocol 2" and "closure").
+protocol 3" and "closure").
 
     python wrapper.py --op OP --device cpu --dims NAME=V,... [--dtype f32|f16|bf16]
                       [--ranking stable|standard] [--eps EPS] --visit VISIT.txt
     python wrapper.py [--op OP ...] --closure
 
 --visit runs one visit exactly as the C harness (prepare/harness/harness.c)
-does: it validates (steps 1-8), writes the validated report on fd 4, then
-serves replay's commands from fd 3 ("run SEQ N": N back-to-back calls
-between two clock reads, answered with a sample report; "end": the checks
+does. Replay owns the buffers: every (param, pool) is a memory file that
+replay filled and handed over as an open descriptor (fd 5 and up, named in
+the visit file); the wrapper maps the inputs read-only and the outputs
+read-write, and never allocates, reads or writes a buffer file by itself.
+It builds one entry per buffer set (the warm sets and the fresh sets),
+validates every warm set in set order (steps 1-6: poison, call, checks,
+re-poison, call, checks, compare), leaves the outputs in the warm output
+files, writes the validated report on fd 4, then serves replay's commands
+from fd 3 ("run SEQ N": N back-to-back calls between two clock reads,
+rotating over the warm sets; "fresh SEQ N", once: one call on each of the
+first N fresh sets; both answered with a sample report; "end": the checks
 after timing and the final report). After its last report (the final one,
 or a failed validated one) it waits for replay to close fd 3 and ends with
 os._exit(0). Replay owns the clock and the call counts; this timer never
@@ -37,24 +45,31 @@ torch is imported only after the visit file is read, because the thread
 environment variables must be set before the libraries start their pools.
 """
 
-import ctypes
 import itertools
 import json
+import mmap
 import os
+import stat
 import sys
 import time
 import traceback
+import warnings
 
-GUARD = 4096
-ALIGN = 64
-MAX_CALLS = 1 << 30          # most calls of one "run" command
+ALIGN = 64                   # a set's data starts on this boundary
+PAGE = 4096                  # a memory file's size is a multiple of this
+MAX_CALLS = 1 << 30          # most calls of one "run" or "fresh" command
 MAX_SEQ = 1 << 62            # largest sequence number of a command
 MAX_THREADS = 1 << 20
 MAX_BYTES = 1 << 40
+MAX_SETS = 1 << 20           # most buffer sets of a pool
+MAX_FD = 1 << 30             # larger fd fields do not parse
+FIRST_MEM_FD = 5             # replay's memory files start here
 MAX_NAME = 64
 MAX_COMMAND = 126            # longest command line, without its newline
 MAX_ERROR = 400              # longest exception message kept in a reason
 CMD_FD, REPORT_FD = 3, 4     # replay's command and report pipes
+POOLS = ("warm", "fresh")    # in the visit file's order
+MIN_SETS = {"warm": 2, "fresh": 1}
 LIAR_DIVISOR = 4             # _liar reports a quarter of the ns it measured
 
 # Every op of docs/protocol.md's table, in its order.
@@ -62,20 +77,25 @@ OPS = ("gemm", "gemm_relu", "gemm_gelu", "bmm", "gemv", "add", "gelu_add",
        "sigmoid_pair", "gelu_pair", "swiglu", "rope", "sum", "max", "softmax",
        "rmsnorm", "layernorm", "residual_layernorm", "cross_entropy",
        "scan_ordered", "scan", "argmax", "topk", "sort", "embedding", "attention")
-# Test-only ops, each with the add signature; each breaks one rule:
-#   _mutate_input    flips a bit of input A on every call (input_mutated)
+# Test-only ops, each with the add signature; each breaks one rule. Calls
+# are counted over the whole visit (every set's entry shares the count):
+# validation makes 2·K of them, so call 2·K+1 is the first timed call.
+#   _mutate_input    flips a bit of input A on every call: A is a read-only
+#                    mapping of a sealed file, so the first call dies of
+#                    SIGSEGV (replay's crashed; the C harness's input_written)
 #   _overrun_output  writes the first byte after C (guard_overwritten)
 #   _skip_output     writes nothing (output_not_overwritten)
 #   _unrepeatable    changes C[0] on the second call (not_repeatable)
 #   _realloc_output  replaces C's storage (output_reallocated)
-#   _late_overrun    writes the last byte after C on the first timed call,
-#                    seen only by the checks after timing
+#   _late_overrun    writes the last canary byte after C (the byte before the
+#                    next set) on the first timed call, seen only by the
+#                    checks after timing
 #   _late_raise      raises on the first timed call (entry_failed ... (during
 #                    timing), in the final report)
 #   _liar            computes add, but reports a quarter of the ns it
 #                    measured for each sample (replay's clock_mismatch)
 #   _chatty          prints a fake final report on stdout (flushed) during
-#                    its first call (replay's unexpected_output)
+#                    the visit's first call (replay's unexpected_output)
 TEST_OPS = ("_mutate_input", "_overrun_output", "_skip_output",
             "_unrepeatable", "_realloc_output", "_late_overrun",
             "_late_raise", "_liar", "_chatty")
@@ -273,9 +293,12 @@ def gelu_inplace(torch):
 
 
 def make_entry(op, t, o, torch, buffers):
-    """Returns a no-argument function that runs op once on the tensors t.
-    o holds eps, ranking and dims. Workspaces are allocated here, outside
-    the timed calls; nothing here reads the inputs' values."""
+    """Returns a no-argument function that runs op once on the tensors t
+    (one buffer set). o holds eps, ranking and dims, and for the test ops
+    the visit's shared call count ("calls", a one-element list) and its
+    warm set count ("warm_sets"); buffers maps each param to its Buffer of
+    the same set. Workspaces are allocated here, outside the timed calls;
+    nothing here reads the inputs' values."""
     F = torch.nn.functional
     eps, ranking, dims = o["eps"], o.get("ranking"), o["dims"]
     if op == "gemm":
@@ -451,7 +474,12 @@ def make_entry(op, t, o, torch, buffers):
 
     A, B, C = t["A"], t["B"], t["C"]
     add = torch.add
+    # The visit's call count, shared by every set's entry; validation makes
+    # two calls per warm set, so the first timed call comes after them.
+    calls = o.get("calls")
+    first_timed = 2 * o.get("warm_sets", 0) + 1
     if op == "_mutate_input":
+        # A maps a sealed file read-only: the write faults (SIGSEGV).
         a32 = A.view(-1).view(torch.int32)[0:1]
 
         def mutate():
@@ -466,29 +494,26 @@ def make_entry(op, t, o, torch, buffers):
             after[0:1].bitwise_not_()
         return overrun
     if op == "_late_overrun":
-        # Clean for the two checked calls, then writes past C while timed:
+        # Clean for the checked calls, then writes past C while timed:
         # only the checks after timing ("end") can see it.
-        after, calls = buffers["C"].after, [0]
+        last = buffers["C"].after[-1:]
 
         def late_overrun():
             add(A, B, out=C)
             calls[0] += 1
-            if calls[0] == 3:
-                after[GUARD - 1:GUARD].bitwise_not_()
+            if calls[0] == first_timed:
+                last.bitwise_not_()
         return late_overrun
     if op == "_late_raise":
-        calls = [0]
-
         def late_raise():
             add(A, B, out=C)
             calls[0] += 1
-            if calls[0] == 3:
-                raise RuntimeError("_late_raise: call 3")
+            if calls[0] == first_timed:
+                raise RuntimeError("_late_raise: first timed call")
         return late_raise
     if op == "_skip_output":
         return lambda: None
     if op == "_unrepeatable":
-        calls = [0]
         c32 = C.view(-1).view(torch.int32)
 
         def unrepeatable():
@@ -508,12 +533,11 @@ def make_entry(op, t, o, torch, buffers):
         # A fake report where protocol 1 put its report: stdout.
         fake = json.dumps({"type": "final", "status": "ok", "reason": "",
                            "checks": {c: "pass" for c in CHECKS}}) + "\n"
-        said = [False]
 
         def chatty():
             add(A, B, out=C)
-            if not said[0]:
-                said[0] = True
+            calls[0] += 1
+            if calls[0] == 1:
                 sys.stdout.write(fake)
                 sys.stdout.flush()
         return chatty
@@ -608,81 +632,116 @@ def probe(torch):
     return res
 
 
-class Buffer:
-    """One guarded tensor: GUARD canary bytes, the data, GUARD canary bytes,
-    all in one uint8 allocation. typed is a contiguous view of the data with
-    the param's dtype and shape."""
+def align64(n):
+    return -(-n // ALIGN) * ALIGN
 
-    def __init__(self, torch, name, role, dtype, shape, nbytes):
-        self.name, self.role, self.dtype, self.nbytes = name, role, dtype, nbytes
-        raw = torch.empty(GUARD + nbytes + GUARD + ALIGN, dtype=torch.uint8)
-        # Torch's CPU allocator is already 64-byte aligned; this keeps the
-        # data aligned if an allocator ever is not.
-        skip = (-(raw.data_ptr() + GUARD)) % ALIGN
-        self.raw = raw
-        self.before = raw[skip:skip + GUARD]
-        self.data = raw[skip + GUARD:skip + GUARD + nbytes]
-        self.after = raw[skip + GUARD + nbytes:skip + GUARD + nbytes + GUARD]
-        tdt = torch_dtype(torch, dtype)
-        idt = {4: torch.int32, 8: torch.int64, 2: torch.int16}[DTYPE_SIZE[dtype]]
-        self.shape = list(shape)
-        self.typed = self.data.view(tdt).view(shape)
-        self.ints = self.data.view(idt)
-        self.ptr = self.typed.data_ptr()
-        assert self.typed.is_contiguous() and self.ptr == self.data.data_ptr()
-        self.canary = (torch.arange(GUARD, dtype=torch.int32) & 0xFF) ^ 0xA5
-        self.canary = self.canary.to(torch.uint8)
-        self.before.copy_(self.canary)
-        self.after.copy_(self.canary)
-        self.private = None
 
-    def load(self, path):
+class MemFile:
+    """The memory file of one (param, pool), as replay hands it over: an
+    open descriptor, mapped MAP_SHARED, read-only for an input (replay has
+    sealed it) and read-write for an output. Set s of the param starts at
+    OFFSET(s) = GAP + s·(align64(BYTES) + GAP); the file is OFFSET(SETS)
+    bytes rounded up to PAGE, and every byte outside the sets' data is
+    canary, 0xA5 ^ (o & 0xff) at file offset o. Replay writes the canary
+    and fills the data; the wrapper writes only output data."""
+
+    def __init__(self, param, pool):
+        self.name, self.role, self.dtype = param["name"], param["role"], param["dtype"]
+        self.nbytes, self.shape = param["bytes"], param["shape"]
+        self.pool, self.sets, self.gap = pool["name"], pool["sets"], pool["gap"]
+        self.fd = param["fds"][self.pool]
+        self.size = -(-self.offset(self.sets) // PAGE) * PAGE
+        where = "param %s %s: fd %d" % (self.name, self.pool, self.fd)
         try:
-            with open(path, "rb") as f:
-                data = f.read()
+            st = os.fstat(self.fd)
         except OSError as e:
-            raise Usage("input %s: open %s: %s" % (self.name, path, e.strerror or e))
-        if len(data) != self.nbytes:
-            raise Usage("%s: %s holds %d bytes, want %d" % (self.name, path, len(data), self.nbytes))
-        ctypes.memmove(self.data.data_ptr(), data, self.nbytes)
-        self.private = self.data.clone()
+            raise Usage("%s: %s" % (where, e.strerror or e))
+        if not stat.S_ISREG(st.st_mode):
+            raise Usage("%s: not a memory file" % where)
+        if st.st_size != self.size:
+            raise Usage("%s holds %d bytes, want %d (%d sets of %d bytes, gap %d)" % (
+                where, st.st_size, self.size, self.sets, self.nbytes, self.gap))
+        if self.role == "input":
+            prot, how = mmap.PROT_READ, "read-only"
+        else:
+            prot, how = mmap.PROT_READ | mmap.PROT_WRITE, "read-write"
+        try:
+            # MAP_POPULATE: no call pays for the first touch of a page.
+            self.map = mmap.mmap(self.fd, self.size, mmap.MAP_SHARED | mmap.MAP_POPULATE, prot)
+        except (OSError, ValueError) as e:
+            raise Usage("%s: map %s: %s" % (where, how, getattr(e, "strerror", None) or e))
+        os.set_inheritable(self.fd, False)
+        self.whole = self.canary_at = self.canary = None
+
+    def offset(self, s):
+        """OFFSET(s): where set s's data starts in the file."""
+        return self.gap + s * (align64(self.nbytes) + self.gap)
+
+    def buffers(self, torch):
+        """One Buffer per set, in set order."""
+        return [Buffer(torch, self, s) for s in range(self.sets)]
+
+    def watch(self, torch):
+        """Prepares check_guards: the file as bytes, the offset of every
+        canary byte (before set 0, and from the end of each set's data to
+        the next set or the end of the file) and the byte it must hold."""
+        starts = [0] + [self.offset(s) + self.nbytes for s in range(self.sets)]
+        ends = [self.offset(s) for s in range(self.sets)] + [self.size]
+        self.whole = torch.frombuffer(self.map, dtype=torch.uint8)
+        self.canary_at = torch.cat([torch.arange(a, b, dtype=torch.int64) for a, b in zip(starts, ends)])
+        self.canary = ((self.canary_at & 0xFF) ^ 0xA5).to(torch.uint8)
+
+
+class Buffer:
+    """Set s of a MemFile, as views of its mapping (nothing is copied):
+    typed is the data with the param's dtype and shape, ints the same bytes
+    as integers of the element's size (for the poison), data the same bytes
+    as uint8, after the canary bytes from the end of the data to the next
+    set (or the end of the file)."""
+
+    def __init__(self, torch, f, s):
+        self.name, self.role, self.dtype, self.nbytes, self.set = f.name, f.role, f.dtype, f.nbytes, s
+        off = f.offset(s)
+        tdt = torch_dtype(torch, f.dtype)
+        idt = {4: torch.int32, 8: torch.int64, 2: torch.int16}[DTYPE_SIZE[f.dtype]]
+        self.shape = list(f.shape)
+        flat = torch.frombuffer(f.map, dtype=tdt, count=f.nbytes // DTYPE_SIZE[f.dtype], offset=off)
+        self.typed = flat.view(self.shape)
+        self.ints = flat.view(idt)
+        self.data = flat.view(torch.uint8)
+        end = f.offset(s + 1) if s + 1 < f.sets else f.size
+        self.after = torch.frombuffer(f.map, dtype=torch.uint8, count=end - off - f.nbytes, offset=off + f.nbytes)
+        self.ptr = self.typed.data_ptr()
+        assert self.typed.is_contiguous() and self.ptr % ALIGN == 0
 
     def poison(self, value):
         self.ints.fill_(value)
 
 
-def first_diff(torch, a, b):
+def first_diff(a, b):
     """Index of the first element where a and b differ, or -1."""
     ne = (a != b).nonzero()
     return int(ne[0, 0]) if ne.numel() else -1
 
 
-def check_guards(torch, bufs, suffix=""):
-    for b in bufs:
-        for where, g in (("before", b.before), ("after", b.after)):
-            i = first_diff(torch, g, b.canary)
-            if i >= 0:
-                raise CheckFailed("guards", "guard_overwritten: %s %s byte %d%s" % (b.name, where, i, suffix))
+def check_guards(files, suffix=""):
+    """Every canary byte of the output files (MemFile.watch) unchanged."""
+    for f in files:
+        ne = (f.whole[f.canary_at] != f.canary).nonzero()
+        if ne.numel():
+            o = int(f.canary_at[int(ne[0, 0])])
+            raise CheckFailed("guards", "guard_overwritten: %s %s byte %d%s" % (f.name, f.pool, o, suffix))
 
 
-def check_outputs(torch, bufs, poison):
-    for b in bufs:
-        if b.role != "output":
-            continue
+def check_outputs(outs, poison):
+    """The outputs of one set: still the mapped buffers, no element left
+    bit-equal to the poison."""
+    for b in outs:
         if b.typed.data_ptr() != b.ptr or list(b.typed.shape) != b.shape:
-            raise CheckFailed("poison", "output_reallocated: %s" % b.name)
+            raise CheckFailed("poison", "output_reallocated: %s set %d" % (b.name, b.set))
         ne = (b.ints == poison[b.dtype]).nonzero()
         if ne.numel():
-            raise CheckFailed("poison", "output_not_overwritten: %s element %d" % (b.name, int(ne[0, 0])))
-
-
-def check_inputs(torch, bufs, suffix=""):
-    for b in bufs:
-        if b.role != "input":
-            continue
-        i = first_diff(torch, b.data, b.private)
-        if i >= 0:
-            raise CheckFailed("inputs", "input_mutated: %s byte %d%s" % (b.name, i, suffix))
+            raise CheckFailed("poison", "output_not_overwritten: %s set %d element %d" % (b.name, b.set, int(ne[0, 0])))
 
 
 def describe_error(e):
@@ -716,33 +775,38 @@ class Checks:
         return {c: "pass" if j < i else "fail" if j == i else "not_run" for j, c in enumerate(CHECKS)}
 
 
-def call_checked(torch, entry, bufs, poison, checks):
-    """Steps 3-6: one call and the checks after it."""
+def call_checked(entry, s, outs, files, poison, checks):
+    """Steps 2-5 on warm set s: one call and the checks after it. The
+    inputs check always passes here: every input is a read-only mapping of
+    a file replay sealed, so no write can reach it (a write to the mapping
+    faults)."""
     try:
         entry()
     except Exception as e:  # the library raised: the entry failed
-        raise CheckFailed(None, "entry_failed: raised " + describe_error(e))
-    check_guards(torch, bufs)
+        raise CheckFailed(None, "entry_failed: raised %s (set %d)" % (describe_error(e), s))
+    check_guards(files)
     checks.passed("guards")
-    check_outputs(torch, bufs, poison)
+    check_outputs(outs, poison)
     checks.passed("poison")
-    check_inputs(torch, bufs)
     checks.passed("inputs")
 
 
-def write_atomic(name, path, data):
-    """Writes a temp file beside path and renames it into place, so a
-    reader never sees a partial output."""
-    tmp = "%s.tmp%d" % (path, os.getpid())
-    try:
-        with open(tmp, "wb") as f:
-            f.write(data)
-            f.flush()
-            os.fchmod(f.fileno(), 0o644)
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except OSError as e:
-        raise Usage("output %s: write %s: %s" % (name, path, e.strerror or e))
+def validate_set(entry, s, outs, files, checks):
+    """Steps 1-6 on warm set s: poison, call and check, keep the output,
+    poison again, call and check, compare. The second call's outputs
+    (equal to the first's) stay in the set's buffers."""
+    for b in outs:
+        b.poison(POISON1[b.dtype])
+    call_checked(entry, s, outs, files, POISON1, checks)
+    first = [b.data.clone() for b in outs]
+    for b in outs:
+        b.poison(POISON2[b.dtype])
+    call_checked(entry, s, outs, files, POISON2, checks)
+    for b, kept in zip(outs, first):
+        i = first_diff(b.data, kept)
+        if i >= 0:
+            raise CheckFailed("repeat", "not_repeatable: %s set %d byte %d" % (b.name, s, i))
+    checks.passed("repeat")
 
 
 def valid_name(s):
@@ -758,9 +822,29 @@ def parse_u64(s, top):
     return v if v <= top else None
 
 
+def parse_pool(path, n, tok, pools):
+    """`pool NAME SETS GAP`: warm first, then fresh, each once."""
+    if len(tok) != 4:
+        raise Usage('%s:%d: pool: want "pool warm|fresh SETS GAP", got %d fields' % (path, n, len(tok)))
+    name = tok[1]
+    if name not in POOLS:
+        raise Usage('%s:%d: pool: name "%s", want warm or fresh' % (path, n, name))
+    if name in pools:
+        raise Usage('%s:%d: duplicate key "pool %s"' % (path, n, name))
+    if name == "fresh" and "warm" not in pools:
+        raise Usage('%s:%d: pool fresh before pool warm' % (path, n))
+    sets = parse_u64(tok[2], MAX_SETS)
+    if sets is None or sets < MIN_SETS[name]:
+        raise Usage('%s:%d: pool %s: sets "%s", want an integer in [%d, %d]' % (path, n, name, tok[2], MIN_SETS[name], MAX_SETS))
+    gap = parse_u64(tok[3], MAX_BYTES)
+    if gap is None or gap < 1 or gap % ALIGN:
+        raise Usage('%s:%d: pool %s: gap "%s", want a positive multiple of %d' % (path, n, name, tok[3], ALIGN))
+    pools[name] = {"name": name, "sets": sets, "gap": gap}
+
+
 def parse_param(path, n, tok, params):
-    if len(tok) < 6:
-        raise Usage('%s:%d: param: want "param ROLE NAME DTYPE BYTES PATH [DIM...]", got %d fields' % (path, n, len(tok)))
+    if len(tok) < 7:
+        raise Usage('%s:%d: param: want "param ROLE NAME DTYPE BYTES WARMFD FRESHFD [DIM...]", got %d fields' % (path, n, len(tok)))
     role, name, dtype = tok[1], tok[2], tok[3]
     if role not in ("input", "output"):
         raise Usage('%s:%d: param: role "%s", want input or output' % (path, n, role))
@@ -775,8 +859,16 @@ def parse_param(path, n, tok, params):
         raise Usage('%s:%d: param %s: bad byte count "%s"' % (path, n, name, tok[4]))
     if nbytes % DTYPE_SIZE[dtype]:
         raise Usage("%s:%d: param %s: %d bytes is not a multiple of %s's %d" % (path, n, name, nbytes, dtype, DTYPE_SIZE[dtype]))
+    # The memory files are fds 5 and up, in the order the file names them.
+    fds = {}
+    for i, (pool, t) in enumerate(zip(POOLS, tok[5:7])):
+        want = FIRST_MEM_FD + len(POOLS) * len(params) + i
+        if parse_u64(t, MAX_FD) != want:
+            raise Usage('%s:%d: param %s: %s fd "%s", want %d (memory files are fds %d and up, in the order the visit file names them)' % (
+                path, n, name, pool, t, want, FIRST_MEM_FD))
+        fds[pool] = want
     shape = []
-    for t in tok[6:]:
+    for t in tok[7:]:
         d = parse_u64(t, MAX_BYTES)
         if d is None:
             raise Usage('%s:%d: param %s: bad dim "%s"' % (path, n, name, t))
@@ -788,34 +880,40 @@ def parse_param(path, n, tok, params):
         if elems * DTYPE_SIZE[dtype] != nbytes:
             raise Usage("%s:%d: param %s: dims give %d bytes, want %d" % (path, n, name, elems * DTYPE_SIZE[dtype], nbytes))
     params.append({"role": role, "name": name, "dtype": dtype, "bytes": nbytes,
-                   "path": tok[5], "shape": shape})
+                   "fds": fds, "shape": shape})
 
 
 def parse_visit(path):
-    """VISIT.txt of protocol 2: the header, `threads` once, param lines."""
+    """VISIT.txt of protocol 3: the header, `threads` once, `pool warm` then
+    `pool fresh`, then the param lines."""
     try:
         with open(path, "rb") as f:
             data = f.read()
     except OSError as e:
         raise Usage("open %s: %s" % (path, e.strerror or e))
     if not data:
-        raise Usage('%s: empty file, want "tilepipe-visit 2"' % path)
+        raise Usage('%s: empty file, want "tilepipe-visit 3"' % path)
     lines = data.decode("utf-8", "surrogateescape").split("\n")
     if lines[-1] == "":
         lines.pop()
-    v = {"params": []}
+    v = {"params": [], "pools": {}}
     for n, ln in enumerate(lines, start=1):
         if "\0" in ln:
             raise Usage("%s:%d: NUL byte in line" % (path, n))
         tok = [t for t in ln.replace("\t", " ").split(" ") if t]
         if n == 1:
-            if tok != ["tilepipe-visit", "2"]:
-                raise Usage('%s:1: bad header, want "tilepipe-visit 2"' % path)
+            if tok != ["tilepipe-visit", "3"]:
+                raise Usage('%s:1: bad header, want "tilepipe-visit 3"' % path)
             continue
         if not tok:
             raise Usage("%s:%d: empty line" % (path, n))
         if tok[0] == "param":
+            missing = ['"pool %s"' % p for p in POOLS if p not in v["pools"]]
+            if missing:
+                raise Usage("%s:%d: param before %s" % (path, n, " and ".join(missing)))
             parse_param(path, n, tok, v["params"])
+        elif tok[0] == "pool":
+            parse_pool(path, n, tok, v["pools"])
         elif tok[0] == "threads":
             if "threads" in v:
                 raise Usage('%s:%d: duplicate key "threads"' % (path, n))
@@ -827,27 +925,31 @@ def parse_visit(path):
             raise Usage('%s:%d: unknown key "%s"' % (path, n, tok[0]))
     if "threads" not in v:
         raise Usage('%s: missing key "threads"' % path)
+    for pool in POOLS:
+        if pool not in v["pools"]:
+            raise Usage('%s: missing key "pool %s"' % (path, pool))
     if not any(p["role"] == "output" for p in v["params"]):
         raise Usage("%s: no output param" % path)
     return v
 
 
-def check_input_values(torch, op, t, dims):
+def check_input_values(torch, op, t, dims, where):
     """Rejects inputs the op is undefined on (the case generator never makes
-    them; this makes a wrong input a usage error, not a wrong result)."""
+    them; this makes a wrong input a usage error, not a wrong result).
+    where names the set ("warm set 0")."""
     if op == "embedding":
         lo, hi, name = 0, dims["V"], "I"
     elif op == "cross_entropy":
         lo, hi, name = 0, dims["N"], "T"
     else:
         if op in ("argmax", "topk", "sort", "max") and bool(t["X"].isnan().any()):
-            raise Usage("input X holds NaN; %s is defined only without NaN" % op)
+            raise Usage("input X %s holds NaN; %s is defined only without NaN" % (where, op))
         return
     x = t[name]
     bad = ((x < lo) | (x >= hi)).nonzero()
     if bad.numel():
         i = int(bad[0, 0])
-        raise Usage("input %s element %d = %d, want in [%d, %d)" % (name, i, int(x[i]), lo, hi))
+        raise Usage("input %s %s element %d = %d, want in [%d, %d)" % (name, where, i, int(x[i]), lo, hi))
 
 
 def check_fds():
@@ -906,32 +1008,50 @@ class Commands:
             self.buf += b
 
 
-def parse_run(line):
-    """(SEQ, N) of "run SEQ N"."""
+def parse_command(line):
+    """(KIND, SEQ, N) of "run SEQ N" or "fresh SEQ N"; KIND is b"run" or
+    b"fresh"."""
     tok = line.split(b" ")
-    if len(tok) == 3 and tok[0] == b"run":
+    if len(tok) == 3 and tok[0] in (b"run", b"fresh"):
         seq, n = parse_u64(tok[1].decode("ascii", "replace"), MAX_SEQ), parse_u64(tok[2].decode("ascii", "replace"), MAX_CALLS)
         if seq is not None and n is not None:
-            return seq, n
-    raise Usage('command "%s": want "run SEQ N" or "end"' % line.decode("ascii", "backslashreplace"))
+            return tok[0], seq, n
+    raise Usage('command "%s": want "run SEQ N", "fresh SEQ N" or "end"' % line.decode("ascii", "backslashreplace"))
 
 
-def serve(entry, sync, divisor):
-    """Answers "run SEQ N" until "end": N back-to-back calls between two
-    clock reads (one sync after them), answered with the timer's own
-    span. Returns the reason of the first call that raised, or ''."""
-    clock, repeat = time.perf_counter_ns, itertools.repeat
+def serve(warm, fresh, sync, divisor):
+    """Answers "run SEQ N" and "fresh SEQ N" until "end": N back-to-back
+    calls between two clock reads (one sync after them), answered with the
+    timer's own span. Call i of the run samples, counted across them, is
+    warm[i mod K]; the one fresh sample calls fresh[0..N-1]. Returns the
+    reason of the first call that raised, or ''."""
+    clock, cycle, islice = time.perf_counter_ns, itertools.cycle, itertools.islice
+    # rotations[c]: the warm entries starting at set c, so a sample starts
+    # where the last one stopped without skipping through a cycle.
+    rotations = [tuple(warm[c:] + warm[:c]) for c in range(len(warm))]
+    cursor, fresh_done = 0, False
     cmds = Commands(CMD_FD)
     failure = ""
     while True:
         line = cmds.next()
         if line == b"end":
             return failure
-        seq, n = parse_run(line)
+        kind, seq, n = parse_command(line)
+        if kind == b"run":
+            calls = islice(cycle(rotations[cursor]), n)
+            cursor = (cursor + n) % len(warm)
+        else:
+            what = line.decode("ascii", "backslashreplace")
+            if fresh_done:
+                raise Usage('command "%s": a second "fresh" (at most one per visit)' % what)
+            if not 1 <= n <= len(fresh):
+                raise Usage('command "%s": want 1 <= N <= %d (the fresh sets)' % (what, len(fresh)))
+            fresh_done = True
+            calls = fresh[:n]
         err = None
         t0 = clock()
         try:
-            for _ in repeat(None, n):
+            for entry in calls:
                 entry()
             sync()
         except Exception as e:  # fails the final report, as a non-zero return does in C
@@ -962,25 +1082,12 @@ def finish():
     os._exit(0)
 
 
-def visit(opts):
-    v = parse_visit(opts["visit"])
-    threads = v["threads"]
-    for k in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS"):
-        os.environ[k] = str(threads)
-
-    import torch
-
-    torch.set_num_threads(threads)
-    op, dims = opts["op"], opts["dims"]
-    policy = output_policy(op, torch, opts["ranking"])
-    nthreads = torch.get_num_threads()
-
-    sig = signature(op, dims, opts["dtype"])
+def check_params(v, op, sig):
+    """The visit's params must be op's signature: names, roles and order,
+    then each param's dtype, byte count and (where given) shape."""
     got = [(p["name"], p["role"]) for p in v["params"]]
     if got != [(n, r) for n, r, _, _ in sig]:
         raise Usage("visit params %s do not match op %s's signature %s" % (got, op, [(n, r) for n, r, _, _ in sig]))
-    # Step 1.
-    bufs, t = [], {}
     for p, (name, role, dtype, shape) in zip(v["params"], sig):
         nb = DTYPE_SIZE[dtype]
         for d in shape:
@@ -988,52 +1095,64 @@ def visit(opts):
         if p["dtype"] != dtype or p["bytes"] != nb or (p["shape"] and p["shape"] != shape):
             raise Usage("param %s: visit says %s %d bytes %s, op %s wants %s %d bytes %s" % (
                 name, p["dtype"], p["bytes"], p["shape"], op, dtype, nb, shape))
-        b = Buffer(torch, name, role, dtype, shape, nb)
-        if role == "input":
-            b.load(p["path"])
-        bufs.append(b)
-        t[name] = b.typed
-    outs = [b for b in bufs if b.role == "output"]
-    check_input_values(torch, op, t, dims)
+        p["shape"] = list(shape)
 
-    entry = make_entry(op, t, opts, torch, {b.name: b for b in bufs})
+
+def visit(opts):
+    v = parse_visit(opts["visit"])
+    op, dims = opts["op"], opts["dims"]
+    check_params(v, op, signature(op, dims, opts["dtype"]))
+    # Every memory file, mapped, before torch starts: a wrong descriptor is
+    # a usage error.
+    files = [{pool: MemFile(p, v["pools"][pool]) for pool in POOLS} for p in v["params"]]
+    threads = v["threads"]
+    for k in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS"):
+        os.environ[k] = str(threads)
+
+    import torch
+
+    # Inputs are read-only mappings; torch warns that it cannot make a
+    # read-only tensor of one. No input is written (a write would fault).
+    warnings.filterwarnings("ignore", message="The given buffer is not writable", category=UserWarning)
+    torch.set_num_threads(threads)
+    policy = output_policy(op, torch, opts["ranking"])
+    nthreads = torch.get_num_threads()
+
+    # sets[pool][s]: param name -> Buffer of set s, in signature order.
+    sets = {pool: [dict(zip((p["name"] for p in v["params"]), bs))
+                   for bs in zip(*(f[pool].buffers(torch) for f in files))]
+            for pool in POOLS}
+    for pool in POOLS:
+        for s, bs in enumerate(sets[pool]):
+            check_input_values(torch, op, {n: b.typed for n, b in bs.items()}, dims, "%s set %d" % (pool, s))
+    outfiles = [f[pool] for f in files for pool in POOLS if f[pool].role == "output"]
+    for f in outfiles:
+        f.watch(torch)
+
+    # One entry per set; the test ops count calls over all of them.
+    eo = dict(opts, calls=[0], warm_sets=len(sets["warm"]))
+    entries = {pool: [make_entry(op, {n: b.typed for n, b in bs.items()}, eo, torch, bs) for bs in sets[pool]]
+               for pool in POOLS}
     cuda = opts["device"] == "cuda"
     sync = torch.cuda.synchronize if cuda else (lambda: None)
 
     checks = Checks()
     try:
-        # Steps 2-6.
-        for b in outs:
-            b.poison(POISON1[b.dtype])
-        call_checked(torch, entry, bufs, POISON1, checks)
-        first = {b.name: b.data.clone() for b in outs}
-        # Step 7.
-        for b in outs:
-            b.poison(POISON2[b.dtype])
-        call_checked(torch, entry, bufs, POISON2, checks)
-        for b in outs:
-            i = first_diff(torch, b.data, first[b.name])
-            if i >= 0:
-                raise CheckFailed("repeat", "not_repeatable: %s byte %d" % (b.name, i))
-        checks.passed("repeat")
+        for s, (entry, bs) in enumerate(zip(entries["warm"], sets["warm"])):
+            validate_set(entry, s, [b for b in bs.values() if b.role == "output"], outfiles, checks)
     except CheckFailed as e:
         send(status_report("validated", e.reason, checks.failed(e.check), nthreads, policy))
         finish()
-
-    # Step 8.
-    for b, p in zip(bufs, v["params"]):
-        if b.role == "output":
-            write_atomic(b.name, p["path"], ctypes.string_at(first[b.name].data_ptr(), b.nbytes))
     send(status_report("validated", "", None, nthreads, policy))
 
-    failure = serve(entry, sync, LIAR_DIVISOR if op == "_liar" else 1)
+    failure = serve(entries["warm"], entries["fresh"], sync, LIAR_DIVISOR if op == "_liar" else 1)
 
-    # After timing: the timed calls, then checks 4 and 6 again.
+    # After timing: the timed calls, then the guards again. The inputs
+    # check passes: the input mappings are read-only views of sealed files.
     reason, states = failure, checks.failed(None)
     if not reason:
         try:
-            check_guards(torch, bufs, " (after timing)")
-            check_inputs(torch, bufs, " (after timing)")
+            check_guards(outfiles, " (after timing)")
         except CheckFailed as e:
             reason, states = e.reason, checks.failed(e.check)
     send(status_report("final", reason, states))

@@ -10,7 +10,9 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
+#include <stdlib.h>
 #include <sys/ipc.h>
+#include <sys/mman.h>
 #include <sys/shm.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -117,8 +119,91 @@ static void kernel(void *const *buf, float **outp, int *outn, float **inp) {
 }
 
 /* ---- run-time adversaries: each tries to move a measurement from inside
- * the timer (docs/threat-model.md, attack classes). Calls 1 and 2 are the
- * timer's validation calls; later calls are replay's. ---- */
+ * the timer (docs/threat-model.md, attack classes). Calls 1 to 4 are the
+ * timer's validation calls (two warm sets, two calls each); later calls
+ * are replay's. ---- */
+#define VALIDATION_CALLS 4
+
+#if defined(OP_GEMM)
+/* rows computes rows [r0, r1) of C. */
+static void rows(void *const *buf, int r0, int r1) {
+  const float *A = buf[0], *B = buf[1];
+  float *C = buf[2];
+  for (int i = r0; i < r1; i++)
+    for (int j = 0; j < N; j++) C[i * N + j] = naive_dot(A + i * K, B + j, K, N);
+}
+
+static int is_poison(const float *x) {
+  uint32_t b;
+  memcpy(&b, x, 4);
+  return b == 0x7FC0DEADu || b == 0x7FC0BEEFu;
+}
+
+/* add_ulps moves C[0] by u units in the last place: within any bound. */
+static void add_ulps(float *c, unsigned u) {
+  uint32_t b;
+  memcpy(&b, c, 4);
+  b += u;
+  memcpy(c, &b, 4);
+}
+#endif
+
+#if defined(ADVERSARY_PARTIAL_SEEN) || defined(ADVERSARY_CACHE_POINTER)
+/* seen remembers output pointers: a table of 8192 slots. */
+static void *seen_slot[8192];
+static float seen_copy[8192][M * N];
+static int seen(void *p, int *slot) {
+  uintptr_t h = ((uintptr_t)p >> 6) * 0x9E3779B97F4A7C15u;
+  int i = (int)(h >> 51);
+  for (int n = 0; n < 8192; n++, i = (i + 1) & 8191) {
+    if (seen_slot[i] == p) { *slot = i; return 1; }
+    if (!seen_slot[i]) { seen_slot[i] = p; *slot = i; return 0; }
+  }
+  *slot = -1;
+  return 0;
+}
+#endif
+
+#if defined(ADVERSARY_CACHE_CONTENT)
+/* A cache keyed by 8 sampled elements of A and B. */
+struct entry { float key[16]; float c[M * N]; int used; };
+static struct entry cache[4096];
+static int lookup(const float *A, const float *B, struct entry **e) {
+  float key[16];
+  for (int i = 0; i < 8; i++) key[i] = A[i * 31 % (M * K)], key[8 + i] = B[i * 37 % (K * N)];
+  uint32_t h = 2166136261u;
+  for (int i = 0; i < 16; i++) {
+    uint32_t b;
+    memcpy(&b, &key[i], 4);
+    h = (h ^ b) * 16777619u;
+  }
+  *e = &cache[h % 4096];
+  if ((*e)->used && memcmp((*e)->key, key, sizeof key) == 0) return 1;
+  memcpy((*e)->key, key, sizeof key);
+  (*e)->used = 1;
+  return 0;
+}
+#endif
+
+#if defined(ADVERSARY_BACKGROUND)
+/* A worker computes what the calls only queue. */
+static void *const *queue[1 << 16][3];
+static volatile unsigned qhead, qtail;
+static void *worker(void *arg) {
+  (void)arg;
+  for (;;) {
+    while (qtail == qhead) sched_yield();
+    void *const *b = (void *const *)queue[qtail % (1 << 16)];
+    rows(b, 0, M);
+    __atomic_store_n(&qtail, qtail + 1, __ATOMIC_RELEASE);
+  }
+  return NULL;
+}
+#endif
+
+#if defined(ADVERSARY_BAKED) || defined(ADVERSARY_BAKED_PARTIAL)
+#include "baked.h" /* baked[M * N]: the answers for capture's inputs */
+#endif
 
 #if defined(ADVERSARY_PEEK_ANSWERS) || defined(ADVERSARY_PEEK_HOME) || defined(ADVERSARY_TMP_ANSWERS) || defined(ADVERSARY_SHM_ANSWERS)
 /* A pure cheater: its output comes only from answers found outside the
@@ -176,13 +261,13 @@ static int adversary(unsigned calls, void *const *buf) {
   (void)calls;
   (void)buf;
 #if defined(ADVERSARY_PRINT_REPORT)
-  if (calls == 3) {
+  if (calls == VALIDATION_CALLS + 1) {
     printf("{\"protocol\": 1, \"status\": \"ok\", \"reason\": \"\", \"calls_per_sample\": 1024, \"batch_ns\": [1000, 1000]}\n");
     fflush(stdout);
   }
 #elif defined(ADVERSARY_FORGE_REPORT)
   /* Answer replay's first warm-up command itself, at once. */
-  if (calls == 3) {
+  if (calls == VALIDATION_CALLS + 1) {
     static const char forged[] = "{\"type\": \"sample\", \"seq\": 1, \"calls\": 1, \"ns\": 1}\n";
     if (write(4, forged, sizeof forged - 1) < 0) return 0;
   }
@@ -228,8 +313,136 @@ static int adversary(unsigned calls, void *const *buf) {
         _exit(0);
       }
 #elif defined(ADVERSARY_HANG)
-  if (calls == 3)
+  if (calls == VALIDATION_CALLS + 1)
     for (;;) pause();
+#elif defined(ADVERSARY_SKIP_UNPOISONED)
+  /* Computes only while the output holds the timer's poison. */
+  if (!is_poison(&((float *)buf[2])[0])) return 1;
+#elif defined(ADVERSARY_SKIP_UNPOISONED_ANY)
+  {
+    const float *C = buf[2];
+    int any = 0;
+    for (int i = 0; i < M * N && !any; i++) any = is_poison(&C[i]);
+    if (!any) return 1;
+  }
+#elif defined(ADVERSARY_FIRST_CALLS)
+  /* Computes the validation calls, then nothing. */
+  if (calls > VALIDATION_CALLS) return 1;
+#elif defined(ADVERSARY_FIRST_CALLS_WARM)
+  /* Computes into the warm-up too, so every warm set is whole again. */
+  if (calls > VALIDATION_CALLS + 64) return 1;
+#elif defined(ADVERSARY_PARTIAL_POISON)
+  /* Everything on a poisoned output, else a quarter of the rows. */
+  if (!is_poison(&((float *)buf[2])[0])) {
+    int q = (int)(calls % 4);
+    rows(buf, q * M / 4, (q + 1) * M / 4);
+    return 1;
+  }
+#elif defined(ADVERSARY_PARTIAL_SEEN)
+  /* Everything on a poisoned output or one it has not seen, else one
+   * row in 16. */
+  {
+    int slot;
+    if (seen(buf[2], &slot) && !is_poison(&((float *)buf[2])[0]) && slot >= 0) {
+      static unsigned turn[8192];
+      int r = (int)(turn[slot]++ % 16) * M / 16;
+      rows(buf, r, r + M / 16 > r ? r + M / 16 : r + 1);
+      return 1;
+    }
+  }
+#elif defined(ADVERSARY_CACHE_POINTER)
+  /* The answer for an output pointer is remembered and copied back. */
+  {
+    int slot;
+    if (seen(buf[2], &slot) && calls > VALIDATION_CALLS) {
+      memcpy(buf[2], seen_copy[slot], sizeof seen_copy[slot]);
+      return 1;
+    }
+    rows(buf, 0, M);
+    if (slot >= 0) memcpy(seen_copy[slot], buf[2], sizeof seen_copy[slot]);
+    return 1;
+  }
+#elif defined(ADVERSARY_CACHE_CONTENT)
+  {
+    struct entry *e;
+    if (lookup(buf[0], buf[1], &e) && calls > VALIDATION_CALLS) {
+      memcpy(buf[2], e->c, sizeof e->c);
+      return 1;
+    }
+    rows(buf, 0, M);
+    memcpy(e->c, buf[2], sizeof e->c);
+    return 1;
+  }
+#elif defined(ADVERSARY_BACKGROUND)
+  /* Validation is computed at once; later calls only queue the work. */
+  if (calls > VALIDATION_CALLS) {
+    static int started;
+    if (!started) {
+      pthread_t t;
+      started = pthread_create(&t, NULL, worker, NULL) == 0;
+    }
+    if (qhead - qtail < (1 << 16)) {
+      memcpy(queue[qhead % (1 << 16)], buf, 3 * sizeof *buf);
+      __atomic_store_n(&qhead, qhead + 1, __ATOMIC_RELEASE);
+    }
+    return 1;
+  }
+#elif defined(ADVERSARY_DEFERRED)
+  /* Each call computes the one before it: the last call's work is late. */
+  if (calls > VALIDATION_CALLS) {
+    static void *prev[3];
+    if (prev[2]) rows(prev, 0, M);
+    memcpy(prev, buf, sizeof prev);
+    return 1;
+  }
+#elif defined(ADVERSARY_SCRATCH_RESTORE)
+  /* Uses A[0] as scratch and puts it back. */
+  {
+    volatile float *a = buf[0];
+    float keep = a[0];
+    a[0] = 0.0f;
+    a[0] = keep;
+  }
+#elif defined(ADVERSARY_SCRATCH_REMAP)
+  /* Maps a private writable copy over A's page, to write A freely. */
+  if (calls == 1) {
+    static unsigned char save[4096];
+    void *page = (void *)((uintptr_t)buf[0] & ~(uintptr_t)4095);
+    memcpy(save, page, sizeof save);
+    if (mmap(page, sizeof save, PROT_READ | PROT_WRITE, MAP_FIXED | MAP_PRIVATE | MAP_ANONYMOUS, -1, 0) == page)
+      memcpy(page, save, sizeof save);
+  }
+#elif defined(ADVERSARY_FAR_WRITE)
+  ((volatile float *)buf[2])[(1 << 16) / 4] = 0.0f;
+#elif defined(ADVERSARY_FAR_WRITE_BEFORE)
+  ((volatile float *)buf[2])[-(1 << 16) / 4] = 0.0f;
+#elif defined(ADVERSARY_UNINIT_MALLOC)
+  /* Adds a byte of a fresh, never written allocation to C[0]. */
+  {
+    rows(buf, 0, M);
+    unsigned char *s = malloc(256 << 10);
+    if (s) add_ulps(&((float *)buf[2])[0], s[100] & 7);
+    free(s);
+    return 1;
+  }
+#elif defined(ADVERSARY_UNINIT_SCRATCH)
+  /* The same with a small scratch buffer, reused from call to call. */
+  {
+    rows(buf, 0, M);
+    unsigned char *s = malloc(64);
+    if (s) add_ulps(&((float *)buf[2])[0], s[40] & 7);
+    free(s);
+    return 1;
+  }
+#elif defined(ADVERSARY_BAKED)
+  /* The answers for capture's inputs, baked in when it was built. */
+  memcpy(buf[2], baked, sizeof baked_bytes);
+  return 1;
+#elif defined(ADVERSARY_BAKED_PARTIAL)
+  /* Baked answers for the first half of C, computed for the rest. */
+  memcpy(buf[2], baked, sizeof baked_bytes / 2);
+  rows(buf, M / 2, M);
+  return 1;
 #elif defined(ADVERSARY_FLOOD)
   if (calls == 1) {
     static char junk[1 << 16];

@@ -16,12 +16,19 @@
  *   crash             raises SIGSEGV on the first call
  *   cached            writes C on the first call only, as a result cache would
  *   secondfailrc      returns 4 from the second call on
- *   latefailrc        returns 5 from the third call on (inside timing)
- *   lateoverrun       writes one float past C from the third call on
- *   latemutate        flips the low bit of A[0] on the third call
+ *   latefailrc        returns 5 from the fifth call on (inside timing: two
+ *                     warm sets take four validation calls)
+ *   lateoverrun       writes one float past C from the fifth call on
+ *   latemutate        flips the low bit of A[0] on the fifth call
+ *   farwrite          writes C, then one float 64 KiB past its start
+ *   scratch           uses A[5] as scratch and restores it
+ *   remap             replaces A's page with a private writable copy
  */
+#define _GNU_SOURCE
 #include <signal.h>
+#include <stdint.h>
 #include <string.h>
+#include <sys/mman.h>
 
 #if !defined(M) || !defined(N) || !defined(K) || !defined(FAULT)
 #error "define M, N, K and FAULT"
@@ -41,6 +48,9 @@
 #define FAULT_latefailrc 12
 #define FAULT_lateoverrun 13
 #define FAULT_latemutate 14
+#define FAULT_farwrite 15
+#define FAULT_scratch 16
+#define FAULT_remap 17
 #define CAT_(a, b) a##b
 #define CAT(a, b) CAT_(a, b)
 #define SEL CAT(FAULT_, FAULT)
@@ -114,16 +124,36 @@ int tilepipe_entry(void *const *buffers)
 	C[0] += 1.0f;
 #endif
 #if SEL == FAULT_latefailrc
-	if (call >= 3)
+	if (call >= 5)
 		return 5;
 #endif
 #if SEL == FAULT_lateoverrun
-	if (call >= 3)
+	if (call >= 5)
 		C[M * N] = 1.0f;
 #endif
 #if SEL == FAULT_latemutate
-	if (call == 3)
+	if (call == 5)
 		flip_low_bit(&A[0]);
+#endif
+#if SEL == FAULT_farwrite
+	C[(1 << 16) / sizeof *C] = 1.0f;
+#endif
+#if SEL == FAULT_scratch
+	{
+		volatile float *a = A;
+		float keep = a[5];
+		a[5] = 0.0f;
+		a[5] = keep;
+	}
+#endif
+#if SEL == FAULT_remap
+	if (call == 1) {
+		static unsigned char save[4096];
+		void *page = (void *)((uintptr_t)A & ~(uintptr_t)4095);
+		memcpy(save, page, sizeof save);
+		if (mmap(page, sizeof save, PROT_READ | PROT_WRITE, MAP_FIXED | MAP_PRIVATE | MAP_ANONYMOUS, -1, 0) == page)
+			memcpy(page, save, sizeof save);
+	}
 #endif
 	return 0;
 }

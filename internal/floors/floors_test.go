@@ -1,4 +1,4 @@
-package audit
+package floors
 
 import (
 	"testing"
@@ -22,8 +22,8 @@ func TestMinBytes(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if got := minBytes(tc.c, sig); got != tc.want {
-			t.Errorf("minBytes(%s) = %d, want %d", tc.c.Op, got, tc.want)
+		if got := MinBytes(tc.c, sig); got != tc.want {
+			t.Errorf("MinBytes(%s) = %d, want %d", tc.c.Op, got, tc.want)
 		}
 	}
 }
@@ -38,16 +38,16 @@ func TestFlopPeakAndFlops(t *testing.T) {
 		{"bf16", 2 * 2000e6 * 1.5 * 2048}, // AMX
 		{"f16", 2 * 2000e6 * 1.5 * 64},    // no amx_fp16 or avx512_fp16 here: the FP32 peak
 	} {
-		if got, why := flopPeak(env, tc.dtype); got != tc.want {
-			t.Errorf("flopPeak(%s) = %g (%s), want %g", tc.dtype, got, why, tc.want)
+		if got, why := FlopPeak(env, tc.dtype); got != tc.want {
+			t.Errorf("FlopPeak(%s) = %g (%s), want %g", tc.dtype, got, why, tc.want)
 		}
 	}
-	if got, _ := flopPeak(artifacts.Environment{CPUs: 2}, "f32"); got != 0 {
-		t.Errorf("flopPeak(no clock) = %g, want 0 (no compute floor)", got)
+	if got, _ := FlopPeak(artifacts.Environment{CPUs: 2}, "f32"); got != 0 {
+		t.Errorf("FlopPeak(no clock) = %g, want 0 (no compute floor)", got)
 	}
 	att := oracle.Case{Op: "attention", Dims: map[string]int{"B": 1, "Hq": 2, "Hkv": 1, "Q": 2, "K": 4, "D": 3, "Dv": 5}}
 	// Query 0 sees 3 keys, query 1 sees 4: 7 visible scores per head.
-	if got, want := flops(att), 2.0*1*2*7*(3+5); got != want {
-		t.Errorf("flops(attention) = %g, want %g", got, want)
+	if got, want := Flops(att), 2.0*1*2*7*(3+5); got != want {
+		t.Errorf("Flops(attention) = %g, want %g", got, want)
 	}
 }

@@ -1,0 +1,155 @@
+// Package floors measures what a machine's memory and arithmetic can
+// deliver, so that a time below what physics allows is a failure
+// (docs/threat-model.md, "impossible times"). Replay measures and records
+// the floors; the audit re-applies the recorded ones.
+package floors
+
+import (
+	"fmt"
+	"runtime"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/tilepipe/tilepipe/artifacts"
+	"github.com/tilepipe/tilepipe/oracle"
+)
+
+// MinBytes is what a case must at least read and write: every tensor once,
+// except that a gather (embedding) reads only the table rows its ids name.
+func MinBytes(c oracle.Case, sig []oracle.Param) int {
+	n := 0
+	for _, p := range sig {
+		if c.Op == "embedding" && p.Name == "E" {
+			n += c.Dims["M"] * c.Dims["D"] * oracle.DtypeSize(p.Dtype)
+			continue
+		}
+		n += p.Bytes()
+	}
+	return n
+}
+
+// Flops is the multiply-add work a matrix op cannot avoid (two flops per
+// term); attention counts only the keys its causal mask leaves visible.
+func Flops(c oracle.Case) float64 {
+	d := func(k string) float64 { return float64(c.Dims[k]) }
+	switch c.Op {
+	case "gemm", "gemm_relu", "gemm_gelu":
+		return 2 * d("M") * d("N") * d("K")
+	case "bmm":
+		return 2 * d("B") * d("M") * d("N") * d("K")
+	case "gemv":
+		return 2 * d("M") * d("K")
+	case "attention":
+		Q, K := d("Q"), d("K")
+		visible := Q*(K-Q) + Q*(Q+1)/2 // query q sees keys 0..q+K-Q
+		return 2 * d("B") * d("Hq") * visible * (d("D") + d("Dv"))
+	}
+	return 0
+}
+
+// Slack divides each floor, so that only times well below it warn.
+const Slack = 2
+
+var sink byte
+
+// TouchBandwidth measures the bytes per second this machine reads plus
+// writes with Go's copy when the working set (sources and destinations
+// together) is n bytes, split over the replay's threads, so it sits in the
+// same level of the cache hierarchy as the kernel's data: the best of
+// several timed rounds of warm copies.
+func TouchBandwidth(n, threads int) float64 {
+	threads = max(1, threads)
+	part := max(2048, n/(2*threads))
+	src, dst := make([][]byte, threads), make([][]byte, threads)
+	for i := range src {
+		src[i], dst[i] = make([]byte, part), make([]byte, part)
+		for j := range src[i] {
+			src[i][j] = byte(j)
+		}
+	}
+	reps := max(1, (32<<20)/part)
+	best := time.Duration(1 << 62)
+	for t := 0; t < 10; t++ {
+		var wg sync.WaitGroup
+		start := time.Now()
+		for i := 0; i < threads; i++ {
+			wg.Add(1)
+			go func(s, d []byte) {
+				defer wg.Done()
+				for r := 0; r < reps; r++ {
+					copy(d, s)
+				}
+			}(src[i], dst[i])
+		}
+		wg.Wait()
+		if d := time.Since(start); d < best {
+			best = d
+		}
+	}
+	for i := range dst {
+		sink ^= dst[i][part-1]
+	}
+	return float64(2*part*threads) * float64(reps) / best.Seconds()
+}
+
+// WarmUp keeps every core busy copying for d.
+func WarmUp(d time.Duration) {
+	var wg sync.WaitGroup
+	for i := 0; i < runtime.NumCPU(); i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			a, b := make([]byte, 1<<20), make([]byte, 1<<20)
+			for end := time.Now().Add(d); time.Now().Before(end); {
+				copy(a, b)
+			}
+		}()
+	}
+	wg.Wait()
+}
+
+// FlopPeak is cores x clock x flops per cycle of the machine env describes,
+// for matrix arithmetic on the case's storage dtype: FP32 FMA (two units of
+// 16 lanes with AVX-512, 8 with AVX2+FMA, else 4 lanes without FMA); for
+// bf16 and f16, AMX tiles (1024 multiply-adds per cycle) or AVX-512
+// BF16/FP16 dot products where the CPU has them.
+func FlopPeak(env artifacts.Environment, dtype string) (float64, string) {
+	if env.CPUMHz == 0 || env.CPUs == 0 {
+		return 0, "unknown clock: no compute floor"
+	}
+	has := func(f string) bool { return slices.Contains(env.CPUFlags, f) }
+	perCycle, isa := 8.0, "SSE"
+	switch {
+	case dtype == "bf16" && has("amx_bf16"), dtype == "f16" && has("amx_fp16"):
+		perCycle, isa = 2048, "AMX "+dtype
+	case dtype == "bf16" && has("avx512_bf16"), dtype == "f16" && has("avx512_fp16"):
+		perCycle, isa = 128, "AVX-512 "+dtype
+	case has("avx512f"):
+		perCycle, isa = 64, "AVX-512 FMA"
+	case has("avx2") && has("fma"):
+		perCycle, isa = 32, "AVX2 FMA"
+	}
+	// Turbo can exceed the reported clock; allow 1.5x.
+	peak := float64(env.CPUs) * env.CPUMHz * 1e6 * 1.5 * perCycle
+	return peak, fmt.Sprintf("%.0f GFLOP/s = %d cores x %.0f MHz x 1.5 turbo x %g flop/cycle %s", peak/1e9, env.CPUs, env.CPUMHz, perCycle, isa)
+}
+
+// ColdBytes is the working set of a cold call: every byte of every tensor
+// of one buffer set.
+func ColdBytes(sig []oracle.Param) int {
+	n := 0
+	for _, p := range sig {
+		n += p.Bytes()
+	}
+	return n
+}
+
+// ColdSize is the buffer ColdBandwidth streams through: far beyond any
+// cache, so every byte comes from memory.
+const ColdSize = 256 << 20
+
+// ColdBandwidth is the read+write bandwidth of Go's copy over ColdSize
+// bytes with threads threads: what a kernel whose data is in memory, not
+// in cache, can at best get.
+func ColdBandwidth(threads int) float64 { return TouchBandwidth(ColdSize, threads) }
