@@ -73,6 +73,9 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 			return nil, fmt.Errorf("cohort %s: case id %q: want letters, digits, '.', '_' or '-' (it names files)", cfg.Cohort, c.ID)
 		}
 	}
+	if err := discriminating(cfg, co.Cases); err != nil {
+		return nil, err
+	}
 	routes, err := resolveRoutes(cfg)
 	if err != nil {
 		return nil, err
@@ -212,6 +215,26 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	}
 	res.Manifest, res.Doc = md.Digest, doc
 	return res, nil
+}
+
+// discriminating refuses, before anything is written, a cohort with a case
+// whose bound a trivial output would pass ([oracle.Discriminates]).
+func discriminating(cfg Config, cases []oracle.Case) error {
+	for i, c := range cases {
+		cfg.Progress.Step("capture", i+1, len(cases), c.ID+" discriminates")
+		in, err := oracle.Generate(c)
+		if err != nil {
+			return fmt.Errorf("cohort %s: case %s: generate inputs: %w", cfg.Cohort, c.ID, err)
+		}
+		exp, err := oracle.Reference(c, in)
+		if err != nil {
+			return fmt.Errorf("cohort %s: case %s: oracle: %w", cfg.Cohort, c.ID, err)
+		}
+		if err := oracle.Discriminates(c, in, exp); err != nil {
+			return fmt.Errorf("cohort %s: %w", cfg.Cohort, err)
+		}
+	}
+	return nil
 }
 
 // packet generates the case's inputs, FP64 expected outputs and bounds, and

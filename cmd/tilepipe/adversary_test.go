@@ -321,3 +321,27 @@ func plantShm(t *testing.T, answers []byte) {
 	copy(b, answers)
 	unix.SysvShmDetach(b)
 }
+
+// TestCancellingCaseRefused is the "trivial output on a cancelling case"
+// class: a kernel that writes zeros for a row sum whose terms cancel, or
+// copies X for a sum over one column, would pass such a case's bound. The
+// case is refused at capture, before any route builds or anything is
+// written (oracle.Discriminates).
+func TestCancellingCaseRefused(t *testing.T) {
+	for _, tc := range []struct{ c, want string }{
+		{`{"op": "sum", "dims": {"M": 64, "N": 4096}, "pattern": "adversarial", "seed": 73}`,
+			"non_discriminating: case sum-64x4096-adversarial: output Y filled with all zeros passes its bound (the other outputs right); choose another pattern, size or seed"},
+		{`{"op": "sum", "dims": {"M": 1000, "N": 1}, "seed": 74}`,
+			"non_discriminating: case sum-1000x1: output Y filled with a copy of input X passes its bound (the other outputs right); choose another pattern, size or seed"},
+	} {
+		dir := filepath.Join(t.TempDir(), "cap")
+		co := tinyCohort(t, tc.c)
+		code, out, errs := tp(t, "capture", "--cohort", co, "--routes", "", "--route-exec", testroute.Path(t), "--output", dir)
+		if want := "tilepipe: error: cohort " + co + ": " + tc.want + "\n"; code != exitFailure || !strings.HasSuffix(errs, "\n"+want) {
+			t.Errorf("capture %s = exit %d %q, want exit %d %q\n%s", tc.c, code, errs, exitFailure, want, out)
+		}
+		if _, err := os.Lstat(dir); !os.IsNotExist(err) {
+			t.Errorf("capture %s left %s (%v), want nothing written", tc.c, dir, err)
+		}
+	}
+}
