@@ -248,6 +248,26 @@ type Session struct {
 	// (bytes/s, internal/floors), measured as the session began; it
 	// bounds an honest fresh call (docs/protocol.md, "Memoisation").
 	ColdBandwidth float64 `json:"coldBandwidth"`
+	// ClockHz is one core's measured clock (internal/floors.Clock), and
+	// Floors every case's physical floors measured as the session began.
+	ClockHz float64     `json:"clockHz"`
+	Floors  []CaseFloor `json:"floors"`
+}
+
+// CaseFloor is how fast one case can possibly run on the replay machine
+// (internal/floors): its bytes at the bandwidth measured for its warm
+// working set, its flops at the measured clock times the flags' vector
+// width, each divided by a slack. A row faster than either fails.
+type CaseFloor struct {
+	Case       string  `json:"case"`
+	Bytes      int     `json:"bytes"`      // what one call must read and write
+	WorkingSet int     `json:"workingSet"` // every warm set's bytes
+	Bandwidth  float64 `json:"bandwidth"`  // bytes/s, measured for the working set
+	MemoryNs   float64 `json:"memoryNs"`
+	Flops      float64 `json:"flops,omitempty"`
+	PeakFlops  float64 `json:"peakFlops,omitempty"`
+	ISA        string  `json:"isa,omitempty"`
+	ComputeNs  float64 `json:"computeNs,omitempty"`
 }
 
 // VisitResult is what one visit produced.

@@ -46,15 +46,38 @@ type Check struct {
 	Evidence []string `json:"evidence,omitempty"`
 }
 
-// Report is the audit predicate.
+// Report is the audit predicate. Its verdict is about the checkpoint:
+// "pass" when every digest, link and recomputation holds (Integrity
+// "intact"). Claims are about rows: a row's claim is supported only when
+// the checkpoint is intact and every visit of the row, and of its
+// baseline row, passed every check; only a supported row publishes a ratio.
 type Report struct {
-	Verdict  string            `json:"verdict"` // pass or fail
-	Stages   map[string]string `json:"stages"`  // stage -> manifest digest
-	Checks   []Check           `json:"checks"`
-	Rows     []Row             `json:"rows"` // every (case, route) row of the replay, with the audit's marks
-	Tool     artifacts.Tool    `json:"tool"`
-	Started  time.Time         `json:"startedOn"`
-	Finished time.Time         `json:"finishedOn"`
+	Verdict   string            `json:"verdict"`   // pass or fail: the checkpoint's integrity
+	Integrity string            `json:"integrity"` // intact or broken
+	Claims    Claims            `json:"claims"`
+	Stages    map[string]string `json:"stages"` // stage -> manifest digest
+	// FailedVisits are every visit that failed, with its reason.
+	FailedVisits []FailedVisit  `json:"failedVisits"`
+	Checks       []Check        `json:"checks"`
+	Rows         []Row          `json:"rows"` // every (case, route) row of the replay, with the audit's marks
+	Tool         artifacts.Tool `json:"tool"`
+	Started      time.Time      `json:"startedOn"`
+	Finished     time.Time      `json:"finishedOn"`
+}
+
+// Claims counts the rows whose claim the audit supports.
+type Claims struct {
+	Supported   int `json:"supported"`
+	Unsupported int `json:"unsupported"`
+}
+
+// FailedVisit is one visit that did not pass.
+type FailedVisit struct {
+	Visit  int    `json:"visit"`
+	Round  int    `json:"round"`
+	Case   string `json:"case"`
+	Route  string `json:"route"`
+	Reason string `json:"reason"`
 }
 
 type auditor struct {
@@ -111,12 +134,19 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 
 func (a *auditor) finish(rep *Report) *Report {
 	rep.Checks = a.checks
-	rep.Verdict = "pass"
+	rep.Verdict, rep.Integrity = "pass", "intact"
 	for _, c := range a.checks {
 		if c.Status == Failed {
-			rep.Verdict = "fail"
+			rep.Verdict, rep.Integrity = "fail", "broken"
 		}
 	}
+	rep.FailedVisits = []FailedVisit{}
+	for _, v := range a.rdoc.Visits {
+		if v.Status != artifacts.StatusPassed {
+			rep.FailedVisits = append(rep.FailedVisits, FailedVisit{Visit: v.Index, Round: v.Round, Case: v.Case, Route: v.Route, Reason: v.Reason})
+		}
+	}
+	a.claims(rep)
 	rep.Finished = time.Now().UTC()
 	return rep
 }
@@ -662,18 +692,15 @@ func (a *auditor) memoisation(v artifacts.VisitResult, rows []samples.Row) error
 		return fmt.Errorf("session %d records a memory bandwidth of %.3g B/s, below %.0g", v.Session, bw, MinColdBandwidth)
 	}
 	var ss []visit.Sample
-	fresh := 0
+	fresh, calls := 0, int64(0)
 	for _, r := range rows {
 		ss = append(ss, visit.Sample{Kind: r.Kind, Index: int(r.Index), Calls: r.Calls, SpanNs: r.TotalNs, TimerNs: r.TimerNs})
 		if r.Kind == visit.KindFresh {
-			fresh++
-			if r.Calls != v.FreshCalls {
-				return fmt.Errorf("fresh sample of %d calls, the visit says %d", r.Calls, v.FreshCalls)
-			}
+			fresh, calls = fresh+1, calls+r.Calls
 		}
 	}
-	if fresh != 1 {
-		return fmt.Errorf("%d fresh samples, want 1", fresh)
+	if fresh < 1 || fresh > visit.FreshSamples || calls != v.FreshCalls {
+		return fmt.Errorf("%d fresh samples of %d calls in all, the visit says %d calls (want 1 to %d samples)", fresh, calls, v.FreshCalls, visit.FreshSamples)
 	}
 	var sig []oracle.Param
 	for _, c := range a.cdoc.Cases {
@@ -968,24 +995,44 @@ func MarshalStatement(r *Report) ([]byte, error) {
 	return append(b, '\n'), err
 }
 
-// Markdown renders the report for people.
+// Markdown renders the report for people: the verdicts, then every failed
+// visit with its reason, then the rows (a ratio only where the claim is
+// supported), then the checks and their evidence.
 func Markdown(r *Report) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "# tilepipe audit: %s\n\n", strings.ToUpper(r.Verdict))
+	fmt.Fprintf(&b, "# tilepipe audit: checkpoint %s, %d of %d claims supported\n\n", strings.ToUpper(r.Integrity), r.Claims.Supported, r.Claims.Supported+r.Claims.Unsupported)
+	if len(r.FailedVisits) > 0 {
+		fmt.Fprintf(&b, "## failed visits (%d)\n\n| visit | round | case | route | reason |\n|---|---|---|---|---|\n", len(r.FailedVisits))
+		for _, v := range r.FailedVisits {
+			fmt.Fprintf(&b, "| %d | %d | %s | %s | %s |\n", v.Visit, v.Round+1, v.Case, v.Route, strings.ReplaceAll(v.Reason, "|", `\|`))
+		}
+		b.WriteString("\n")
+	} else {
+		b.WriteString("Every visit passed.\n\n")
+	}
+	b.WriteString("## stages\n\n")
 	for _, k := range []string{artifacts.CaptureType, artifacts.PreparedType, artifacts.ReplayType} {
 		if d, ok := r.Stages[k]; ok {
 			fmt.Fprintf(&b, "- %s `%s`\n", k, d)
 		}
 	}
-	b.WriteString("\n| check | status | summary |\n|---|---|---|\n")
+	if len(r.Rows) > 0 {
+		b.WriteString("\n## claims\n\n| case | route | status | claim | ratio [95% interval] | why not / marks |\n|---|---|---|---|---|---|\n")
+		for _, row := range r.Rows {
+			claim, ratio := "unsupported", "-"
+			if row.Supported {
+				claim = "supported"
+				if row.Ratio != nil {
+					ratio = fmt.Sprintf("%.3f [%.3f – %.3f] %s", row.Ratio.Median, row.Ratio.Lo, row.Ratio.Hi, row.Ratio.Verdict)
+				}
+			}
+			why := strings.Join(append(slices.Clone(row.Marks), row.Why), "; ")
+			fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s |\n", row.Case, row.Route, row.Status, claim, ratio, strings.Trim(strings.ReplaceAll(why, "|", `\|`), "; "))
+		}
+	}
+	b.WriteString("\n## checks\n\n| check | status | summary |\n|---|---|---|\n")
 	for _, c := range r.Checks {
 		fmt.Fprintf(&b, "| %s | %s | %s |\n", c.Name, c.Status, strings.ReplaceAll(c.Summary, "|", `\|`))
-	}
-	if len(r.Rows) > 0 {
-		b.WriteString("\n## rows\n\n| case | route | status | marks |\n|---|---|---|---|\n")
-		for _, row := range r.Rows {
-			fmt.Fprintf(&b, "| %s | %s | %s | %s |\n", row.Case, row.Route, row.Status, strings.Join(row.Marks, ", "))
-		}
 	}
 	for _, c := range r.Checks {
 		if len(c.Evidence) > 0 {

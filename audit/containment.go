@@ -2,6 +2,7 @@ package audit
 
 import (
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/tilepipe/tilepipe/artifacts"
@@ -16,11 +17,60 @@ const (
 )
 
 // Row is one (case, route) claim of the replay with the audit's marks.
+// Supported: the checkpoint is intact, the row and its baseline row passed
+// every visit and every row check, and it ran in a sandbox; Why says
+// otherwise. Ratio, against the baseline, only for a supported row.
 type Row struct {
-	Case   string   `json:"case"`
-	Route  string   `json:"route"`
-	Status string   `json:"status"`
-	Marks  []string `json:"marks,omitempty"`
+	Case      string    `json:"case"`
+	Route     string    `json:"route"`
+	Status    string    `json:"status"`
+	Marks     []string  `json:"marks,omitempty"`
+	Supported bool      `json:"supported"`
+	Why       string    `json:"why,omitempty"`
+	Ratio     *RowRatio `json:"ratio,omitempty"`
+}
+
+// RowRatio is a supported row's paired ratio against the baseline.
+type RowRatio struct {
+	Baseline string  `json:"baseline"`
+	Median   float64 `json:"median"`
+	Lo       float64 `json:"lo"`
+	Hi       float64 `json:"hi"`
+	Verdict  string  `json:"verdict"`
+}
+
+// claims decides, row by row, whether the audit supports the row's claim.
+func (a *auditor) claims(rep *Report) {
+	status := map[[2]string]artifacts.Summary{}
+	for _, s := range a.rdoc.Summary {
+		status[[2]string{s.Case, s.Route}] = s
+	}
+	base := a.rdoc.Config.Baseline
+	for i := range rep.Rows {
+		r := &rep.Rows[i]
+		s := status[[2]string{r.Case, r.Route}]
+		b, hasBase := status[[2]string{r.Case, base}]
+		switch {
+		case rep.Integrity != "intact":
+			r.Why = "the checkpoint is not intact"
+		case s.Status != artifacts.StatusPassed:
+			r.Why = s.Reason
+		case slices.Contains(r.Marks, MarkNoSandbox):
+			r.Why = "timed without a sandbox"
+		case r.Route != base && hasBase && b.Status != artifacts.StatusPassed:
+			r.Why = "its baseline " + base + " did not pass: " + b.Reason
+		default:
+			r.Supported = true
+			if s.RatioPairs > 0 {
+				r.Ratio = &RowRatio{Baseline: base, Median: s.Ratio, Lo: s.RatioLo, Hi: s.RatioHi, Verdict: s.Verdict}
+			}
+		}
+		if r.Supported {
+			rep.Claims.Supported++
+		} else {
+			rep.Claims.Unsupported++
+		}
+	}
 }
 
 // containment re-checks what replay's own clock and accounting recorded

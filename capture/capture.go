@@ -73,9 +73,6 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 			return nil, fmt.Errorf("cohort %s: case id %q: want letters, digits, '.', '_' or '-' (it names files)", cfg.Cohort, c.ID)
 		}
 	}
-	if err := discriminating(cfg, co.Cases); err != nil {
-		return nil, err
-	}
 	routes, err := resolveRoutes(cfg)
 	if err != nil {
 		return nil, err
@@ -92,6 +89,9 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	}
 	irs, abi, err := externalPaths(cfg)
 	if err != nil {
+		return nil, err
+	}
+	if err := discriminating(cfg, co.Cases); err != nil {
 		return nil, err
 	}
 	s, err := artifacts.Create(cfg.Output)
@@ -220,8 +220,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 // discriminating refuses, before anything is written, a cohort with a case
 // whose bound a trivial output would pass ([oracle.Discriminates]).
 func discriminating(cfg Config, cases []oracle.Case) error {
-	for i, c := range cases {
-		cfg.Progress.Step("capture", i+1, len(cases), c.ID+" discriminates")
+	for _, c := range cases {
 		in, err := oracle.Generate(c)
 		if err != nil {
 			return fmt.Errorf("cohort %s: case %s: generate inputs: %w", cfg.Cohort, c.ID, err)

@@ -48,6 +48,6 @@ func Compare(preparedDir, replayDir, baseline string) (artifacts.ReplayDoc, erro
 		return doc, fmt.Errorf("replay %s: samples.arrow: %w", replayDir, err)
 	}
 	doc.Config.Baseline = baseline
-	doc.Summary = Summaries(doc.Cases, doc.Routes, pdoc.Entries, doc.Visits, rows, doc.Config)
+	doc.Summary = Summaries(doc.Cases, doc.Routes, pdoc.Entries, doc.Visits, rows, doc.Config, Floors(doc.Sessions))
 	return doc, nil
 }

@@ -11,6 +11,7 @@ import (
 
 	"github.com/tilepipe/tilepipe/artifacts"
 	"github.com/tilepipe/tilepipe/artifacts/samples"
+	"github.com/tilepipe/tilepipe/internal/floors"
 	"github.com/tilepipe/tilepipe/stats"
 )
 
@@ -50,7 +51,7 @@ func (r *replayer) finish(pr planRecord, done map[int]*artifacts.VisitResult, cl
 	}
 	r.s.Name("samples.arrow", sd)
 	doc.Samples = sd.Digest
-	doc.Summary = Summaries(pr.Cases, pr.Routes, r.pdoc.Entries, doc.Visits, all, pr.Config)
+	doc.Summary = Summaries(pr.Cases, pr.Routes, r.pdoc.Entries, doc.Visits, all, pr.Config, Floors(r.sessions))
 	for _, s := range doc.Summary {
 		if s.Status == artifacts.StatusFailed {
 			res.Failed++
@@ -85,11 +86,21 @@ func (r *replayer) finish(pr planRecord, done map[int]*artifacts.VisitResult, cl
 	return res, nil
 }
 
+// Floors is, per case, the most lenient floor any session measured.
+func Floors(sessions []artifacts.Session) map[string]artifacts.CaseFloor {
+	var all [][]artifacts.CaseFloor
+	for _, s := range sessions {
+		all = append(all, s.Floors)
+	}
+	return floors.Lowest(all)
+}
+
 // Summaries summarizes every (case, route) of the prepared stage: timing
 // order statistics over all batch samples' per-op times, and the paired
 // ratio against the baseline from per-round medians. Rows that were not
-// timed, or had a failed visit, carry their status and reason.
-func Summaries(cases, routes []string, entries []artifacts.Prepared, visits []artifacts.VisitResult, rows []samples.Row, cfg artifacts.ReplayConfig) []artifacts.Summary {
+// timed, or had a failed visit, carry their status and reason; so does a
+// row whose fastest sample is below its case's physical floor (fl).
+func Summaries(cases, routes []string, entries []artifacts.Prepared, visits []artifacts.VisitResult, rows []samples.Row, cfg artifacts.ReplayConfig, fl map[string]artifacts.CaseFloor) []artifacts.Summary {
 	type key struct{ c, r string }
 	perop := map[key][]float64{}
 	perRound := map[key]map[int32][]float64{}
@@ -143,6 +154,11 @@ func Summaries(cases, routes []string, entries []artifacts.Prepared, visits []ar
 				s.Samples, s.MedianNs, s.MinNs, s.MaxNs, s.Q1Ns, s.Q3Ns = sum.N, sum.Median, sum.Min, sum.Max, sum.Q1, sum.Q3
 				if len(channel[k]) > 0 {
 					s.ChannelNs = stats.Median(channel[k])
+				}
+				if f, ok := fl[c]; ok {
+					if why := floors.Below(f, s.MinNs); why != "" {
+						s.Status, s.Reason = artifacts.StatusFailed, why
+					}
 				}
 			}
 			out = append(out, s)

@@ -158,6 +158,9 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	floors.WarmUp(200 * time.Millisecond)
 	sess := artifacts.Session{Index: len(r.sessions), Started: start, ColdBandwidth: floors.ColdBandwidth(1)}
 	r.cfg.Progress.Printf("replay: memory delivers %.1f GB/s to one thread (read+write, %d MiB)", sess.ColdBandwidth/1e9, floors.ColdSize>>20)
+	if err := r.measureFloors(&sess, cases); err != nil {
+		return nil, err
+	}
 	for _, d := range r.deps.List() {
 		if d.VerifiedAt.After(sess.Verified) {
 			sess.Verified = d.VerifiedAt
@@ -234,6 +237,29 @@ func absPath(p string) string {
 		return a
 	}
 	return p
+}
+
+// measureFloors measures this machine's clock and every case's floors
+// (internal/floors) for the session.
+func (r *replayer) measureFloors(sess *artifacts.Session, cases []string) error {
+	flags, err := artifacts.CPUFlags(artifacts.CPUInfoPath)
+	if err != nil {
+		return err
+	}
+	sess.ClockHz = floors.Clock()
+	bw := map[int]float64{}
+	measure := func(n int) float64 {
+		if _, ok := bw[n]; !ok {
+			bw[n] = floors.TouchBandwidth(n, r.cfg.Threads)
+		}
+		return bw[n]
+	}
+	for _, id := range cases {
+		c := r.cases[id]
+		sess.Floors = append(sess.Floors, floors.Case(c.Case, c.Signature, r.cfg.Sets, r.cfg.Threads, sess.ClockHz, flags, measure))
+	}
+	r.cfg.Progress.Printf("replay: one core runs at %.2f GHz; %d cases' floors measured", sess.ClockHz/1e9, len(sess.Floors))
+	return nil
 }
 
 // open verifies the prepared stage, finds its capture and verifies that.

@@ -206,23 +206,30 @@ func (b *buffers) afterValidation(vr *artifacts.VisitResult) error {
 	return nil
 }
 
-// runFresh fills the fresh outputs and runs the fresh sample; its outputs
-// are read the moment its answer arrives.
-func (b *buffers) runFresh(sess *visit.Session, smps []visit.Sample) (visit.Sample, error) {
-	n := visit.FreshCalls(smps, len(b.in.fresh))
-	span, tn, err := sess.Fresh(n)
-	if err != nil {
-		return visit.Sample{}, err
-	}
-	b.freshCalls = n
+// runFresh runs the fresh samples ([visit.FreshPlan]), each on fresh sets
+// no call of the visit has seen; a sample's outputs are read the moment
+// its answer arrives.
+func (b *buffers) runFresh(sess *visit.Session, smps []visit.Sample) ([]visit.Sample, error) {
 	b.fresh = make([][]byte, len(b.freshOut))
-	for i, m := range b.freshOut {
-		for s := range int(n) {
-			b.fresh[i] = append(b.fresh[i], m.Set(s)...)
+	var out []visit.Sample
+	for i, n := range visit.FreshPlan(smps, len(b.in.fresh)) {
+		span, tn, err := sess.Fresh(n)
+		if err != nil {
+			return nil, err
 		}
+		for k, m := range b.freshOut {
+			for s := range int(n) {
+				b.fresh[k] = append(b.fresh[k], m.Set(int(b.freshCalls)+s)...)
+			}
+		}
+		b.freshCalls += n
+		smp := visit.Sample{Kind: visit.KindFresh, Index: i, Calls: n, SpanNs: span.Nanoseconds(), TimerNs: tn}
+		if err := visit.CheckClock(smp); err != nil {
+			return nil, err
+		}
+		out = append(out, smp)
 	}
-	smp := visit.Sample{Kind: visit.KindFresh, Calls: n, SpanNs: span.Nanoseconds(), TimerNs: tn}
-	return smp, visit.CheckClock(smp)
+	return out, nil
 }
 
 // afterTiming checks what the timed calls left: every warm set's outputs
@@ -423,7 +430,7 @@ func (r *replayer) drive(sess *visit.Session, vr *artifacts.VisitResult, e *arti
 	if err != nil {
 		return nil, calls, false, err
 	}
-	smps = append(smps, fresh)
+	smps = append(smps, fresh...)
 	fin, err := sess.End()
 	if err != nil {
 		return nil, calls, false, err

@@ -14,9 +14,13 @@ package routes_test
 // checks; describe never offers them and build answers unsupported. A test
 // selects one by replacing the op after --op in the built process's args.
 //
-// Visits speak protocol 2 (docs/protocol.md, "visit (timers), protocol 2"):
-// the tests start the wrapper through internal/visit, as replay does
-// without a sandbox, and send the run and end commands themselves.
+// Visits speak protocol 3 (docs/protocol.md, "visit (timers), protocol 3"):
+// the tests make the memory files replay makes (sealed inputs of 3 warm
+// and 2 fresh buffer sets, each set's inputs different, and output files
+// read back after the visit) and start the wrapper through internal/visit,
+// as replay does without a sandbox: validation, replay's samples
+// (visit.Session.Drive), the fresh sample on every fresh set, the final
+// report.
 
 import (
 	"bufio"
@@ -244,7 +248,7 @@ func buildCase(t *testing.T, route, op string, dims map[string]int, sig []param,
 type tensors map[string][]float64
 
 // dyadic is a deterministic input in [-1.5625, 1.5625], exact in f16 and
-// bf16; salt keeps tensors apart.
+// bf16; salt (below 101) keeps tensors and buffer sets apart.
 func dyadic(n, salt int) []float64 {
 	x := make([]float64, n)
 	for i := range x {
@@ -255,10 +259,11 @@ func dyadic(n, salt int) []float64 {
 
 // ties draws from {-1, -0.5, ±0, 0.5, 1} with both signed zeros, for the
 // selection ops; row 0 has no positive value, so its maximum is a zero.
-func ties(n, cols int) []float64 {
+// salt shifts the pattern (a buffer set's inputs differ from another's).
+func ties(n, cols, salt int) []float64 {
 	x := make([]float64, n)
 	for i := range x {
-		v := float64((i*7)%5-2) / 2
+		v := float64(((i+salt)*7)%5-2) / 2
 		if i < cols {
 			v = -math.Abs(v)
 		}
@@ -271,36 +276,37 @@ func ties(n, cols int) []float64 {
 }
 
 // ragged has full-mantissa values across six decades, so an FP32 left fold
-// rounds at almost every step (and a double accumulator would differ).
-func ragged(n int) []float64 {
+// rounds at almost every step (and a double accumulator would differ);
+// salt shifts the phase.
+func ragged(n, salt int) []float64 {
 	x := make([]float64, n)
 	for i := range x {
-		x[i] = float64(float32(math.Sin(float64(i)*0.7+1) * []float64{1e-3, 1, 1e3}[i%3]))
+		x[i] = float64(float32(math.Sin(float64(i)*0.7+1+float64(salt)*0.3) * []float64{1e-3, 1, 1e3}[i%3]))
 	}
 	return x
 }
 
 // inputValues picks the inputs of op's tensor p (the route never chooses
-// them).
+// them); salt keeps tensors and buffer sets apart.
 func inputValues(op string, dims map[string]int, p param, salt int) []float64 {
 	n := p.elems()
 	switch {
 	case op == "embedding" && p.Name == "I":
 		x := make([]float64, n)
 		for i := range x {
-			x[i] = float64((i*5 + 1) % dims["V"])
+			x[i] = float64((i*5 + 1 + salt) % dims["V"])
 		}
 		return x
 	case op == "cross_entropy" && p.Name == "T":
 		x := make([]float64, n)
 		for i := range x {
-			x[i] = float64((i * 3) % dims["N"])
+			x[i] = float64((i*3 + salt) % dims["N"])
 		}
 		return x
 	case slices.Contains([]string{"argmax", "max", "topk", "sort"}, op):
-		return ties(n, dims["N"])
+		return ties(n, dims["N"], salt)
 	case op == "scan_ordered":
-		return ragged(n)
+		return ragged(n, salt)
 	}
 	return dyadic(n, salt)
 }
@@ -380,7 +386,8 @@ func decodeValues(dtype string, b []byte) (vals []float64, raw []uint64) {
 	return vals, raw
 }
 
-// inputs writes every input of sig under dir and returns them by name.
+// inputs writes every input of sig under dir as NAME.bin (for a driver
+// that reads files, as the openblas test's does) and returns them by name.
 func inputs(t *testing.T, dir, op string, dims map[string]int, sig []param) tensors {
 	t.Helper()
 	in := tensors{}
@@ -394,20 +401,6 @@ func inputs(t *testing.T, dir, op string, dims map[string]int, sig []param) tens
 		}
 	}
 	return in
-}
-
-// readOutput reads output p written under dir/out.
-func readOutput(t *testing.T, dir string, p param) (vals []float64, raw []uint64) {
-	t.Helper()
-	b, err := os.ReadFile(filepath.Join(dir, "out", p.Name+".bin"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	vals, raw = decodeValues(p.Dtype, b)
-	if len(vals) != p.elems() || len(b) != len(vals)*map[string]int{"f32": 4, "i64": 8, "f16": 2, "bf16": 2}[p.Dtype] {
-		t.Fatalf("%s: %d bytes, want %d %s elements", p.Name, len(b), p.elems(), p.Dtype)
-	}
-	return vals, raw
 }
 
 func gelu(x float64) float64 {
@@ -863,38 +856,168 @@ func TestOpenBLASBuildSignatureMismatch(t *testing.T) {
 	}
 }
 
-// visitFile writes VISIT.txt (protocol 2) for sig with inputs under dir and
-// outputs under dir/out.
-func visitFile(t *testing.T, dir string, sig []param) string {
-	t.Helper()
-	return writeVisitFile(t, dir, "tilepipe-visit 2\nthreads 1\n", sig)
+// Buffer sets of every test visit (docs/protocol.md, "Buffer sets and
+// memory files"): the warm sets the timed samples rotate over, each
+// validated, and the fresh sets of the fresh sample, which runVisit calls
+// on every one of them.
+const (
+	warmSets  = 3
+	freshSets = 2
+)
+
+// pools are the visit's pools in the visit file's order.
+var pools = []string{visit.PoolWarm, visit.PoolFresh}
+
+func poolSets(pool string) int {
+	if pool == visit.PoolWarm {
+		return warmSets
+	}
+	return freshSets
 }
 
-// writeVisitFile writes head and one param line per tensor of sig.
-func writeVisitFile(t *testing.T, dir, head string, sig []param) string {
+var dtypeSize = map[string]int{"f32": 4, "i64": 8, "f16": 2, "bf16": 2}
+
+// bytes is one buffer of p.
+func (p param) bytes() int { return dtypeSize[p.Dtype] * p.elems() }
+
+// fillDraw is the draw of every test visit's fill pattern
+// (visit.FillPattern): what replay writes over the outputs before the
+// timed samples, so a timed call that writes nothing is seen.
+const fillDraw = 0x5eed5eed
+
+// visitCase is one visit of protocol 3: the inputs of every buffer set,
+// the memory files replay hands over and VISIT.txt naming them.
+type visitCase struct {
+	op   string
+	dims map[string]int
+	sig  []param
+	in   map[string][]tensors // pool -> set -> input values; every set's differ
+	mem  []*visit.MemFile     // per param of sig, its warm file then its fresh file: fd 5, 6, 7, ...
+	path string               // VISIT.txt
+	// What runVisit's sampler read when validation passed, by output
+	// name and set: the warm outputs right after the validated report, and
+	// the fresh outputs right after the fresh sample's answer.
+	validated, fresh map[string][][]byte
+}
+
+// newVisitCase draws the inputs of every warm and fresh set of op (edit,
+// when not nil, may change them), puts them in sealed memory files, makes
+// an output file per pool, and writes VISIT.txt.
+func newVisitCase(t *testing.T, op string, dims map[string]int, sig []param, edit func(in map[string][]tensors)) *visitCase {
 	t.Helper()
-	if err := os.MkdirAll(filepath.Join(dir, "out"), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	size := map[string]int{"f32": 4, "i64": 8, "f16": 2, "bf16": 2}
-	var sb strings.Builder
-	sb.WriteString(head)
-	for _, p := range sig {
-		path := filepath.Join(dir, p.Name+".bin")
-		if p.Role == "output" {
-			path = filepath.Join(dir, "out", p.Name+".bin")
+	vc := &visitCase{op: op, dims: dims, sig: sig, in: map[string][]tensors{}}
+	g := 0 // sets of both pools, counted: no two sets get the same inputs
+	for _, pool := range pools {
+		for range poolSets(pool) {
+			in := tensors{}
+			for i, p := range sig {
+				if p.Role == "input" {
+					in[p.Name] = inputValues(op, dims, p, i+len(sig)*g)
+				}
+			}
+			vc.in[pool] = append(vc.in[pool], in)
+			g++
 		}
-		fmt.Fprintf(&sb, "param %s %s %s %d %s", p.Role, p.Name, p.Dtype, size[p.Dtype]*p.elems(), path)
+	}
+	if edit != nil {
+		edit(vc.in)
+	}
+	t.Cleanup(func() {
+		for _, m := range vc.mem {
+			m.Close()
+		}
+	})
+	for _, p := range sig {
+		for _, pool := range pools {
+			l := visit.NewLayout(pool, poolSets(pool), p.bytes())
+			var m *visit.MemFile
+			var err error
+			if p.Role == "input" {
+				var raw [][]byte
+				for _, in := range vc.in[pool] {
+					raw = append(raw, encode(p.Dtype, in[p.Name]))
+				}
+				m, err = visit.NewInput(p.Name, l, raw)
+			} else {
+				m, err = visit.NewOutput(p.Name, l)
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			vc.mem = append(vc.mem, m)
+		}
+	}
+	vc.path = filepath.Join(t.TempDir(), "VISIT.txt")
+	vc.write(t, vc.text())
+	return vc
+}
+
+// text is the well-formed VISIT.txt (protocol 3) of vc, as replay writes
+// it (replay.VisitFile): one thread, both pools, then one line per param
+// of sig naming its warm and fresh memory files.
+func (vc *visitCase) text() string {
+	var sb strings.Builder
+	fmt.Fprintf(&sb, "tilepipe-visit 3\nthreads 1\npool warm %d %d\npool fresh %d %d\n", warmSets, visit.WarmGap, freshSets, visit.FreshGap)
+	for i, p := range vc.sig {
+		fmt.Fprintf(&sb, "param %s %s %s %d %d %d", p.Role, p.Name, p.Dtype, p.bytes(), 5+2*i, 6+2*i)
 		for _, d := range p.Shape {
 			fmt.Fprintf(&sb, " %d", d)
 		}
 		sb.WriteString("\n")
 	}
-	path := filepath.Join(dir, "VISIT.txt")
-	if err := os.WriteFile(path, []byte(sb.String()), 0o644); err != nil {
+	return sb.String()
+}
+
+// write replaces VISIT.txt (tests break it on purpose).
+func (vc *visitCase) write(t *testing.T, text string) {
+	t.Helper()
+	if err := os.WriteFile(vc.path, []byte(text), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	return path
+}
+
+// files are the memory files in fd order, for visit.Spec.Files.
+func (vc *visitCase) files() []*os.File {
+	var fs []*os.File
+	for _, m := range vc.mem {
+		fs = append(fs, m.File)
+	}
+	return fs
+}
+
+// file is the memory file of param name in pool.
+func (vc *visitCase) file(name, pool string) *visit.MemFile {
+	for i, p := range vc.sig {
+		if p.Name == name {
+			return vc.mem[2*i+slices.Index(pools, pool)]
+		}
+	}
+	panic("no param " + name)
+}
+
+// outputs copies every set of every output of pool, by name.
+func (vc *visitCase) outputs(pool string) map[string][][]byte {
+	out := map[string][][]byte{}
+	for _, p := range vc.sig {
+		if p.Role == "output" {
+			m := vc.file(p.Name, pool)
+			for s := range poolSets(pool) {
+				out[p.Name] = append(out[p.Name], bytes.Clone(m.Set(s)))
+			}
+		}
+	}
+	return out
+}
+
+// fill writes the fill pattern over every output set of both pools.
+func (vc *visitCase) fill() {
+	for _, p := range vc.sig {
+		if p.Role == "output" {
+			for _, pool := range pools {
+				vc.file(p.Name, pool).Fill(visit.FillPattern(p.Dtype, fillDraw))
+			}
+		}
+	}
 }
 
 // timerArgv is the command line replay runs for a process build (without
@@ -924,83 +1047,56 @@ func visitEnv() []string {
 	return env
 }
 
-// startVisit starts the built process timer on one thread, with fd 3 and
-// fd 4 as replay's command and report pipes, and no sandbox.
-func visitSpec(work string, p *processResp, visitPath string) visit.Spec {
-	return visit.Spec{Argv: timerArgv(p, visitPath), Env: visitEnv(), Dir: work, Timeout: cmdTimeout, Threads: 1}
+// visitSpec starts the built process timer on one thread, with fd 3 and
+// fd 4 as replay's command and report pipes, vc's memory files as fd 5
+// and up, and no sandbox.
+func visitSpec(work string, p *processResp, vc *visitCase) visit.Spec {
+	return visit.Spec{Argv: timerArgv(p, vc.path), Env: visitEnv(), Dir: work, Timeout: cmdTimeout, Threads: 1, Files: vc.files()}
 }
 
-func startVisit(t *testing.T, work string, p *processResp, visitPath string) *visit.Session {
+func startVisit(t *testing.T, work string, p *processResp, vc *visitCase) *visit.Session {
 	t.Helper()
-	sess, err := visit.Start(context.Background(), visitSpec(work, p, visitPath))
+	sess, err := visit.Start(context.Background(), visitSpec(work, p, vc))
 	if err != nil {
 		t.Fatal(err)
 	}
 	return sess
 }
 
-// takeSamples drives a visit as replay's visit.Drive does, briefly:
-// calibration (calls doubled from 1 until a sample takes 1 ms on this
-// side's clock), then 3 empty, 3 batch and 2 single samples, each with
-// replay's per-sample clock check (visit.CheckClock: the timer measures
-// inside replay's span, so it cannot report more). Drive's other check,
-// that the timer's numbers do not fall short of the spans by more than
-// 2 ms + 10% (visit.CheckGap), is left to the liar's test: on a loaded
-// 2-core machine an honest timer's wake-ups alone can exceed it, and these
-// tests run beside builds that import torch.
-func takeSamples(sess *visit.Session) ([]visit.Sample, error) {
-	take := func(kind string, i int, n int64) (visit.Sample, error) {
-		span, ns, err := sess.Sample(n)
+// plan drives a visit as replay does, briefly: 1 ms of warm-up,
+// calibration to 1 ms, then 3 empty, 3 batch and 2 single samples.
+var plan = visit.Plan{Warmup: time.Millisecond, Sample: time.Millisecond, Samples: 3, Singles: 2, MaxCalls: 1 << 20}
+
+// sampler is replay's part of a visit between the validated and the
+// final report: it keeps the outputs validation left in the warm files,
+// writes the fill pattern over every output, drives the samples
+// (visit.Session.Drive, with replay's clock checks), then takes the fresh
+// sample on every fresh set and keeps the fresh outputs right when its
+// answer arrives.
+func (vc *visitCase) sampler(plan visit.Plan) visit.Sampler {
+	return func(s *visit.Session) ([]visit.Sample, int64, error) {
+		vc.validated = vc.outputs(visit.PoolWarm)
+		vc.fill()
+		ss, n, err := s.Drive(plan)
 		if err != nil {
-			return visit.Sample{}, err
+			return ss, n, err
 		}
-		s := visit.Sample{Kind: kind, Index: i, Calls: n, SpanNs: span.Nanoseconds(), TimerNs: ns}
-		if err := visit.CheckClock(s); err != nil {
-			return s, err
-		}
-		if n > 0 && ns <= 0 {
-			return s, fmt.Errorf("%s sample %d (%d calls): the timer reported %d ns", kind, i, n, ns)
-		}
-		return s, nil
-	}
-	n := int64(1)
-	for {
-		s, err := take("calibration", 0, n)
+		span, ns, err := s.Fresh(freshSets)
 		if err != nil {
-			return nil, err
+			return ss, n, err
 		}
-		if time.Duration(s.SpanNs) >= time.Millisecond || n >= 1<<20 {
-			break
-		}
-		n *= 2
+		vc.fresh = vc.outputs(visit.PoolFresh)
+		smp := visit.Sample{Kind: visit.KindFresh, Calls: freshSets, SpanNs: span.Nanoseconds(), TimerNs: ns}
+		return append(ss, smp), n, visit.CheckClock(smp)
 	}
-	var out []visit.Sample
-	for _, k := range []struct {
-		kind  string
-		count int
-		calls int64
-	}{{visit.KindEmpty, 3, 0}, {visit.KindBatch, 3, n}, {visit.KindSingle, 2, 1}} {
-		for i := range k.count {
-			s, err := take(k.kind, i, k.calls)
-			if err != nil {
-				return nil, err
-			}
-			out = append(out, s)
-		}
-	}
-	return out, nil
 }
 
 // runVisit runs one whole visit (visit.RunAll): the validated report, the
-// samples (when validation passed), the final report and the end of the
-// processes.
-func runVisit(t *testing.T, work string, p *processResp, visitPath string) *visit.Run {
+// samples and the fresh sample (when validation passed), the final report
+// and the end of the processes.
+func runVisit(t *testing.T, work string, p *processResp, vc *visitCase) *visit.Run {
 	t.Helper()
-	take := func(s *visit.Session) ([]visit.Sample, int64, error) {
-		ss, err := takeSamples(s)
-		return ss, 0, err
-	}
-	r, err := visit.RunAll(context.Background(), visitSpec(work, p, visitPath), take)
+	r, err := visit.RunAll(context.Background(), visitSpec(work, p, vc), vc.sampler(plan))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -1105,7 +1201,10 @@ func (c torchCase) name() string {
 }
 
 // TestTorchEagerVisit builds every op (and half storage, and both ranking
-// contracts) and checks one real visit's outputs against float64.
+// contracts) and checks one real visit's outputs against float64: those
+// validation left in every warm set, the same bytes there after the timed
+// samples (which ran over the fill pattern), and every fresh set's after
+// the fresh sample.
 func TestTorchEagerVisit(t *testing.T) {
 	t.Parallel()
 	d := requireRoute(t, "torch-eager")
@@ -1132,11 +1231,10 @@ func TestTorchEagerVisit(t *testing.T) {
 			checkProcessBuild(t, c.op, b)
 			t.Logf("output_policy %s", b.Process.OutputPolicy)
 
-			dir := t.TempDir()
-			in := inputs(t, dir, c.op, c.dims, sig)
-			r := runVisit(t, work, b.Process, visitFile(t, dir, sig))
+			vc := newVisitCase(t, c.op, c.dims, sig, nil)
+			r := runVisit(t, work, b.Process, vc)
 			checkPassed(t, c.name(), r, b.Process.OutputPolicy)
-			checkOutputs(t, c, sig, dir, in)
+			checkVisitOutputs(t, c, vc)
 		})
 	}
 }
@@ -1145,8 +1243,9 @@ func TestTorchEagerVisit(t *testing.T) {
 var pass = map[string]string{"guards": "pass", "poison": "pass", "inputs": "pass", "repeat": "pass"}
 
 // checkPassed asserts a visit that passed: both reports ok with every
-// check passed, threads 1, the build's output policy, every sample taken,
-// a clean exit and nothing on stdout.
+// check passed, threads 1, the build's output policy, every sample taken
+// (the fresh one last, on every fresh set) with a timer's number for each
+// that made calls, a clean exit and nothing on stdout.
 func checkPassed(t *testing.T, name string, r *visit.Run, policy string) {
 	t.Helper()
 	v := r.Validated
@@ -1159,8 +1258,16 @@ func checkPassed(t *testing.T, name string, r *visit.Run, policy string) {
 	if r.Final == nil || r.Final.Status != "ok" || r.Final.Reason != "" || !reflect.DeepEqual(r.Final.Checks, pass) {
 		t.Errorf("visit %s: final report %+v, want ok with every check passed", name, r.Final)
 	}
-	if len(r.Samples) != 8 {
-		t.Errorf("visit %s: %d samples, want 3 empty, 3 batch, 2 single", name, len(r.Samples))
+	kinds := map[string]int{}
+	for _, s := range r.Samples {
+		kinds[s.Kind]++
+		if s.Calls > 0 && s.TimerNs <= 0 {
+			t.Errorf("visit %s: sample %+v: the timer reported %d ns for %d calls", name, s, s.TimerNs, s.Calls)
+		}
+	}
+	want := map[string]int{visit.KindEmpty: 3, visit.KindBatch: 3, visit.KindSingle: 2, visit.KindFresh: 1}
+	if !reflect.DeepEqual(kinds, want) || len(r.Samples) == 0 || r.Samples[len(r.Samples)-1].Calls != freshSets || r.Calls < 1 {
+		t.Errorf("visit %s: samples %v (%d calls per batch sample), want %v, the fresh one last with %d calls", name, kinds, r.Calls, want, freshSets)
 	}
 	if r.Out.Exit != 0 || len(r.Out.Stdout) != 0 {
 		t.Errorf("visit %s: exit %d, stdout %q; want 0 and nothing", name, r.Out.Exit, r.Out.Stdout)
@@ -1170,32 +1277,81 @@ func checkPassed(t *testing.T, name string, r *visit.Run, policy string) {
 	}
 }
 
-// checkOutputs compares every output of a visit with the reference:
-// selection ops and scan_ordered exactly, the rest within tolerance.
-func checkOutputs(t *testing.T, c torchCase, sig []param, dir string, in tensors) {
+// checkVisitOutputs checks every output a visit of vc left: in every warm
+// set, what validation left there against the reference of the set's
+// inputs, and the same bytes still there after the timed samples (which
+// started from the fill pattern); in every fresh set, what the fresh
+// sample wrote, against the reference; every canary byte of the output
+// files whole.
+func checkVisitOutputs(t *testing.T, c torchCase, vc *visitCase) {
+	t.Helper()
+	if vc.validated == nil || vc.fresh == nil {
+		t.Fatalf("visit %s: the outputs were not read after validation and the fresh sample", c.name())
+	}
+	for _, pool := range pools {
+		got := vc.validated
+		if pool == visit.PoolFresh {
+			got = vc.fresh
+		}
+		for s := range poolSets(pool) {
+			outs := map[string][]byte{}
+			for name, sets := range got {
+				outs[name] = sets[s]
+			}
+			checkOutputs(t, c, vc.sig, fmt.Sprintf("%s set %d", pool, s), outs, vc.in[pool][s])
+		}
+	}
+	for _, p := range vc.sig {
+		if p.Role != "output" {
+			continue
+		}
+		for _, pool := range pools {
+			m := vc.file(p.Name, pool)
+			if err := m.CheckCanary(); err != nil {
+				t.Errorf("visit %s: %v", c.name(), err)
+			}
+		}
+		m := vc.file(p.Name, visit.PoolWarm)
+		for s := range warmSets {
+			if i := m.FirstDiff(s, vc.validated[p.Name][s], dtypeSize[p.Dtype]); i >= 0 {
+				t.Errorf("visit %s: output %s warm set %d element %d after the timed samples differs from what validation left", c.name(), p.Name, s, i)
+			}
+		}
+	}
+}
+
+// checkOutputs compares the outputs of one buffer set (bytes by name,
+// what names the set) with the reference of its inputs in: selection ops
+// and scan_ordered exactly, the rest within tolerance.
+func checkOutputs(t *testing.T, c torchCase, sig []param, what string, outs map[string][]byte, in tensors) {
 	t.Helper()
 	want := reference(c.op, c.dims, in)
 	got, raw := tensors{}, map[string][]uint64{}
 	for _, p := range sig {
 		if p.Role == "output" {
-			got[p.Name], raw[p.Name] = readOutput(t, dir, p)
+			b := outs[p.Name]
+			got[p.Name], raw[p.Name] = decodeValues(p.Dtype, b)
+			if len(got[p.Name]) != p.elems() || len(b) != p.bytes() {
+				t.Fatalf("%s %s: %d bytes, want %d %s elements", what, p.Name, len(b), p.elems(), p.Dtype)
+			}
 		}
 	}
+	name := func(n string) string { return what + " " + n }
 	switch {
 	case c.op == "scan_ordered":
-		checkExact(t, "Y", raw["Y"], want["Y"], "f32")
+		checkExact(t, name("Y"), raw["Y"], want["Y"], "f32")
 	case c.op == "embedding":
-		checkExact(t, "Y", raw["Y"], want["Y"], "f32")
+		checkExact(t, name("Y"), raw["Y"], want["Y"], "f32")
 	case c.ranking == "standard":
 		N, n := c.dims["N"], len(want["V"])/c.dims["M"]
-		checkStandard(t, c.op, in["X"], got["V"], raw["V"], got["I"], want["V"], N, n)
+		checkStandard(t, name(c.op), in["X"], got["V"], raw["V"], got["I"], want["V"], N, n)
 	case c.op == "argmax" || c.ranking == "stable":
-		checkExact(t, "V", raw["V"], want["V"], "f32")
-		checkExact(t, "I", raw["I"], want["I"], "i64")
+		checkExact(t, name("V"), raw["V"], want["V"], "f32")
+		checkExact(t, name("I"), raw["I"], want["I"], "i64")
 	default:
 		for _, p := range sig {
 			if p.Role == "output" {
-				checkClose(t, p.Name, got[p.Name], want[p.Name], tolerance(c.dtype))
+				checkClose(t, name(p.Name), got[p.Name], want[p.Name], tolerance(c.dtype))
 			}
 		}
 	}
@@ -1203,7 +1359,7 @@ func checkOutputs(t *testing.T, c torchCase, sig []param, dir string, in tensors
 		N, R := c.dims["N"], c.dims["R"]
 		for i, x := range in["X"] {
 			if i%N >= R && got["Y"][i] != x {
-				t.Errorf("rope tail Y[%d] = %g, want X's %g exactly", i, got["Y"][i], x)
+				t.Errorf("%s: rope tail Y[%d] = %g, want X's %g exactly", what, i, got["Y"][i], x)
 			}
 		}
 	}
@@ -1225,10 +1381,11 @@ func TestTorchEagerBuildRefusesTestOps(t *testing.T) {
 
 // TestTorchEagerChecks feeds each visit check a violation through a
 // test-only op and asserts the exact failure: in the validated report for
-// the checks of steps 1-8, in the final report for what only the checks
+// the checks of steps 1-6, in the final report for what only the checks
 // after timing (or a timed call) can see. Either way the timer then waits
 // for fd 3 to close and exits 0, with nothing more on fd 4 and nothing on
-// stdout.
+// stdout. A write to an input cannot get that far: the input is a
+// read-only mapping of a sealed memory file, so the wrapper dies of it.
 func TestTorchEagerChecks(t *testing.T) {
 	t.Parallel()
 	requireRoute(t, "torch-eager")
@@ -1236,51 +1393,89 @@ func TestTorchEagerChecks(t *testing.T) {
 	sig := signature("add", dims)
 	b, work := build(t, "torch-eager", "add", dims, sig)
 	checkProcessBuild(t, "add", b)
+	// C is 5x33 f32, 660 bytes: set 0 of the warm file is bytes
+	// [4096, 4756), set 1 starts at 4096 + 704 (660 aligned to 64) + 4096.
+	if l := visit.NewLayout(visit.PoolWarm, warmSets, sig[2].bytes()); l.Offset(0)+l.Bytes != 4756 || l.Offset(1) != 8896 {
+		t.Fatalf("C's warm layout: set 0 at %d (%d bytes), set 1 at %d; want 4096 (660), 8896", l.Offset(0), l.Bytes, l.Offset(1))
+	}
+	checks := func(guards, poison, inputs, repeat string) map[string]string {
+		return map[string]string{"guards": guards, "poison": poison, "inputs": inputs, "repeat": repeat}
+	}
+	const p, f, n = "pass", "fail", "not_run"
 
 	for _, tc := range []struct {
 		op, reason string
-		checks     map[string]string
-		timed      bool // the failure is in the final report
+		checks     map[string]string // nil: no report, the wrapper died
+		timed      bool              // the failure is in the final report
+		canary     string            // the output canary replay finds changed afterwards, "" for none
 	}{
-		{"_overrun_output", "guard_overwritten: C after byte 0",
-			map[string]string{"guards": "fail", "poison": "not_run", "inputs": "not_run", "repeat": "not_run"}, false},
-		{"_skip_output", "output_not_overwritten: C element 0",
-			map[string]string{"guards": "pass", "poison": "fail", "inputs": "not_run", "repeat": "not_run"}, false},
-		{"_realloc_output", "output_reallocated: C",
-			map[string]string{"guards": "pass", "poison": "fail", "inputs": "not_run", "repeat": "not_run"}, false},
-		{"_mutate_input", "input_mutated: A byte 0",
-			map[string]string{"guards": "pass", "poison": "pass", "inputs": "fail", "repeat": "not_run"}, false},
-		{"_unrepeatable", "not_repeatable: C byte 0",
-			map[string]string{"guards": "pass", "poison": "pass", "inputs": "pass", "repeat": "fail"}, false},
-		{"_late_overrun", "guard_overwritten: C after byte 4095 (after timing)",
-			map[string]string{"guards": "fail", "poison": "not_run", "inputs": "not_run", "repeat": "not_run"}, true},
+		// The first byte after C's warm set 0, written by its first call.
+		{"_overrun_output", "guard_overwritten: C warm byte 4756", checks(f, n, n, n), false, "guard_overwritten: C warm byte 4756"},
+		{"_skip_output", "output_not_overwritten: C set 0 element 0", checks(p, f, n, n), false, ""},
+		{"_realloc_output", "output_reallocated: C set 0", checks(p, f, n, n), false, ""},
+		{"_mutate_input", "crashed: killed by signal 11 (segmentation fault)", nil, false, ""},
+		{"_unrepeatable", "not_repeatable: C set 0 byte 0", checks(p, p, p, f), false, ""},
+		// The last canary byte before C's warm set 1, written by the first
+		// timed call (on warm set 0).
+		{"_late_overrun", "guard_overwritten: C warm byte 8895 (after timing)", checks(f, n, n, n), true, "guard_overwritten: C warm byte 8895"},
 		// A call that raises while timed fails the final report; every check
 		// had passed, as in the C harness's entry_failed.
-		{"_late_raise", "entry_failed: raised RuntimeError: _late_raise: call 3 (during timing)", pass, true},
+		{"_late_raise", "entry_failed: raised RuntimeError: _late_raise: first timed call (during timing)", pass, true, ""},
 	} {
 		t.Run(tc.op, func(t *testing.T) {
 			t.Parallel()
-			dir := t.TempDir()
-			inputs(t, dir, "add", dims, sig)
-			r := runVisit(t, work, withOp(b.Process, tc.op), visitFile(t, dir, sig))
+			vc := newVisitCase(t, "add", dims, sig, nil)
+			r := runVisit(t, work, withOp(b.Process, tc.op), vc)
 			v := r.Validated
+			if len(r.Out.Stdout) != 0 {
+				t.Errorf("visit %s: stdout %q, want nothing", tc.op, r.Out.Stdout)
+			}
+			for _, pool := range pools {
+				m := vc.file("C", pool)
+				want := ""
+				if pool == visit.PoolWarm {
+					want = tc.canary
+				}
+				got := ""
+				if err := m.CheckCanary(); err != nil {
+					got = err.Error()
+				}
+				if got != want {
+					t.Errorf("visit %s: C's %s file after the visit: canary check %q, want %q", tc.op, pool, got, want)
+				}
+			}
+			if tc.checks == nil {
+				// Dead before any report: the input is as replay sealed it.
+				if v.Type != "" || r.Final != nil || r.Reason != tc.reason {
+					t.Errorf("visit %s: validated %+v, final %+v, first failure %q; want no report and %q", tc.op, v, r.Final, r.Reason, tc.reason)
+				}
+				for s := range warmSets {
+					if got, want := vc.file("A", visit.PoolWarm).Set(s), encode("f32", vc.in[visit.PoolWarm][s]["A"]); !bytes.Equal(got, want) {
+						t.Errorf("visit %s: input A warm set %d changed", tc.op, s)
+					}
+				}
+				return
+			}
 			if v.Threads != 1 || v.OutputPolicy != "out" {
 				t.Errorf("visit %s: validated threads %d output_policy %q, want 1, out", tc.op, v.Threads, v.OutputPolicy)
 			}
-			if r.Out.Exit != 0 || len(r.Out.Stdout) != 0 {
-				t.Errorf("visit %s: exit %d, stdout %q; want 0 and nothing", tc.op, r.Out.Exit, r.Out.Stdout)
+			if r.Out.Exit != 0 {
+				t.Errorf("visit %s: exit %d, want 0", tc.op, r.Out.Exit)
 			}
 			if !tc.timed {
 				if v.Status != "failed" || v.Reason != tc.reason || !reflect.DeepEqual(v.Checks, tc.checks) || r.Reason != tc.reason {
 					t.Errorf("visit %s: validated status %q reason %q checks %v, first failure %q; want failed %q %v", tc.op, v.Status, v.Reason, v.Checks, r.Reason, tc.reason, tc.checks)
 				}
-				if r.Final != nil || len(r.Samples) != 0 {
+				if r.Final != nil || len(r.Samples) != 0 || vc.validated != nil {
 					t.Errorf("visit %s: a failed validation went on to %d samples and final report %+v", tc.op, len(r.Samples), r.Final)
 				}
 				return
 			}
 			if v.Status != "ok" || !reflect.DeepEqual(v.Checks, pass) {
 				t.Errorf("visit %s: validated %+v, want ok", tc.op, v)
+			}
+			if len(r.Samples) != 9 || vc.fresh == nil {
+				t.Errorf("visit %s: %d samples, fresh sample taken %v; want 3 empty, 3 batch, 2 single and the fresh one", tc.op, len(r.Samples), vc.fresh != nil)
 			}
 			f := r.Final
 			if f == nil || f.Status != "failed" || f.Reason != tc.reason || !reflect.DeepEqual(f.Checks, tc.checks) || r.Reason != tc.reason {
@@ -1290,10 +1485,11 @@ func TestTorchEagerChecks(t *testing.T) {
 	}
 }
 
-// TestTorchEagerProtocol checks the wrapper's side of protocol 2 beyond the
-// checks: what it refuses (exit 2, one line on stderr, nothing on stdout)
-// and the two test-only ops that lie to replay: _liar (timings it did not
-// measure) and _chatty (a fake report on stdout).
+// TestTorchEagerProtocol checks the wrapper's side of protocol 3 beyond the
+// checks: what it refuses (exit 2, one line on stderr, nothing on stdout:
+// malformed visit files and memory files, malformed commands) and the two
+// test-only ops that lie to replay: _liar (timings it did not measure) and
+// _chatty (a fake report on stdout).
 func TestTorchEagerProtocol(t *testing.T) {
 	t.Parallel()
 	requireRoute(t, "torch-eager")
@@ -1301,16 +1497,12 @@ func TestTorchEagerProtocol(t *testing.T) {
 	sig := signature("add", dims)
 	b, work := build(t, "torch-eager", "add", dims, sig)
 	checkProcessBuild(t, "add", b)
-	newVisit := func(t *testing.T) string {
-		dir := t.TempDir()
-		inputs(t, dir, "add", dims, sig)
-		return visitFile(t, dir, sig)
-	}
+	newVisit := func(t *testing.T) *visitCase { return newVisitCase(t, "add", dims, sig, nil) }
 
 	t.Run("no_fds", func(t *testing.T) {
 		t.Parallel()
 		// sh closes fds 3 and 4 whatever this test inherited.
-		argv := append([]string{"/bin/sh", "-c", `exec 3>&- 4>&-; exec "$@"`, "sh"}, timerArgv(b.Process, newVisit(t))...)
+		argv := append([]string{"/bin/sh", "-c", `exec 3>&- 4>&-; exec "$@"`, "sh"}, timerArgv(b.Process, newVisit(t).path)...)
 		cmd := exec.Command(argv[0], argv[1:]...)
 		cmd.Dir, cmd.Env = work, visitEnv()
 		var stdout, stderr bytes.Buffer
@@ -1323,40 +1515,99 @@ func TestTorchEagerProtocol(t *testing.T) {
 		}
 	})
 
-	// VISIT.txt of protocol 1, or with its keys: refused before any call.
-	for _, tc := range []struct{ name, head, want string }{
-		{"protocol1", "tilepipe-visit 1\nwarmup_ms 1\nsample_ms 1\nsamples 3\nsingles 2\nthreads 1\n", `VISIT:1: bad header, want "tilepipe-visit 2"`},
-		{"warmup_ms", "tilepipe-visit 2\nthreads 1\nwarmup_ms 1\n", `VISIT:3: unknown key "warmup_ms"`},
-		{"samples", "tilepipe-visit 2\nsamples 3\nthreads 1\n", `VISIT:2: unknown key "samples"`},
-		{"threads0", "tilepipe-visit 2\nthreads 0\n", `VISIT:2: threads: want one integer in [1, 1048576]`},
-		{"threads_twice", "tilepipe-visit 2\nthreads 1\nthreads 1\n", `VISIT:3: duplicate key "threads"`},
-		{"no_threads", "tilepipe-visit 2\n", `VISIT: missing key "threads"`},
+	// A VISIT.txt that is not protocol 3's, or memory files that are not
+	// the ones it names: refused before any call. C's warm file is 20480
+	// bytes (3 sets of 660 bytes, gap 4096), its fresh file 4096.
+	const fds = "(memory files are fds 5 and up, in the order the visit file names them)"
+	for _, tc := range []struct {
+		name     string
+		old, new string                                  // VISIT.txt with old replaced by new
+		files    func(*testing.T, []*os.File) []*os.File // nil: vc's files
+		want     string                                  // "VISIT" stands for the visit file's path
+	}{
+		{"protocol2", "tilepipe-visit 3", "tilepipe-visit 2", nil, `VISIT:1: bad header, want "tilepipe-visit 3"`},
+		{"warmup_ms", "threads 1\n", "threads 1\nwarmup_ms 1\n", nil, `VISIT:3: unknown key "warmup_ms"`},
+		{"samples", "threads 1\n", "samples 3\nthreads 1\n", nil, `VISIT:2: unknown key "samples"`},
+		{"threads0", "threads 1", "threads 0", nil, `VISIT:2: threads: want one integer in [1, 1048576]`},
+		{"threads_twice", "threads 1\n", "threads 1\nthreads 1\n", nil, `VISIT:3: duplicate key "threads"`},
+		{"no_threads", "threads 1\n", "", nil, `VISIT: missing key "threads"`},
+		{"one_warm_set", "pool warm 3", "pool warm 1", nil, `VISIT:3: pool warm: sets "1", want an integer in [2, 1048576]`},
+		{"no_fresh_set", "pool fresh 2", "pool fresh 0", nil, `VISIT:4: pool fresh: sets "0", want an integer in [1, 1048576]`},
+		{"pool_twice", "pool fresh 2 64\n", "pool fresh 2 64\npool fresh 2 64\n", nil, `VISIT:5: duplicate key "pool fresh"`},
+		{"pools_swapped", "pool warm 3 4096\npool fresh 2 64\n", "pool fresh 2 64\npool warm 3 4096\n", nil, `VISIT:3: pool fresh before pool warm`},
+		{"gap", "pool fresh 2 64", "pool fresh 2 60", nil, `VISIT:4: pool fresh: gap "60", want a positive multiple of 64`},
+		{"no_pools", "pool warm 3 4096\npool fresh 2 64\n", "", nil, `VISIT:3: param before "pool warm" and "pool fresh"`},
+		{"old_param", "param input A f32 660 5 6 5 33", "param input A f32 660 /visit/A.bin 5 33", nil, `VISIT:5: param A: warm fd "/visit/A.bin", want 5 ` + fds},
+		{"pipe_fd", "A f32 660 5 6", "A f32 660 4 6", nil, `VISIT:5: param A: warm fd "4", want 5 ` + fds},
+		{"fds_swapped", "B f32 660 7 8", "B f32 660 8 7", nil, `VISIT:6: param B: warm fd "8", want 7 ` + fds},
+		{"signature", "param input B", "param input D", nil,
+			`visit params [('A', 'input'), ('D', 'input'), ('C', 'output')] do not match op add's signature [('A', 'input'), ('B', 'input'), ('C', 'output')]`},
+		// Not a missing descriptor: one this process inherited may sit at
+		// its number.
+		{"not_memory_file", "", "", func(t *testing.T, fs []*os.File) []*os.File { return append(fs[:5], devNull(t)) }, `param C fresh: fd 10: not a memory file`},
+		{"files_swapped", "", "", func(t *testing.T, fs []*os.File) []*os.File {
+			fs[4], fs[5] = fs[5], fs[4]
+			return fs
+		}, `param C warm: fd 9 holds 4096 bytes, want 20480 (3 sets of 660 bytes, gap 4096)`},
+		// A's sealed warm file as C's too: it cannot be mapped for writing.
+		{"sealed_output", "", "", func(t *testing.T, fs []*os.File) []*os.File {
+			fs[4] = fs[0]
+			return fs
+		}, `param C warm: fd 9: map read-write: Operation not permitted`},
+		// C's writable warm file as A's: an input must be sealed.
+		{"unsealed_input", "", "", func(t *testing.T, fs []*os.File) []*os.File {
+			fs[0], fs[4] = fs[4], fs[0]
+			return fs
+		}, `param A warm: fd 5 is not sealed against writes`},
 	} {
 		t.Run("visit_file_"+tc.name, func(t *testing.T) {
 			t.Parallel()
-			dir := t.TempDir()
-			inputs(t, dir, "add", dims, sig)
-			path := writeVisitFile(t, dir, tc.head, sig)
-			want := "wrapper.py: " + strings.Replace(tc.want, "VISIT", path, 1)
-			sess := startVisit(t, work, b.Process, path)
-			_, err := sess.Validated()
+			vc := newVisit(t)
+			if tc.old != "" {
+				text := vc.text()
+				if !strings.Contains(text, tc.old) {
+					t.Fatalf("VISIT.txt %q lacks %q", text, tc.old)
+				}
+				vc.write(t, strings.Replace(text, tc.old, tc.new, 1))
+			}
+			spec := visitSpec(work, b.Process, vc)
+			if tc.files != nil {
+				spec.Files = tc.files(t, spec.Files)
+			}
+			sess, err := visit.Start(context.Background(), spec)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := "wrapper.py: " + strings.Replace(tc.want, "VISIT", vc.path, 1)
+			_, err = sess.Validated()
 			out, _ := sess.Finish(false)
 			var f *visit.Failure
-			if !errors.As(err, &f) || f.Reason != "exited: status 2: "+want || string(out.Stderr) != want+"\n" || len(out.Stdout) != 0 {
-				t.Errorf("visit with %q: %v, stderr %q, stdout %q; want exited: status 2: %s", tc.head, err, out.Stderr, out.Stdout, want)
+			if !errors.As(err, &f) || f.Reason != "exited: status 2: "+want || out.Exit != 2 || string(out.Stderr) != want+"\n" || len(out.Stdout) != 0 {
+				t.Errorf("visit (%s): %v, exit %d, stderr %q, stdout %q; want exited: status 2: %s", tc.name, err, out.Exit, out.Stderr, out.Stdout, want)
 			}
 		})
 	}
 
-	// Malformed commands: a usage error after the validated report.
-	for _, tc := range []struct{ name, commands, want string }{
-		{"bad_calls", "run 1 x\n", `wrapper.py: command "run 1 x": want "run SEQ N" or "end"`},
-		{"extra_field", "run 1 2 3\n", `wrapper.py: command "run 1 2 3": want "run SEQ N" or "end"`},
-		{"negative", "run 1 -1\n", `wrapper.py: command "run 1 -1": want "run SEQ N" or "end"`},
-		{"too_many_calls", "run 1 1073741825\n", `wrapper.py: command "run 1 1073741825": want "run SEQ N" or "end"`},
-		{"unknown", "stop\n", `wrapper.py: command "stop": want "run SEQ N" or "end"`},
-		{"long", strings.Repeat("x", 200) + "\n", "wrapper.py: command: want one line of at most 126 bytes"},
-		{"eof", "run 7 2\n", `wrapper.py: fd 3 closed before "end"`},
+	// Malformed commands: a usage error after the validated report (and
+	// after the samples of the commands before it).
+	type smp struct{ seq, calls int64 }
+	const usage = `want "run SEQ N", "fresh SEQ N" or "end"`
+	for _, tc := range []struct {
+		name, commands, want string
+		samples              []smp // the sample reports before the error
+	}{
+		{"bad_calls", "run 1 x\n", `wrapper.py: command "run 1 x": ` + usage, nil},
+		{"extra_field", "run 1 2 3\n", `wrapper.py: command "run 1 2 3": ` + usage, nil},
+		{"negative", "run 1 -1\n", `wrapper.py: command "run 1 -1": ` + usage, nil},
+		{"too_many_calls", "run 1 1073741825\n", `wrapper.py: command "run 1 1073741825": ` + usage, nil},
+		{"unknown", "stop\n", `wrapper.py: command "stop": ` + usage, nil},
+		{"long", strings.Repeat("x", 200) + "\n", "wrapper.py: command: want one line of at most 126 bytes", nil},
+		{"fresh_none", "fresh 1 0\n", `wrapper.py: command "fresh 1 0": want 1 <= N <= 2 (the fresh sets not yet used)`, nil},
+		{"fresh_too_many", "fresh 1 3\n", `wrapper.py: command "fresh 1 3": want 1 <= N <= 2 (the fresh sets not yet used)`, nil},
+		// A fresh set is called once in a visit: the second sample gets the
+		// next set, and there is no third.
+		{"fresh_used_up", "fresh 1 1\nrun 2 4\nfresh 3 1\nfresh 4 1\n", `wrapper.py: command "fresh 4 1": want 1 <= N <= 0 (the fresh sets not yet used)`, []smp{{1, 1}, {2, 4}, {3, 1}}},
+		{"eof", "run 7 2\n", `wrapper.py: fd 3 closed before "end"`, []smp{{7, 2}}},
 	} {
 		t.Run("command_"+tc.name, func(t *testing.T) {
 			t.Parallel()
@@ -1368,15 +1619,13 @@ func TestTorchEagerProtocol(t *testing.T) {
 			if rep, err := visit.ParseReport([]byte(lines[0])); err != nil || rep.Type != visit.TypeValidated || rep.Status != "ok" {
 				t.Errorf("commands %q: first report %q (%v), want validated ok", tc.commands, lines[0], err)
 			}
-			wantLines := 1
-			if tc.name == "eof" {
-				wantLines = 2
-				if rep, err := visit.ParseReport([]byte(lines[len(lines)-1])); err != nil || rep.Type != visit.TypeSample || rep.Seq != 7 || rep.Calls != 2 || rep.Ns <= 0 {
-					t.Errorf("commands %q: second report %q (%v), want a sample of seq 7, 2 calls", tc.commands, lines[len(lines)-1], err)
-				}
+			if len(lines) != 1+len(tc.samples) {
+				t.Fatalf("commands %q: reports %q, want validated and %d sample(s)", tc.commands, reports, len(tc.samples))
 			}
-			if len(lines) != wantLines {
-				t.Errorf("commands %q: reports %q, want %d line(s)", tc.commands, reports, wantLines)
+			for i, want := range tc.samples {
+				if rep, err := visit.ParseReport([]byte(lines[1+i])); err != nil || rep.Type != visit.TypeSample || rep.Seq != want.seq || rep.Calls != want.calls || rep.Ns <= 0 {
+					t.Errorf("commands %q: report %d %q (%v), want a sample of seq %d, %d calls", tc.commands, 1+i, lines[1+i], err, want.seq, want.calls)
+				}
 			}
 		})
 	}
@@ -1385,7 +1634,7 @@ func TestTorchEagerProtocol(t *testing.T) {
 	// closes fd 3 (replay reads the visit's processes and CPU time in the
 	// meantime), then exits 0, as the C harness does.
 	for _, tc := range []struct{ name, op, commands, last string }{
-		{"holds_after_final", "add", "run 1 3\nend\n", visit.TypeFinal},
+		{"holds_after_final", "add", "run 1 3\nfresh 2 2\nrun 3 0\nend\n", visit.TypeFinal},
 		{"holds_after_failed_validation", "_skip_output", "", visit.TypeValidated},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -1424,7 +1673,7 @@ func TestTorchEagerProtocol(t *testing.T) {
 
 	// _liar measures honestly and reports a quarter of it: replay's clock
 	// cross-check catches it on the batch samples (calibrated to 50 ms, so
-	// the median gap, about 37 ms, is far beyond the 10 ms allowed),
+	// the median gap, about 37 ms, is far beyond the 17.5 ms allowed),
 	// whatever the load.
 	t.Run("liar", func(t *testing.T) {
 		t.Parallel()
@@ -1437,25 +1686,38 @@ func TestTorchEagerProtocol(t *testing.T) {
 		_, _, err = sess.Drive(visit.Plan{Warmup: time.Millisecond, Sample: 50 * time.Millisecond, Samples: 3, Singles: 2, MaxCalls: 1 << 30})
 		sess.Finish(false)
 		var f *visit.Failure
-		if !errors.As(err, &f) || !strings.HasPrefix(f.Reason, "clock_mismatch: ") {
-			t.Errorf("_liar driven by replay's plan: %v, want a clock_mismatch failure", err)
+		if !errors.As(err, &f) || !strings.HasPrefix(f.Reason, "clock_mismatch: batch samples: ") {
+			t.Errorf("_liar driven by replay's plan: %v, want a clock_mismatch failure of the batch samples", err)
 		}
 	})
 
 	// _chatty prints a fake final report on stdout during its first call;
-	// everything else it does is right.
+	// everything else it does is right, its outputs too.
 	t.Run("chatty", func(t *testing.T) {
 		t.Parallel()
-		r := runVisit(t, work, withOp(b.Process, "_chatty"), newVisit(t))
+		vc := newVisit(t)
+		r := runVisit(t, work, withOp(b.Process, "_chatty"), vc)
 		const fake = `{"type": "final", "status": "ok", "reason": "", "checks": {"guards": "pass", "poison": "pass", "inputs": "pass", "repeat": "pass"}}` + "\n"
 		want := fmt.Sprintf("unexpected_output: %d bytes on stdout (a timer reports only on fd 4)", len(fake))
 		if r.Validated.Status != "ok" || r.Final == nil || r.Final.Status != "ok" || r.Reason != want || string(r.Out.Stdout) != fake {
 			t.Errorf("_chatty: validated %+v final %+v failure %q stdout %q; want both reports ok, then %q for stdout %q", r.Validated, r.Final, r.Reason, r.Out.Stdout, want, fake)
 		}
+		checkVisitOutputs(t, torchCase{op: "add", dims: dims, dtype: "f32"}, vc)
 	})
 }
 
-// rawTimer is the wrapper started with plain pipes as fd 3 and fd 4.
+// devNull is /dev/null, open for reading until the test ends.
+func devNull(t *testing.T) *os.File {
+	f, err := os.Open(os.DevNull)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { f.Close() })
+	return f
+}
+
+// rawTimer is the wrapper started with plain pipes as fd 3 and fd 4 and
+// a visit's memory files as fd 5 and up.
 type rawTimer struct {
 	cmd            *exec.Cmd
 	cmdW, repR     *os.File
@@ -1464,7 +1726,7 @@ type rawTimer struct {
 	exited         chan error // the result of Wait, once
 }
 
-func startRaw(t *testing.T, work string, p *processResp, visitPath string) *rawTimer {
+func startRaw(t *testing.T, work string, p *processResp, vc *visitCase) *rawTimer {
 	t.Helper()
 	cmdR, cmdW, err := os.Pipe()
 	if err != nil {
@@ -1474,10 +1736,10 @@ func startRaw(t *testing.T, work string, p *processResp, visitPath string) *rawT
 	if err != nil {
 		t.Fatal(err)
 	}
-	argv := timerArgv(p, visitPath)
+	argv := timerArgv(p, vc.path)
 	r := &rawTimer{cmd: exec.Command(argv[0], argv[1:]...), cmdW: cmdW, repR: repR, reports: bufio.NewReader(repR), exited: make(chan error, 1)}
 	r.cmd.Dir, r.cmd.Env = work, visitEnv()
-	r.cmd.ExtraFiles = []*os.File{cmdR, repW}
+	r.cmd.ExtraFiles = append([]*os.File{cmdR, repW}, vc.files()...)
 	r.cmd.Stdout, r.cmd.Stderr = &r.stdout, &r.stderr
 	err = r.cmd.Start()
 	cmdR.Close()
@@ -1520,9 +1782,9 @@ func (r *rawTimer) wait(t *testing.T) int {
 // rawVisit runs the wrapper with plain pipes as fd 3 and fd 4, writes
 // commands and closes fd 3's writer, and returns everything the wrapper
 // wrote on fd 4, stdout and stderr, and its exit status.
-func rawVisit(t *testing.T, work string, p *processResp, visitPath, commands string) (reports, stdout, stderr string, exit int) {
+func rawVisit(t *testing.T, work string, p *processResp, vc *visitCase, commands string) (reports, stdout, stderr string, exit int) {
 	t.Helper()
-	r := startRaw(t, work, p, visitPath)
+	r := startRaw(t, work, p, vc)
 	_, werr := r.cmdW.WriteString(commands)
 	r.cmdW.Close()
 	rep, rerr := io.ReadAll(r.reports)
@@ -1649,8 +1911,9 @@ func TestTorchEagerBuildRejects(t *testing.T) {
 }
 
 // TestTorchEagerRejectsInvalidIds checks that a visit refuses ids outside
-// the table (the route never picks or repairs inputs): usage exit 2 before
-// any report, the reason on stderr.
+// the table in any buffer set of either pool (the route never picks or
+// repairs inputs): usage exit 2 before any report, the reason, naming the
+// set, on stderr.
 func TestTorchEagerRejectsInvalidIds(t *testing.T) {
 	t.Parallel()
 	requireRoute(t, "torch-eager")
@@ -1658,17 +1921,28 @@ func TestTorchEagerRejectsInvalidIds(t *testing.T) {
 	sig := signature("embedding", dims)
 	b, work := build(t, "torch-eager", "embedding", dims, sig)
 	checkProcessBuild(t, "embedding", b)
-	dir := t.TempDir()
-	inputs(t, dir, "embedding", dims, sig)
-	if err := os.WriteFile(filepath.Join(dir, "I.bin"), encode("i64", []float64{0, 1, 2, 4, 3}), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	sess := startVisit(t, work, b.Process, visitFile(t, dir, sig))
-	_, err := sess.Validated()
-	out, _ := sess.Finish(false)
-	const want = "wrapper.py: input I element 3 = 4, want in [0, 4)"
-	var f *visit.Failure
-	if !errors.As(err, &f) || f.Reason != "exited: status 2: "+want || out.Exit != 2 || string(out.Stderr) != want+"\n" || len(out.Stdout) != 0 {
-		t.Errorf("visit embedding with id 4 of 4 = %v, exit %d, stderr %q, stdout %q; want exit 2, stderr %q, no stdout", err, out.Exit, out.Stderr, out.Stdout, want+"\n")
+	for _, tc := range []struct {
+		pool      string
+		set, elem int
+		id        float64
+		want      string
+	}{
+		{visit.PoolWarm, 1, 3, 4, "wrapper.py: input I warm set 1 element 3 = 4, want in [0, 4)"},
+		{visit.PoolFresh, 1, 2, 4, "wrapper.py: input I fresh set 1 element 2 = 4, want in [0, 4)"},
+		{visit.PoolFresh, 0, 4, -1, "wrapper.py: input I fresh set 0 element 4 = -1, want in [0, 4)"},
+	} {
+		t.Run(fmt.Sprintf("%s_set%d", tc.pool, tc.set), func(t *testing.T) {
+			t.Parallel()
+			vc := newVisitCase(t, "embedding", dims, sig, func(in map[string][]tensors) {
+				in[tc.pool][tc.set]["I"][tc.elem] = tc.id
+			})
+			sess := startVisit(t, work, b.Process, vc)
+			_, err := sess.Validated()
+			out, _ := sess.Finish(false)
+			var f *visit.Failure
+			if !errors.As(err, &f) || f.Reason != "exited: status 2: "+tc.want || out.Exit != 2 || string(out.Stderr) != tc.want+"\n" || len(out.Stdout) != 0 {
+				t.Errorf("visit embedding with id %g of 4 in I %s set %d = %v, exit %d, stderr %q, stdout %q; want exit 2, stderr %q, no stdout", tc.id, tc.pool, tc.set, err, out.Exit, out.Stderr, out.Stdout, tc.want+"\n")
+			}
+		})
 	}
 }

@@ -337,7 +337,7 @@ func TestCancellingCaseRefused(t *testing.T) {
 		dir := filepath.Join(t.TempDir(), "cap")
 		co := tinyCohort(t, tc.c)
 		code, out, errs := tp(t, "capture", "--cohort", co, "--routes", "", "--route-exec", testroute.Path(t), "--output", dir)
-		if want := "tilepipe: error: cohort " + co + ": " + tc.want + "\n"; code != exitFailure || !strings.HasSuffix(errs, "\n"+want) {
+		if want := "tilepipe: error: cohort " + co + ": " + tc.want + "\n"; code != exitFailure || errs != want {
 			t.Errorf("capture %s = exit %d %q, want exit %d %q\n%s", tc.c, code, errs, exitFailure, want, out)
 		}
 		if _, err := os.Lstat(dir); !os.IsNotExist(err) {

@@ -58,9 +58,10 @@ func runAudit(c *cli.Context, cfg audit.Config, output string) error {
 		}
 	}
 	fmt.Fprint(c.App.Writer, md)
+	claims := fmt.Sprintf("%d of %d claims supported", rep.Claims.Supported, rep.Claims.Supported+rep.Claims.Unsupported)
 	if rep.Verdict != "pass" {
-		return &outcome{exitFailure, "audit: FAIL"}
+		return &outcome{exitFailure, "audit: FAIL: checkpoint broken; " + claims}
 	}
-	fmt.Fprintln(c.App.Writer, "\naudit verdict: PASS")
+	fmt.Fprintf(c.App.Writer, "\naudit verdict: PASS (checkpoint intact; %s)\n", claims)
 	return nil
 }

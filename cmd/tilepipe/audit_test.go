@@ -104,7 +104,7 @@ func TestAuditRecomputes(t *testing.T) {
 					}
 				}
 			})
-		}, "outputs", "FAILED", "passed in replay but fails the recomputed oracle: bound: C[0] = "},
+		}, "outputs", "FAILED", "passed in replay but warm set 0 fails the recomputed oracle: bound: C[0] = "},
 		{"visit before verification", func(t *testing.T, dir string) {
 			forge(t, filepath.Join(dir, "replay"), artifacts.ReplayType, func(_ *artifacts.Store, d *replayDoc, _ *artifacts.Receipt) {
 				d.Visits[0].Start = d.Sessions[0].Verified.Add(-time.Second)
@@ -124,12 +124,59 @@ func TestAuditRecomputes(t *testing.T) {
 			forge(t, filepath.Join(dir, "replay"), artifacts.ReplayType, func(_ *artifacts.Store, d *replayDoc, _ *artifacts.Receipt) {
 				d.Summary[0].MinNs = 1
 			})
-		}, "physical floor", "WARNED", "gemm-16x16x16/naive: fastest sample 1 ns per op is below the memory floor"},
-		{"impossible flops", func(t *testing.T, dir string) {
+		}, "physical floor", "FAILED", "gemm-16x16x16/naive passed in replay, but below_physical_floor: fastest sample 1 ns per call, "},
+		{"peak raised", func(t *testing.T, dir string) {
 			forge(t, filepath.Join(dir, "replay"), artifacts.ReplayType, func(_ *artifacts.Store, d *replayDoc, _ *artifacts.Receipt) {
-				d.Summary[0].MinNs = 1
+				f := &d.Sessions[0].Floors[0]
+				f.PeakFlops *= 10
+				f.ComputeNs /= 10 // consistent with itself, not with the clock and the flags
 			})
-		}, "physical floor", "WARNED", "gemm-16x16x16/naive: fastest sample 1 ns per op is below the compute floor"},
+		}, "physical floor", "FAILED", "session 0 floor of gemm-16x16x16: compute floor "},
+		{"floor bytes", func(t *testing.T, dir string) {
+			forge(t, filepath.Join(dir, "replay"), artifacts.ReplayType, func(_ *artifacts.Store, d *replayDoc, _ *artifacts.Receipt) {
+				d.Sessions[0].Floors[0].Bytes /= 2
+			})
+		}, "physical floor", "FAILED", "session 0 floor of gemm-16x16x16: bytes 1536, working set 6144; the case gives 3072 and 6144"},
+		{"bandwidth inflated", func(t *testing.T, dir string) {
+			forge(t, filepath.Join(dir, "replay"), artifacts.ReplayType, func(_ *artifacts.Store, d *replayDoc, _ *artifacts.Receipt) {
+				for i := range d.Sessions {
+					f := &d.Sessions[i].Floors[0]
+					f.Bandwidth *= 100
+					f.MemoryNs /= 100
+				}
+			})
+		}, "physical floor", "WARNED", "gemm-16x16x16: the replay recorded "},
+		{"fresh sample hidden", func(t *testing.T, dir string) {
+			resample(t, dir, func(rows []samples.Row) []samples.Row {
+				var out []samples.Row
+				for _, r := range rows {
+					if r.Kind != "fresh" {
+						out = append(out, r)
+					}
+				}
+				return out
+			})
+		}, "summaries", "FAILED", "passed in replay but fails the fresh-sample bound: 0 fresh samples of 0 calls in all"},
+		{"fresh sample slowed", func(t *testing.T, dir string) {
+			resample(t, dir, func(rows []samples.Row) []samples.Row {
+				for i := range rows {
+					if rows[i].Kind == "fresh" {
+						rows[i].TotalNs *= 1000
+					}
+				}
+				return rows
+			})
+		}, "summaries", "FAILED", "passed in replay but fails the fresh-sample bound: memoisation_suspected: fresh calls took "},
+		{"seeds changed", func(t *testing.T, dir string) {
+			forge(t, filepath.Join(dir, "replay"), artifacts.ReplayType, func(_ *artifacts.Store, d *replayDoc, _ *artifacts.Receipt) {
+				d.Inputs.Rounds[0]++
+			})
+		}, "outputs", "FAILED", "fails the recomputed oracle"},
+		{"allocator fill", func(t *testing.T, dir string) {
+			forge(t, filepath.Join(dir, "replay"), artifacts.ReplayType, func(_ *artifacts.Store, d *replayDoc, _ *artifacts.Receipt) {
+				d.Visits[0].MallocPerturb++
+			})
+		}, "outputs", "FAILED", "visit 0: allocator fill "},
 		{"input replaced", func(t *testing.T, dir string) {
 			forge(t, filepath.Join(dir, "capture"), artifacts.CaptureType, func(s *artifacts.Store, d *artifacts.CaptureDoc, _ *artifacts.Receipt) {
 				d.Cases[0].Packet.Inputs[0] = retensor(t, s, s, d.Cases[0].Packet.Inputs[0])
@@ -210,7 +257,7 @@ func TestAuditMarksNoSandbox(t *testing.T) {
 	if code != exitOK {
 		t.Fatalf("run --no-sandbox = exit %d:\n%s%s", code, out, errs)
 	}
-	for _, want := range []string{"| containment | WARNED |", "| gemm-16x16x16 | naive | passed | no-sandbox |"} {
+	for _, want := range []string{"| containment | WARNED |", "| gemm-16x16x16 | naive | passed | unsupported | - | no-sandbox; timed without a sandbox |"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("audit of a --no-sandbox run lacks %q:\n%s", want, out)
 		}

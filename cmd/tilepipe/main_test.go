@@ -162,11 +162,11 @@ func TestUnsupportedRowsExit3(t *testing.T) {
 // and the audit of the (consistent) checkpoint still passes.
 func TestFaultsAreResults(t *testing.T) {
 	for _, tc := range []struct{ fault, reason string }{
-		{"halfwrite", "output_not_overwritten: C element 128"},
-		{"overrun", "guard_overwritten: C after byte 0"},
-		{"mutate", "input_mutated: A byte 0"},
-		{"nondeterministic", "not_repeatable: C byte 0"},
-		{"offbybound", "oracle: bound: C[0] = "},
+		{"halfwrite", "output_not_overwritten: C set 0 element 128"},
+		{"overrun", "guard_overwritten: C warm byte 5120"},
+		{"mutate", "input_written: A warm set 0 byte 0"},
+		{"nondeterministic", "not_repeatable: C set 0 byte 0"},
+		{"offbybound", "oracle: warm set 0: bound: C[0] = "},
 		{"crash", "crashed: killed by signal 11 (segmentation fault)"},
 	} {
 		t.Run(tc.fault, func(t *testing.T) {

@@ -109,7 +109,7 @@ func TestTamperedBlobFailsNextStageAndAudit(t *testing.T) {
 		{"prepared", artifacts.PreparedType, "cases/add-4x10/input/B.bin", nil},
 		{"prepared", artifacts.PreparedType, "harness/harness.c", nil},
 		{"replay", artifacts.ReplayType, "samples.arrow", nil},
-		{"replay", artifacts.ReplayType, "visits/0/C.arrow", nil},
+		{"replay", artifacts.ReplayType, "visits/0/warm/C.arrow", nil},
 	} {
 		t.Run(tc.stage+"/"+tc.title, func(t *testing.T) {
 			dir := copyRun(t, good)

@@ -153,3 +153,98 @@ const ColdSize = 256 << 20
 // bytes with threads threads: what a kernel whose data is in memory, not
 // in cache, can at best get.
 func ColdBandwidth(threads int) float64 { return TouchBandwidth(ColdSize, threads) }
+
+var clockSink uint64
+
+// Clock measures the rate of a chain of dependent integer additions on
+// one core: one addition per cycle at best, so the result is at most the
+// core's clock while it runs (turbo included), and usually equal to it.
+// The best of several runs, after a warm-up.
+func Clock() float64 {
+	const n = 1 << 26
+	best := time.Duration(1 << 62)
+	for t := 0; t < 7; t++ {
+		x := clockSink
+		start := time.Now()
+		for i := uint64(0); i < n; i++ {
+			x += i
+		}
+		d := time.Since(start)
+		clockSink = x
+		if d < best {
+			best = d
+		}
+	}
+	return n / best.Seconds()
+}
+
+// PerCycle is the multiply-add flops per cycle and core the CPU's flags
+// promise for matrix arithmetic on dtype (see [FlopPeak]), and the
+// instruction set that gives them.
+func PerCycle(flags []string, dtype string) (float64, string) {
+	has := func(f string) bool { return slices.Contains(flags, f) }
+	switch {
+	case dtype == "bf16" && has("amx_bf16"), dtype == "f16" && has("amx_fp16"):
+		return 2048, "AMX " + dtype
+	case dtype == "bf16" && has("avx512_bf16"), dtype == "f16" && has("avx512_fp16"):
+		return 128, "AVX-512 " + dtype
+	case has("avx512f"):
+		return 64, "AVX-512 FMA"
+	case has("avx2") && has("fma"):
+		return 32, "AVX2 FMA"
+	}
+	return 8, "SSE"
+}
+
+// Case is one case's floors on one machine, as replay records them
+// (artifacts.CaseFloor).
+func Case(c oracle.Case, sig []oracle.Param, warmSets, threads int, clockHz float64, flags []string, bw func(n int) float64) artifacts.CaseFloor {
+	f := artifacts.CaseFloor{Case: c.ID, Bytes: MinBytes(c, sig), WorkingSet: warmSets * ColdBytes(sig)}
+	f.Bandwidth = bw(f.WorkingSet)
+	if f.Bandwidth > 0 {
+		f.MemoryNs = float64(f.Bytes) / f.Bandwidth * 1e9 / Slack
+	}
+	if f.Flops = Flops(c); f.Flops > 0 && clockHz > 0 {
+		per, isa := PerCycle(flags, c.Dtype)
+		f.PeakFlops = float64(max(threads, 1)) * clockHz * per
+		f.ComputeNs = f.Flops / f.PeakFlops * 1e9 / Slack
+		f.ISA = isa
+	}
+	return f
+}
+
+// Below names how a row whose fastest sample took minNs per call breaks
+// its floor, or returns "".
+func Below(f artifacts.CaseFloor, minNs float64) string {
+	switch {
+	case f.MemoryNs > 0 && minNs < f.MemoryNs:
+		return fmt.Sprintf("below_physical_floor: fastest sample %.0f ns per call, memory floor %.0f ns (%d bytes at %.1f GB/s for a %d-byte working set, slack %d)",
+			minNs, f.MemoryNs, f.Bytes, f.Bandwidth/1e9, f.WorkingSet, Slack)
+	case f.ComputeNs > 0 && minNs < f.ComputeNs:
+		return fmt.Sprintf("below_physical_floor: fastest sample %.0f ns per call, compute floor %.0f ns (%.3g flop at %.0f GFLOP/s %s, slack %d)",
+			minNs, f.ComputeNs, f.Flops, f.PeakFlops/1e9, f.ISA, Slack)
+	}
+	return ""
+}
+
+// Lowest is, per case, the most lenient of several sessions' floors.
+func Lowest(sessions [][]artifacts.CaseFloor) map[string]artifacts.CaseFloor {
+	out := map[string]artifacts.CaseFloor{}
+	for _, fs := range sessions {
+		for _, f := range fs {
+			o, ok := out[f.Case]
+			if !ok {
+				out[f.Case] = f
+				continue
+			}
+			if f.MemoryNs < o.MemoryNs {
+				o.Bytes, o.WorkingSet, o.Bandwidth, o.MemoryNs = f.Bytes, f.WorkingSet, f.Bandwidth, f.MemoryNs
+			}
+			if f.ComputeNs < o.ComputeNs {
+				o.Flops, o.PeakFlops, o.ComputeNs, o.ISA = f.Flops, f.PeakFlops, f.ComputeNs, f.ISA
+			}
+			out[f.Case] = o
+		}
+	}
+	return out
+}

@@ -2,6 +2,7 @@ package visit
 
 import (
 	"fmt"
+	"math"
 	"slices"
 	"time"
 )
@@ -23,10 +24,15 @@ const (
 	KindFresh  = "fresh" // one call on each of N fresh sets
 )
 
-// FreshTarget is the work a fresh sample aims at: as many fresh calls as
-// the batch samples' median call time fits into it (at least one, at most
-// the fresh sets there are).
+// FreshTarget is the work each fresh sample aims at: as many fresh calls
+// as the batch samples' median call time fits into it (at least one, at
+// most what the fresh sets allow).
 const FreshTarget = 2 * time.Millisecond
+
+// FreshSamples is how many fresh samples a visit takes (fewer where there
+// are fewer fresh sets): one sample can be preempted, so the bound uses
+// the fastest.
+const FreshSamples = 3
 
 // FreshBound and ColdSlack bound an honest fresh call: at most FreshBound
 // warm calls plus ColdSlack times the time the replay machine's memory
@@ -45,37 +51,37 @@ func ColdAllowance(bytes int, bw float64) float64 {
 	return ColdSlack * float64(bytes) / bw * 1e9
 }
 
-// FreshCalls is the number of calls of the fresh sample.
-func FreshCalls(ss []Sample, sets int) int64 {
-	per := warmPerCall(ss)
-	n := int64(sets)
-	if per > 0 {
+// FreshPlan is the calls of each fresh sample, given the warm samples and
+// the fresh sets there are: FreshSamples samples where the sets allow,
+// each as many calls as fit in FreshTarget.
+func FreshPlan(ss []Sample, sets int) []int64 {
+	k := min(FreshSamples, sets)
+	n := int64(sets / k)
+	if per := warmPerCall(ss); per > 0 {
 		n = min(n, int64(float64(FreshTarget)/per)+1)
 	}
-	return max(n, 1)
+	plan := make([]int64, k)
+	for i := range plan {
+		plan[i] = max(n, 1)
+	}
+	return plan
 }
 
-// warmPerCall is the batch samples' median span, less the empty samples'
-// median, over their calls.
+// warmPerCall is the batch samples' median span over their calls (the
+// channel's round trip, a few tens of microseconds, is part of it, as it
+// is of every summary).
 func warmPerCall(ss []Sample) float64 {
-	var batch, empty []float64
+	var batch []float64
 	var calls int64
 	for _, s := range ss {
-		switch s.Kind {
-		case KindBatch:
+		if s.Kind == KindBatch {
 			batch, calls = append(batch, float64(s.SpanNs)), s.Calls
-		case KindEmpty:
-			empty = append(empty, float64(s.SpanNs))
 		}
 	}
 	if len(batch) == 0 || calls == 0 {
 		return 0
 	}
-	ch := 0.0
-	if len(empty) > 0 {
-		ch = median(empty)
-	}
-	return max(median(batch)-ch, 0) / float64(calls)
+	return median(batch) / float64(calls)
 }
 
 // Sample is one span measured by replay, with the timer's own number.
@@ -120,32 +126,34 @@ func CheckGap(ss []Sample) error {
 	return nil
 }
 
-// Fresh is a visit's fresh sample against its warm ones: time per call
-// of each (span less the empty samples' median) and the bound.
+// Fresh is a visit's fresh samples against its warm ones: time per call
+// of each and the bound.
 type Fresh struct {
 	FreshNs, WarmNs, BoundNs float64
 }
 
-// FreshStats computes [Fresh] from a visit's samples.
+// FreshStats computes [Fresh] from a visit's samples: the fresh time per
+// call is the fastest fresh sample's span, less the fastest empty sample
+// (the channel at its quietest), over its calls.
 func FreshStats(ss []Sample, coldNs float64) (Fresh, error) {
-	var fresh *Sample
-	var empty []float64
-	for i, s := range ss {
-		switch s.Kind {
-		case KindFresh:
-			fresh = &ss[i]
-		case KindEmpty:
-			empty = append(empty, float64(s.SpanNs))
+	ch, fresh := math.Inf(1), math.Inf(1)
+	for _, s := range ss {
+		if s.Kind == KindEmpty {
+			ch = min(ch, float64(s.SpanNs))
 		}
 	}
-	if fresh == nil || fresh.Calls == 0 {
+	if math.IsInf(ch, 1) {
+		ch = 0
+	}
+	for _, s := range ss {
+		if s.Kind == KindFresh && s.Calls > 0 {
+			fresh = min(fresh, max(float64(s.SpanNs)-ch, 0)/float64(s.Calls))
+		}
+	}
+	if math.IsInf(fresh, 1) {
 		return Fresh{}, fmt.Errorf("drive: no fresh sample")
 	}
-	ch := 0.0
-	if len(empty) > 0 {
-		ch = median(empty)
-	}
-	f := Fresh{FreshNs: max(float64(fresh.SpanNs)-ch, 0) / float64(fresh.Calls), WarmNs: warmPerCall(ss)}
+	f := Fresh{FreshNs: fresh, WarmNs: warmPerCall(ss)}
 	if f.WarmNs <= 0 {
 		f.WarmNs = 1 // below the clock: any measurable fresh call is far slower
 	}
@@ -153,10 +161,10 @@ func FreshStats(ss []Sample, coldNs float64) (Fresh, error) {
 	return f, nil
 }
 
-// CheckFresh compares the fresh sample's time per call with the warm one:
-// a kernel that is far faster on sets it has seen than on sets it has
-// not, by more than fetching a set from memory explains (coldNs,
-// [ColdAllowance]), remembers answers or computes only part of them.
+// CheckFresh compares the fresh time per call with the warm one: a kernel
+// that is far faster on sets it has seen than on sets it has not, by more
+// than fetching a set from memory explains (coldNs, [ColdAllowance]),
+// remembers answers or computes only part of them.
 func CheckFresh(ss []Sample, coldNs float64) error {
 	f, err := FreshStats(ss, coldNs)
 	if err != nil {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -160,9 +161,12 @@ func TestCheckClock(t *testing.T) {
 // TestCheckFresh feeds the fresh-sample bound samples that pass it, fail
 // it, and carry no fresh sample.
 func TestCheckFresh(t *testing.T) {
+	// Warm calls take 1000 ns (batch spans over calls); the channel at its
+	// quietest 10 µs; fresh samples of 10 calls take fresh ns each, and a
+	// preempted one 1 ms more.
 	warm := func(fresh int64) []Sample {
-		return []Sample{{Kind: KindEmpty, SpanNs: 10_000}, {Kind: KindBatch, Calls: 1000, SpanNs: 1_010_000}, {Kind: KindBatch, Calls: 1000, SpanNs: 1_010_000},
-			{Kind: KindFresh, Calls: 10, SpanNs: 10_000 + 10*fresh}}
+		return []Sample{{Kind: KindEmpty, SpanNs: 10_000}, {Kind: KindEmpty, SpanNs: 900_000}, {Kind: KindBatch, Calls: 1000, SpanNs: 1_000_000}, {Kind: KindBatch, Calls: 1000, SpanNs: 1_000_000},
+			{Kind: KindFresh, Calls: 10, SpanNs: 1_010_000 + 10*fresh}, {Kind: KindFresh, Calls: 10, SpanNs: 10_000 + 10*fresh}}
 	}
 	for _, tc := range []struct {
 		name   string
@@ -175,7 +179,7 @@ func TestCheckFresh(t *testing.T) {
 		{"past the bound", warm(5100), 0, "memoisation_suspected: fresh calls took 5100 ns each, warm calls 1000 ns (ratio 5.1; bound 5000 ns = 5 x warm + 0 ns to fetch the set from memory)"},
 		{"memory explains it", warm(11000), 6000, ""},
 		{"memory does not explain it", warm(11001), 6000, "memoisation_suspected: fresh calls took 11001 ns each, warm calls 1000 ns (ratio 11.0; bound 11000 ns = 5 x warm + 6000 ns to fetch the set from memory)"},
-		{"no fresh sample", warm(1000)[:3], 0, "drive: no fresh sample"},
+		{"no fresh sample", warm(1000)[:4], 0, "drive: no fresh sample"},
 	} {
 		err := CheckFresh(tc.ss, tc.coldNs)
 		got := ""
@@ -189,11 +193,18 @@ func TestCheckFresh(t *testing.T) {
 	if got := ColdAllowance(1<<20, 1<<30); got != ColdSlack*1e9/1024 {
 		t.Errorf("ColdAllowance(1 MiB, 1 GiB/s) = %g ns, want %g", got, ColdSlack*1e9/1024)
 	}
-	if n := FreshCalls(warm(1000), 4096); n != int64(FreshTarget/time.Microsecond)+1 {
-		t.Errorf("FreshCalls(1 µs calls, 4096 sets) = %d, want %d", n, int64(FreshTarget/time.Microsecond)+1)
-	}
-	if n := FreshCalls(warm(1000), 3); n != 3 {
-		t.Errorf("FreshCalls(1 µs calls, 3 sets) = %d, want 3", n)
+	for _, tc := range []struct {
+		sets int
+		want []int64
+	}{
+		{9000, []int64{int64(FreshTarget/time.Microsecond) + 1, int64(FreshTarget/time.Microsecond) + 1, int64(FreshTarget/time.Microsecond) + 1}},
+		{30, []int64{10, 10, 10}},
+		{2, []int64{1, 1}},
+		{1, []int64{1}},
+	} {
+		if got := FreshPlan(warm(1000), tc.sets); !slices.Equal(got, tc.want) {
+			t.Errorf("FreshPlan(1 µs calls, %d sets) = %v, want %v", tc.sets, got, tc.want)
+		}
 	}
 }
 

@@ -812,13 +812,13 @@ static int parse_command(const char *cmd, const char *verb, uint64_t *seq, uint6
 }
 
 /* serve answers replay's commands until "end": "run SEQ N" runs a sample of
- * N calls over the warm sets, "fresh SEQ N" (once) N calls on the first N
- * fresh sets; each is answered with the timer's own span. */
+ * N calls over the warm sets, "fresh SEQ N" N calls on the next N fresh
+ * sets (each fresh set is called once in the whole visit); each is
+ * answered with the timer's own span. */
 static void serve(FILE *in, struct visit *v)
 {
 	char cmd[128];
-	uint64_t cursor = 0;
-	int fresh_done = 0;
+	uint64_t cursor = 0, used = 0;
 	while (fgets(cmd, sizeof cmd, in)) {
 		size_t len = strlen(cmd);
 		if (len == 0 || cmd[len - 1] != '\n')
@@ -826,17 +826,17 @@ static void serve(FILE *in, struct visit *v)
 		cmd[len - 1] = 0;
 		if (strcmp(cmd, "end") == 0)
 			return;
-		uint64_t s, n, zero = 0;
+		uint64_t s, n;
 		int64_t ns;
 		if (parse_command(cmd, "run", &s, &n))
 			ns = run_sample(n, v->sets[WARM], v->nparams, v->pools[WARM].sets, &cursor);
 		else if (parse_command(cmd, "fresh", &s, &n)) {
-			if (fresh_done)
-				die("command \"%s\": a second fresh sample", cmd);
-			if (n < 1 || n > v->pools[FRESH].sets)
-				die("command \"%s\": want 1 to %" PRIu64 " fresh calls", cmd, v->pools[FRESH].sets);
-			fresh_done = 1;
-			ns = run_sample(n, v->sets[FRESH], v->nparams, v->pools[FRESH].sets, &zero);
+			uint64_t left = v->pools[FRESH].sets - used;
+			if (n < 1 || n > left)
+				die("command \"%s\": want 1 to %" PRIu64 " fresh calls (the fresh sets not yet used)", cmd, left);
+			/* The next n sets, each called once in the whole visit. */
+			ns = run_sample(n, v->sets[FRESH] + used * v->nparams, v->nparams, n, &(uint64_t){0});
+			used += n;
 		} else
 			die("command \"%s\": want \"run SEQ N\", \"fresh SEQ N\" or \"end\"", cmd);
 		struct line l = {.n = 0};

@@ -491,3 +491,29 @@ func TestClosure(t *testing.T) {
 		t.Errorf("harness --closure = %q, want it to list libc", lines)
 	}
 }
+
+// TestFreshSetsOnce asks for more fresh calls than there are fresh sets
+// left: a fresh set is called once in a visit, never again.
+func TestFreshSetsOnce(t *testing.T) {
+	dir := t.TempDir()
+	exe := linkFault(t, dir, compileHarness(t, dir), "none")
+	c := newGemmCase(t)
+	spec := visit.Spec{Argv: []string{exe, "--visit", c.visit}, Dir: dir, Timeout: 20 * time.Second, Threads: 2, Files: c.osFiles()}
+	r, err := visit.RunAll(context.Background(), spec, func(s *visit.Session) ([]visit.Sample, int64, error) {
+		if _, _, err := s.Fresh(1); err != nil {
+			return nil, 0, err
+		}
+		if _, _, err := s.Fresh(1); err != nil {
+			return nil, 0, err
+		}
+		_, _, err := s.Fresh(1)
+		return nil, 0, err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := `exited: status 2: harness: error: command "fresh 3 1": want 1 to 0 fresh calls (the fresh sets not yet used)`
+	if !strings.HasPrefix(r.Reason, want) {
+		t.Errorf("a third fresh sample of 2 fresh sets = %q, want %q", r.Reason, want)
+	}
+}

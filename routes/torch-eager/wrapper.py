@@ -15,8 +15,9 @@ validates every warm set in set order (steps 1-6: poison, call, checks,
 re-poison, call, checks, compare), leaves the outputs in the warm output
 files, writes the validated report on fd 4, then serves replay's commands
 from fd 3 ("run SEQ N": N back-to-back calls between two clock reads,
-rotating over the warm sets; "fresh SEQ N", once: one call on each of the
-first N fresh sets; both answered with a sample report; "end": the checks
+rotating over the warm sets; "fresh SEQ N": one call on each of the next
+N fresh sets, none ever called before; both answered with a sample
+report; "end": the checks
 after timing and the final report). After its last report (the final one,
 or a failed validated one) it waits for replay to close fd 3 and ends with
 os._exit(0). Replay owns the clock and the call counts; this timer never
@@ -45,6 +46,7 @@ torch is imported only after the visit file is read, because the thread
 environment variables must be set before the libraries start their pools.
 """
 
+import fcntl
 import itertools
 import json
 import mmap
@@ -661,6 +663,13 @@ class MemFile:
         if st.st_size != self.size:
             raise Usage("%s holds %d bytes, want %d (%d sets of %d bytes, gap %d)" % (
                 where, st.st_size, self.size, self.sets, self.nbytes, self.gap))
+        try:
+            seals = fcntl.fcntl(self.fd, fcntl.F_GET_SEALS)
+        except OSError:
+            seals = 0
+        need = fcntl.F_SEAL_WRITE | fcntl.F_SEAL_SHRINK | fcntl.F_SEAL_GROW | fcntl.F_SEAL_SEAL
+        if self.role == "input" and seals & need != need:
+            raise Usage("%s is not sealed against writes" % where)
         if self.role == "input":
             prot, how = mmap.PROT_READ, "read-only"
         else:
@@ -1023,13 +1032,13 @@ def serve(warm, fresh, sync, divisor):
     """Answers "run SEQ N" and "fresh SEQ N" until "end": N back-to-back
     calls between two clock reads (one sync after them), answered with the
     timer's own span. Call i of the run samples, counted across them, is
-    warm[i mod K]; the one fresh sample calls fresh[0..N-1]. Returns the
-    reason of the first call that raised, or ''."""
+    warm[i mod K]; fresh samples call the fresh sets in order, each once.
+    Returns the reason of the first call that raised, or ''."""
     clock, cycle, islice = time.perf_counter_ns, itertools.cycle, itertools.islice
     # rotations[c]: the warm entries starting at set c, so a sample starts
     # where the last one stopped without skipping through a cycle.
     rotations = [tuple(warm[c:] + warm[:c]) for c in range(len(warm))]
-    cursor, fresh_done = 0, False
+    cursor, used = 0, 0
     cmds = Commands(CMD_FD)
     failure = ""
     while True:
@@ -1042,12 +1051,10 @@ def serve(warm, fresh, sync, divisor):
             cursor = (cursor + n) % len(warm)
         else:
             what = line.decode("ascii", "backslashreplace")
-            if fresh_done:
-                raise Usage('command "%s": a second "fresh" (at most one per visit)' % what)
-            if not 1 <= n <= len(fresh):
-                raise Usage('command "%s": want 1 <= N <= %d (the fresh sets)' % (what, len(fresh)))
-            fresh_done = True
-            calls = fresh[:n]
+            if not 1 <= n <= len(fresh) - used:
+                raise Usage('command "%s": want 1 <= N <= %d (the fresh sets not yet used)' % (what, len(fresh) - used))
+            calls = fresh[used:used + n]
+            used += n
         err = None
         t0 = clock()
         try:
