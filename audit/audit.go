@@ -692,15 +692,18 @@ func (a *auditor) memoisation(v artifacts.VisitResult, rows []samples.Row) error
 		return fmt.Errorf("session %d records a memory bandwidth of %.3g B/s, below %.0g", v.Session, bw, MinColdBandwidth)
 	}
 	var ss []visit.Sample
-	fresh, calls := 0, int64(0)
+	fresh, controls, calls := 0, 0, int64(0)
 	for _, r := range rows {
 		ss = append(ss, visit.Sample{Kind: r.Kind, Index: int(r.Index), Calls: r.Calls, SpanNs: r.TotalNs, TimerNs: r.TimerNs})
-		if r.Kind == visit.KindFresh {
+		switch r.Kind {
+		case visit.KindFresh:
 			fresh, calls = fresh+1, calls+r.Calls
+		case visit.KindControl:
+			controls++
 		}
 	}
-	if fresh < 1 || fresh > visit.FreshSamples || calls != v.FreshCalls {
-		return fmt.Errorf("%d fresh samples of %d calls in all, the visit says %d calls (want 1 to %d samples)", fresh, calls, v.FreshCalls, visit.FreshSamples)
+	if fresh < 1 || fresh > visit.FreshSamples || controls != fresh || calls != v.FreshCalls {
+		return fmt.Errorf("%d fresh samples of %d calls in all and %d controls, the visit says %d calls (want 1 to %d samples, each with its control)", fresh, calls, controls, v.FreshCalls, visit.FreshSamples)
 	}
 	var sig []oracle.Param
 	for _, c := range a.cdoc.Cases {

@@ -17,9 +17,10 @@ const (
 )
 
 // Row is one (case, route) claim of the replay with the audit's marks.
-// Supported: the checkpoint is intact, the row and its baseline row passed
-// every visit and every row check, and it ran in a sandbox; Why says
-// otherwise. Ratio, against the baseline, only for a supported row.
+// Supported: the checkpoint is intact, every visit of the row passed every
+// check, no visit of its baseline row failed, and it ran in a sandbox; Why
+// says otherwise. Ratio, against the baseline, only for a supported row
+// whose baseline was timed.
 type Row struct {
 	Case      string    `json:"case"`
 	Route     string    `json:"route"`
@@ -57,12 +58,16 @@ func (a *auditor) claims(rep *Report) {
 			r.Why = s.Reason
 		case slices.Contains(r.Marks, MarkNoSandbox):
 			r.Why = "timed without a sandbox"
-		case r.Route != base && hasBase && b.Status != artifacts.StatusPassed:
-			r.Why = "its baseline " + base + " did not pass: " + b.Reason
+		case r.Route != base && hasBase && b.Status == artifacts.StatusFailed:
+			r.Why = "its baseline " + base + " failed: " + b.Reason
 		default:
+			// Its own time is supported; a ratio only where the baseline
+			// was timed too (a route may not support a case at all).
 			r.Supported = true
 			if s.RatioPairs > 0 {
 				r.Ratio = &RowRatio{Baseline: base, Median: s.Ratio, Lo: s.RatioLo, Hi: s.RatioHi, Verdict: s.Verdict}
+			} else if r.Route != base && hasBase {
+				r.Why = "no ratio: " + base + " was not timed (" + b.Status + ")"
 			}
 		}
 		if r.Supported {

@@ -207,13 +207,23 @@ func (b *buffers) afterValidation(vr *artifacts.VisitResult) error {
 }
 
 // runFresh runs the fresh samples ([visit.FreshPlan]), each on fresh sets
-// no call of the visit has seen; a sample's outputs are read the moment
-// its answer arrives.
+// no call of the visit has seen and each after a control (a warm sample of
+// as many calls); a fresh sample's outputs are read the moment its answer
+// arrives.
 func (b *buffers) runFresh(sess *visit.Session, smps []visit.Sample) ([]visit.Sample, error) {
 	b.fresh = make([][]byte, len(b.freshOut))
 	var out []visit.Sample
 	for i, n := range visit.FreshPlan(smps, len(b.in.fresh)) {
-		span, tn, err := sess.Fresh(n)
+		span, tn, err := sess.Sample(n)
+		if err != nil {
+			return nil, err
+		}
+		ctl := visit.Sample{Kind: visit.KindControl, Index: i, Calls: n, SpanNs: span.Nanoseconds(), TimerNs: tn}
+		if err := visit.CheckClock(ctl); err != nil {
+			return nil, err
+		}
+		out = append(out, ctl)
+		span, tn, err = sess.Fresh(n)
 		if err != nil {
 			return nil, err
 		}

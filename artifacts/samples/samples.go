@@ -23,7 +23,8 @@ type Row struct {
 	Case     string
 	Route    string
 	// Kind: "batch" (Calls calls), "single" (one call), "fresh" (one call
-	// on each of Calls fresh buffer sets) or "empty" (no
+	// on each of Calls fresh buffer sets), "control" (the warm sample of as
+	// many calls just before a fresh one) or "empty" (no
 	// call: the overhead of replay's channel to the timer).
 	Kind    string
 	Index   int32
@@ -146,8 +147,8 @@ func ReadFile(path string, mem memory.Allocator) (rows []Row, err error) {
 			if r.TotalNs < 0 || r.TimerNs < 0 {
 				return nil, fmt.Errorf("samples %s: row %d: total_ns=%d timer_ns=%d: want both >= 0", path, len(rows), r.TotalNs, r.TimerNs)
 			}
-			if want := map[string]bool{"batch": r.Calls >= 1, "single": r.Calls == 1, "empty": r.Calls == 0, "fresh": r.Calls >= 1}; !want[r.Kind] {
-				return nil, fmt.Errorf("samples %s: row %d: kind %q with %d calls: want batch (calls >= 1), single (1), empty (0) or fresh (calls >= 1)", path, len(rows), r.Kind, r.Calls)
+			if want := map[string]bool{"batch": r.Calls >= 1, "single": r.Calls == 1, "empty": r.Calls == 0, "fresh": r.Calls >= 1, "control": r.Calls >= 1}; !want[r.Kind] {
+				return nil, fmt.Errorf("samples %s: row %d: kind %q with %d calls: want batch (calls >= 1), single (1), empty (0), fresh or control (calls >= 1)", path, len(rows), r.Kind, r.Calls)
 			}
 			if perop.Value(j) != r.PerOpNs() {
 				return nil, fmt.Errorf("samples %s: row %d: per_op_ns %g disagrees with total_ns/calls %g", path, len(rows), perop.Value(j), r.PerOpNs())

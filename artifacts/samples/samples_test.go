@@ -170,15 +170,15 @@ func TestReadViolations(t *testing.T) {
 			tb.perOp = map[int]float64{1: 4}
 			return tb
 		}(), want: "row 1: per_op_ns 4 disagrees with total_ns/calls 3.3333333333333335"},
-		{name: "batch with calls 0", table: goodTable(bad(func(r *Row) { r.Calls = 0; r.TotalNs = 5 })), want: `row 1: kind "batch" with 0 calls: want batch (calls >= 1), single (1), empty (0) or fresh (calls >= 1)`},
-		{name: "calls negative", table: goodTable(bad(func(r *Row) { r.Calls = -1 })), want: `row 1: kind "batch" with -1 calls: want batch (calls >= 1), single (1), empty (0) or fresh (calls >= 1)`},
-		{name: "empty with calls", table: goodTable(bad(func(r *Row) { r.Kind = "empty" })), want: `row 1: kind "empty" with 100 calls: want batch (calls >= 1), single (1), empty (0) or fresh (calls >= 1)`},
-		{name: "single with 2 calls", table: goodTable(bad(func(r *Row) { r.Kind, r.Calls = "single", 2 })), want: `row 1: kind "single" with 2 calls: want batch (calls >= 1), single (1), empty (0) or fresh (calls >= 1)`},
+		{name: "batch with calls 0", table: goodTable(bad(func(r *Row) { r.Calls = 0; r.TotalNs = 5 })), want: `row 1: kind "batch" with 0 calls: want batch (calls >= 1), single (1), empty (0), fresh or control (calls >= 1)`},
+		{name: "calls negative", table: goodTable(bad(func(r *Row) { r.Calls = -1 })), want: `row 1: kind "batch" with -1 calls: want batch (calls >= 1), single (1), empty (0), fresh or control (calls >= 1)`},
+		{name: "empty with calls", table: goodTable(bad(func(r *Row) { r.Kind = "empty" })), want: `row 1: kind "empty" with 100 calls: want batch (calls >= 1), single (1), empty (0), fresh or control (calls >= 1)`},
+		{name: "single with 2 calls", table: goodTable(bad(func(r *Row) { r.Kind, r.Calls = "single", 2 })), want: `row 1: kind "single" with 2 calls: want batch (calls >= 1), single (1), empty (0), fresh or control (calls >= 1)`},
 		{name: "total_ns negative", table: goodTable(bad(func(r *Row) { r.TotalNs = -7 })), want: "row 1: total_ns=-7 timer_ns=0: want both >= 0"},
 		{name: "timer_ns negative", table: goodTable(bad(func(r *Row) { r.TimerNs = -7 })), want: "row 1: total_ns=123456 timer_ns=-7: want both >= 0"},
-		{name: "fresh with 0 calls", table: goodTable(bad(func(r *Row) { r.Kind, r.Calls = "fresh", 0 })), want: `row 1: kind "fresh" with 0 calls: want batch (calls >= 1), single (1), empty (0) or fresh (calls >= 1)`},
-		{name: "unknown kind", table: goodTable(bad(func(r *Row) { r.Kind = "warmup" })), want: `row 1: kind "warmup" with 100 calls: want batch (calls >= 1), single (1), empty (0) or fresh (calls >= 1)`},
-		{name: "empty kind", table: goodTable(bad(func(r *Row) { r.Kind = "" })), want: `row 1: kind "" with 100 calls: want batch (calls >= 1), single (1), empty (0) or fresh (calls >= 1)`},
+		{name: "fresh with 0 calls", table: goodTable(bad(func(r *Row) { r.Kind, r.Calls = "fresh", 0 })), want: `row 1: kind "fresh" with 0 calls: want batch (calls >= 1), single (1), empty (0), fresh or control (calls >= 1)`},
+		{name: "unknown kind", table: goodTable(bad(func(r *Row) { r.Kind = "warmup" })), want: `row 1: kind "warmup" with 100 calls: want batch (calls >= 1), single (1), empty (0), fresh or control (calls >= 1)`},
+		{name: "empty kind", table: goodTable(bad(func(r *Row) { r.Kind = "" })), want: `row 1: kind "" with 100 calls: want batch (calls >= 1), single (1), empty (0), fresh or control (calls >= 1)`},
 		{name: "null calls", table: func() table {
 			tb := goodTable(batch)
 			tb.nullCol = 7

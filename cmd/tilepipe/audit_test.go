@@ -156,7 +156,7 @@ func TestAuditRecomputes(t *testing.T) {
 				}
 				return out
 			})
-		}, "summaries", "FAILED", "passed in replay but fails the fresh-sample bound: 0 fresh samples of 0 calls in all"},
+		}, "summaries", "FAILED", "passed in replay but fails the fresh-sample bound: 0 fresh samples of 0 calls in all and "},
 		{"fresh sample slowed", func(t *testing.T, dir string) {
 			resample(t, dir, func(rows []samples.Row) []samples.Row {
 				for i := range rows {

@@ -55,9 +55,12 @@ var sink byte
 
 // TouchBandwidth measures the bytes per second this machine reads plus
 // writes with Go's copy when the working set (sources and destinations
-// together) is n bytes, split over the replay's threads, so it sits in the
-// same level of the cache hierarchy as the kernel's data: the best of
-// several timed rounds of warm copies.
+// together) is n bytes, split over threads, so it sits in the same level
+// of the cache hierarchy as the kernel's data: the better of whole copies
+// and copies in 64 KiB pieces, each the best of several timed rounds. The
+// pieces matter: Go's copy of a few MiB or more uses stores that bypass
+// the cache, and measures memory where the data sits in the last-level
+// cache (a 6 MiB working set here: 53 GB/s whole, 168 GB/s in pieces).
 func TouchBandwidth(n, threads int) float64 {
 	threads = max(1, threads)
 	part := max(2048, n/(2*threads))
@@ -70,21 +73,25 @@ func TouchBandwidth(n, threads int) float64 {
 	}
 	reps := max(1, (32<<20)/part)
 	best := time.Duration(1 << 62)
-	for t := 0; t < 10; t++ {
-		var wg sync.WaitGroup
-		start := time.Now()
-		for i := 0; i < threads; i++ {
-			wg.Add(1)
-			go func(s, d []byte) {
-				defer wg.Done()
-				for r := 0; r < reps; r++ {
-					copy(d, s)
-				}
-			}(src[i], dst[i])
-		}
-		wg.Wait()
-		if d := time.Since(start); d < best {
-			best = d
+	for _, piece := range []int{part, 64 << 10} {
+		for t := 0; t < 10; t++ {
+			var wg sync.WaitGroup
+			start := time.Now()
+			for i := 0; i < threads; i++ {
+				wg.Add(1)
+				go func(s, d []byte) {
+					defer wg.Done()
+					for r := 0; r < reps; r++ {
+						for o := 0; o < len(s); o += piece {
+							copy(d[o:min(o+piece, len(d))], s[o:min(o+piece, len(s))])
+						}
+					}
+				}(src[i], dst[i])
+			}
+			wg.Wait()
+			if d := time.Since(start); d < best {
+				best = d
+			}
 		}
 	}
 	for i := range dst {

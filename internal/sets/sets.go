@@ -27,7 +27,7 @@ const DefaultWarm = 2
 // FreshBytes bounds the bytes (inputs and outputs) of a case's fresh sets;
 // MaxFresh bounds their number.
 const (
-	FreshBytes = 32 << 20
+	FreshBytes = 8 << 20
 	MaxFresh   = 4096
 )
 

@@ -2,7 +2,6 @@ package visit
 
 import (
 	"fmt"
-	"math"
 	"slices"
 	"time"
 )
@@ -22,6 +21,10 @@ const (
 	KindSingle = "single"
 	KindEmpty  = "empty" // no calls: the channel's own overhead
 	KindFresh  = "fresh" // one call on each of N fresh sets
+	// KindControl is a warm sample of as many calls as the fresh sample
+	// that follows it (same Index): whatever a sample of that size costs
+	// beyond its calls (the channel, waking the timer's threads) cancels.
+	KindControl = "control"
 )
 
 // FreshTarget is the work each fresh sample aims at: as many fresh calls
@@ -132,31 +135,37 @@ type Fresh struct {
 	FreshNs, WarmNs, BoundNs float64
 }
 
-// FreshStats computes [Fresh] from a visit's samples: the fresh time per
-// call is the fastest fresh sample's span, less the fastest empty sample
-// (the channel at its quietest), over its calls.
+// FreshStats computes [Fresh] from a visit's samples. Each fresh sample
+// follows a control: a warm sample of as many calls, so what a sample of
+// that size costs beyond its calls cancels. The fresh time per call is the
+// warm time per call plus the median, over the pairs, of the fresh
+// sample's excess over its control per call.
 func FreshStats(ss []Sample, coldNs float64) (Fresh, error) {
-	ch, fresh := math.Inf(1), math.Inf(1)
+	control := map[int]Sample{}
 	for _, s := range ss {
-		if s.Kind == KindEmpty {
-			ch = min(ch, float64(s.SpanNs))
+		if s.Kind == KindControl {
+			control[s.Index] = s
 		}
 	}
-	if math.IsInf(ch, 1) {
-		ch = 0
-	}
+	var excess []float64
 	for _, s := range ss {
-		if s.Kind == KindFresh && s.Calls > 0 {
-			fresh = min(fresh, max(float64(s.SpanNs)-ch, 0)/float64(s.Calls))
+		if s.Kind != KindFresh {
+			continue
 		}
+		c, ok := control[s.Index]
+		if !ok || c.Calls != s.Calls || s.Calls < 1 {
+			return Fresh{}, fmt.Errorf("drive: fresh sample %d (%d calls) has no control of as many calls", s.Index, s.Calls)
+		}
+		excess = append(excess, float64(s.SpanNs-c.SpanNs)/float64(s.Calls))
 	}
-	if math.IsInf(fresh, 1) {
+	if len(excess) == 0 {
 		return Fresh{}, fmt.Errorf("drive: no fresh sample")
 	}
-	f := Fresh{FreshNs: fresh, WarmNs: warmPerCall(ss)}
+	f := Fresh{WarmNs: warmPerCall(ss)}
 	if f.WarmNs <= 0 {
 		f.WarmNs = 1 // below the clock: any measurable fresh call is far slower
 	}
+	f.FreshNs = max(f.WarmNs+median(excess), 0)
 	f.BoundNs = FreshBound*f.WarmNs + coldNs
 	return f, nil
 }

@@ -161,12 +161,16 @@ func TestCheckClock(t *testing.T) {
 // TestCheckFresh feeds the fresh-sample bound samples that pass it, fail
 // it, and carry no fresh sample.
 func TestCheckFresh(t *testing.T) {
-	// Warm calls take 1000 ns (batch spans over calls); the channel at its
-	// quietest 10 µs; fresh samples of 10 calls take fresh ns each, and a
-	// preempted one 1 ms more.
+	// Warm calls take 1000 ns (batch spans over calls). Each fresh sample of
+	// 10 calls follows a control of 10 warm calls; a sample of 10 costs
+	// 50 µs beyond its calls (the channel, waking threads). The second pair
+	// has a 1 ms hiccup in its fresh sample, the third in its control: the
+	// median excess is the first pair's.
 	warm := func(fresh int64) []Sample {
-		return []Sample{{Kind: KindEmpty, SpanNs: 10_000}, {Kind: KindEmpty, SpanNs: 900_000}, {Kind: KindBatch, Calls: 1000, SpanNs: 1_000_000}, {Kind: KindBatch, Calls: 1000, SpanNs: 1_000_000},
-			{Kind: KindFresh, Calls: 10, SpanNs: 1_010_000 + 10*fresh}, {Kind: KindFresh, Calls: 10, SpanNs: 10_000 + 10*fresh}}
+		return []Sample{{Kind: KindEmpty, SpanNs: 10_000}, {Kind: KindBatch, Calls: 1000, SpanNs: 1_000_000}, {Kind: KindBatch, Calls: 1000, SpanNs: 1_000_000},
+			{Kind: KindControl, Index: 0, Calls: 10, SpanNs: 50_000 + 10_000}, {Kind: KindFresh, Index: 0, Calls: 10, SpanNs: 50_000 + 10*fresh},
+			{Kind: KindControl, Index: 1, Calls: 10, SpanNs: 50_000 + 10_000}, {Kind: KindFresh, Index: 1, Calls: 10, SpanNs: 1_050_000 + 10*fresh},
+			{Kind: KindControl, Index: 2, Calls: 10, SpanNs: 1_050_000 + 10_000}, {Kind: KindFresh, Index: 2, Calls: 10, SpanNs: 50_000 + 10*fresh}}
 	}
 	for _, tc := range []struct {
 		name   string
@@ -179,7 +183,8 @@ func TestCheckFresh(t *testing.T) {
 		{"past the bound", warm(5100), 0, "memoisation_suspected: fresh calls took 5100 ns each, warm calls 1000 ns (ratio 5.1; bound 5000 ns = 5 x warm + 0 ns to fetch the set from memory)"},
 		{"memory explains it", warm(11000), 6000, ""},
 		{"memory does not explain it", warm(11001), 6000, "memoisation_suspected: fresh calls took 11001 ns each, warm calls 1000 ns (ratio 11.0; bound 11000 ns = 5 x warm + 6000 ns to fetch the set from memory)"},
-		{"no fresh sample", warm(1000)[:4], 0, "drive: no fresh sample"},
+		{"no fresh sample", warm(1000)[:3], 0, "drive: no fresh sample"},
+		{"no control", append(warm(1000)[:3], warm(1000)[4]), 0, "drive: fresh sample 0 (10 calls) has no control of as many calls"},
 	} {
 		err := CheckFresh(tc.ss, tc.coldNs)
 		got := ""

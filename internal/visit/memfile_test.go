@@ -1,0 +1,123 @@
+package visit
+
+import (
+	"bytes"
+	"encoding/binary"
+	"math"
+	"strconv"
+	"strings"
+	"testing"
+
+	"golang.org/x/sys/unix"
+)
+
+// TestInputSealed: nobody can write an input file after NewInput, through
+// a new writable mapping, a write(2) or a resize, and the seals cannot be
+// lifted.
+func TestInputSealed(t *testing.T) {
+	l := NewLayout(PoolWarm, 2, 100)
+	m, err := NewInput("A", l, [][]byte{bytes.Repeat([]byte{1}, 100), bytes.Repeat([]byte{2}, 100)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	fd := int(m.File.Fd())
+	if _, err := unix.Mmap(fd, 0, l.Size(), unix.PROT_READ|unix.PROT_WRITE, unix.MAP_SHARED); err != unix.EPERM {
+		t.Errorf("writable shared mapping of a sealed input = %v, want EPERM", err)
+	}
+	if _, err := unix.Pwrite(fd, []byte{9}, int64(l.Offset(0))); err != unix.EPERM {
+		t.Errorf("pwrite to a sealed input = %v, want EPERM", err)
+	}
+	if err := unix.Ftruncate(fd, 0); err != unix.EPERM {
+		t.Errorf("truncating a sealed input = %v, want EPERM", err)
+	}
+	if _, err := unix.FcntlInt(uintptr(fd), unix.F_ADD_SEALS, 0); err != unix.EPERM {
+		t.Errorf("changing a sealed input's seals = %v, want EPERM", err)
+	}
+	if !bytes.Equal(m.Set(1), bytes.Repeat([]byte{2}, 100)) || m.CheckCanary() != nil {
+		t.Errorf("input set 1 = %v, canary %v; want the set's bytes and whole canaries", m.Set(1)[:4], m.CheckCanary())
+	}
+	if _, err := NewInput("A", l, [][]byte{make([]byte, 100)}); err == nil || !strings.Contains(err.Error(), "1 sets, layout has 2") {
+		t.Errorf("NewInput with one set of two = %v", err)
+	}
+	if _, err := NewInput("A", l, [][]byte{make([]byte, 100), make([]byte, 99)}); err == nil || !strings.Contains(err.Error(), "set 1: 99 bytes, want 100") {
+		t.Errorf("NewInput with a short set = %v", err)
+	}
+}
+
+// TestOutputCanary: a changed byte outside the sets' data is named; one
+// inside is not a canary.
+func TestOutputCanary(t *testing.T) {
+	l := NewLayout(PoolFresh, 3, 10)
+	if l.Offset(0) != 64 || l.Offset(1) != 64+64+64 || l.Size() != 4096 {
+		t.Fatalf("layout offsets %d %d size %d, want 64 192 4096", l.Offset(0), l.Offset(1), l.Size())
+	}
+	m, err := NewOutput("C", l)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	m.Set(1)[9] ^= 0xff // data
+	if err := m.CheckCanary(); err != nil {
+		t.Errorf("a data byte changed: %v, want no canary failure", err)
+	}
+	for _, o := range []int{0, l.Offset(1) + 10, l.Size() - 1} {
+		m.mem[o] ^= 1
+		if err := m.CheckCanary(); err == nil || err.Error() != "guard_overwritten: C fresh byte "+itoa(o) {
+			t.Errorf("canary byte %d changed: %v", o, err)
+		}
+		m.mem[o] ^= 1
+	}
+	want := bytes.Repeat([]byte{7, 8}, 5)
+	copy(m.Set(2), want)
+	if e := m.FirstDiff(2, want, 2); e != -1 {
+		t.Errorf("FirstDiff of equal bytes = %d, want -1", e)
+	}
+	m.Set(2)[7] = 0
+	if e := m.FirstDiff(2, want, 2); e != 3 {
+		t.Errorf("FirstDiff with byte 7 changed = element %d, want 3", e)
+	}
+}
+
+func itoa(i int) string { return strconv.Itoa(i) }
+
+// TestFillPattern: the fill is never a poison, never a finite float nor a
+// quiet NaN, never a non-negative index, whatever the draw.
+func TestFillPattern(t *testing.T) {
+	poisons := map[string][][]byte{
+		"f32": {{0xAD, 0xDE, 0xC0, 0x7F}, {0xEF, 0xBE, 0xC0, 0x7F}},
+		"f16": {{0x5D, 0x7E}, {0x5E, 0x7E}}, "bf16": {{0xDE, 0x7F}, {0xBE, 0x7F}},
+		"i64": {{0xAD, 0xDE, 0xAD, 0xDE, 0xAD, 0xDE, 0xF8, 0x7F}, {0xEF, 0xBE, 0xEF, 0xBE, 0xEF, 0xBE, 0xF8, 0x7F}},
+	}
+	for _, draw := range []uint64{0, 1, 0x3FFFFE, 0x3FFFFF, 1 << 63, math.MaxUint64, 0x123456789abcdef} {
+		for dtype, ps := range poisons {
+			f := FillPattern(dtype, draw)
+			for _, p := range ps {
+				if bytes.Equal(f, p) {
+					t.Errorf("FillPattern(%s, %#x) = a poison", dtype, draw)
+				}
+			}
+			switch dtype {
+			case "f32":
+				b := binary.LittleEndian.Uint32(f)
+				if b&0x7F800000 != 0x7F800000 || b&0x7FFFFF == 0 || b&0x400000 != 0 {
+					t.Errorf("FillPattern(f32, %#x) = %#x, want a signalling NaN", draw, b)
+				}
+			case "f16":
+				b := binary.LittleEndian.Uint16(f)
+				if b&0x7C00 != 0x7C00 || b&0x3FF == 0 || b&0x200 != 0 {
+					t.Errorf("FillPattern(f16, %#x) = %#x, want a signalling NaN", draw, b)
+				}
+			case "bf16":
+				b := binary.LittleEndian.Uint16(f)
+				if b&0x7F80 != 0x7F80 || b&0x7F == 0 || b&0x40 != 0 {
+					t.Errorf("FillPattern(bf16, %#x) = %#x, want a signalling NaN", draw, b)
+				}
+			case "i64":
+				if v := int64(binary.LittleEndian.Uint64(f)); v >= 0 {
+					t.Errorf("FillPattern(i64, %#x) = %d, want negative", draw, v)
+				}
+			}
+		}
+	}
+}
