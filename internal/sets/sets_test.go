@@ -22,7 +22,7 @@ func TestSeed(t *testing.T) {
 	}
 	distinct := map[uint64]string{}
 	for _, k := range []struct {
-		id, pool  string
+		id, pool string
 		round, s int
 	}{{"c", Warm, 0, 0}, {"c", Warm, 0, 1}, {"c", Warm, 1, 1}, {"c", Fresh, 0, 0}, {"c", Fresh, 0, 1}, {"c", Fresh, 1, 0}, {"d", Warm, 0, 0}, {"d", Fresh, 0, 0}} {
 		v := seed(k.id, k.pool, k.round, k.s)
