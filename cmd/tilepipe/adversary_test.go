@@ -128,8 +128,10 @@ var adversaries = []adversary{
 		reason: "guard_fault: C warm after, 53249 bytes away"},
 	{name: "far_write_before", class: "far out-of-bounds write", stage: "replay",
 		reason: "guard_fault: C warm before, 61440 bytes away"},
-	{name: "uninit_malloc", class: "uninitialised reads", stage: "replay", flags: []string{"--rounds", "2"},
-		reason: "nondeterministic: warm set 0's outputs differ from visit 0's ..."},
+	// A fresh 256 KiB allocation is filled during validation, zero when
+	// timed (the timers turn the fill off): the outputs change.
+	{name: "uninit_malloc", class: "uninitialised reads", stage: "replay",
+		reason: "timed_output_mismatch: set 0 output C element 0"},
 	{name: "uninit_scratch", class: "uninitialised reads", stage: "replay", flags: []string{"--rounds", "2"},
 		reason: "nondeterministic: warm set 0's outputs differ from visit 0's ..."},
 	{name: "baked", class: "answers baked at build time", stage: "replay", env: map[string]string{"TILEPIPE_TEST_VALIDATES": "1"},

@@ -142,11 +142,13 @@ func TestCheckClock(t *testing.T) {
 	}{
 		{"honest", batch(20*ms, 20*ms-30_000, 21*ms, 21*ms-40_000, 20*ms, 20*ms-35_000), ""},
 		{"one late answer", batch(20*ms, 20*ms-30_000, 35*ms, 20*ms, 20*ms, 20*ms-35_000), ""},
+		{"two late answers of three", batch(35*ms, 20*ms, 35*ms, 20*ms, 20*ms, 20*ms-35_000), ""},
 		{"gap at the limit", batch(20*ms, 10*ms, 20*ms, 10*ms, 20*ms, 10*ms), ""},
 		{"a liar (a quarter)", batch(20*ms, 5*ms, 21*ms, 5*ms, 20*ms, 5*ms),
-			"clock_mismatch: batch samples: replay measured a median span of 20000000 ns, the timer reported 15000000 ns less (allowed: 10000000 ns)"},
+			"clock_mismatch: batch samples: replay measured a median span of 20000000 ns, the timer reported at least 15000000 ns less in every one (allowed: 10000000 ns)"},
+		{"a liar, one sample honest", batch(20*ms, 20*ms, 21*ms, 5*ms, 20*ms, 5*ms), ""},
 		{"just over", batch(20*ms, 10*ms-1, 20*ms, 10*ms-1, 20*ms, 10*ms-1),
-			"clock_mismatch: batch samples: replay measured a median span of 20000000 ns, the timer reported 10000001 ns less (allowed: 10000000 ns)"},
+			"clock_mismatch: batch samples: replay measured a median span of 20000000 ns, the timer reported at least 10000001 ns less in every one (allowed: 10000000 ns)"},
 	} {
 		got := ""
 		if err := CheckGap(tc.ss); err != nil {
