@@ -41,7 +41,7 @@ const FreshSamples = 3
 // warm calls plus ColdSlack times the time the replay machine's memory
 // takes to deliver the set's bytes (docs/results/2026-11-30-fresh-ratio).
 const (
-	FreshBound = 5.0
+	FreshBound = 6.0
 	ColdSlack  = 8.0
 )
 

@@ -33,7 +33,6 @@ func (s *Sandbox) Record() *artifacts.Sandbox {
 // Inside paths: what a timer sees.
 const (
 	InsideRoot = "/visit"
-	InsideIn   = "/visit/in"
 	InsideOut  = "/visit/out"
 	InsideBin  = "/visit/bin"
 )

@@ -181,10 +181,10 @@ func TestCheckFresh(t *testing.T) {
 		want   string
 	}{
 		{"as fast as warm", warm(1000), 0, ""},
-		{"at the bound", warm(5000), 0, ""},
-		{"past the bound", warm(5100), 0, "memoisation_suspected: fresh calls took 5100 ns each, warm calls 1000 ns (ratio 5.1; bound 5000 ns = 5 x warm + 0 ns to fetch the set from memory)"},
-		{"memory explains it", warm(11000), 6000, ""},
-		{"memory does not explain it", warm(11001), 6000, "memoisation_suspected: fresh calls took 11001 ns each, warm calls 1000 ns (ratio 11.0; bound 11000 ns = 5 x warm + 6000 ns to fetch the set from memory)"},
+		{"at the bound", warm(6000), 0, ""},
+		{"past the bound", warm(6100), 0, "memoisation_suspected: fresh calls took 6100 ns each, warm calls 1000 ns (ratio 6.1; bound 6000 ns = 6 x warm + 0 ns to fetch the set from memory)"},
+		{"memory explains it", warm(12000), 6000, ""},
+		{"memory does not explain it", warm(12001), 6000, "memoisation_suspected: fresh calls took 12001 ns each, warm calls 1000 ns (ratio 12.0; bound 12000 ns = 6 x warm + 6000 ns to fetch the set from memory)"},
 		{"no fresh sample", warm(1000)[:3], 0, "drive: no fresh sample"},
 		{"no control", append(warm(1000)[:3], warm(1000)[4]), 0, "drive: fresh sample 0 (10 calls) has no control of as many calls"},
 	} {
