@@ -281,7 +281,7 @@ type VisitResult struct {
 	Threads        int               `json:"threads"`
 	OutputPolicy   string            `json:"outputPolicy,omitempty"`
 	// Sets and FreshSets are the visit's warm and fresh buffer sets
-	// (docs/protocol.md); FreshCalls the calls of its fresh sample.
+	// (docs/protocol.md); FreshCalls the calls of all its fresh samples.
 	Sets       int   `json:"sets"`
 	FreshSets  int   `json:"freshSets"`
 	FreshCalls int64 `json:"freshCalls"`

@@ -359,7 +359,7 @@ func (r *replayer) visit(ctx context.Context, v artifacts.Visit, programs map[[2
 	// shows up here.
 	h := sha256.New()
 	for i, p := range bufs.params {
-		h.Write(bufs.validated[i][:oracle.DtypeSize(p.Dtype)*elems(p.Shape)])
+		h.Write(bufs.validated[i][:p.Bytes()])
 	}
 	vr.Set0 = hex.EncodeToString(h.Sum(nil))
 	if first := r.set0[k]; first == nil {
@@ -460,14 +460,6 @@ func (r *replayer) drive(sess *visit.Session, vr *artifacts.VisitResult, e *arti
 		return nil, calls, true, err
 	}
 	return smps, calls, true, nil
-}
-
-func elems(shape []int) int {
-	n := 1
-	for _, d := range shape {
-		n *= d
-	}
-	return n
 }
 
 // maxCalls bounds the calls of one sample (docs/protocol.md).
