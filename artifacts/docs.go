@@ -377,3 +377,23 @@ type ReplayDoc struct {
 	Samples  Digest         `json:"samples"` // all samples, one Arrow table
 	Summary  []Summary      `json:"summary"`
 }
+
+// PlanRecord is a replay's plan.json: what a replay directory is replaying,
+// written before the first visit, read by --resume and by the audit.
+type PlanRecord struct {
+	Prepared Digest       `json:"prepared"`
+	Capture  Digest       `json:"capture"`
+	Config   ReplayConfig `json:"config"`
+	Routes   []string     `json:"routes"`
+	Cases    []string     `json:"cases"`
+	Plan     []Visit      `json:"plan"`
+	Inputs   InputSeeds   `json:"inputs"`
+}
+
+// JournalLine is one line of a replay's journal.jsonl, one checkpoint: a
+// session's start, a finished visit or a binary closure check.
+type JournalLine struct {
+	Session *Session      `json:"session,omitempty"`
+	Visit   *VisitResult  `json:"visit,omitempty"`
+	Closure *ClosureCheck `json:"closure,omitempty"`
+}

@@ -17,7 +17,7 @@ import (
 
 // finish writes the sample table, the summaries and the results table,
 // and commits the stage.
-func (r *replayer) finish(pr planRecord, done map[int]*artifacts.VisitResult, closures []artifacts.ClosureCheck) (*Result, error) {
+func (r *replayer) finish(pr artifacts.PlanRecord, done map[int]*artifacts.VisitResult, closures []artifacts.ClosureCheck) (*Result, error) {
 	doc := artifacts.ReplayDoc{Schema: artifacts.DocSchema, Prepared: pr.Prepared, Capture: pr.Capture, Config: pr.Config,
 		Routes: pr.Routes, Cases: pr.Cases, Plan: pr.Plan, Inputs: pr.Inputs, Sandbox: r.sandbox.Record(), CPULimit: r.cpuLimit, Sessions: r.sessions, Closure: closures}
 	var all []samples.Row

@@ -51,24 +51,6 @@ const (
 	workDir     = "work"
 )
 
-// planRecord pins what a replay directory is replaying, for --resume.
-type planRecord struct {
-	Prepared artifacts.Digest       `json:"prepared"`
-	Capture  artifacts.Digest       `json:"capture"`
-	Config   artifacts.ReplayConfig `json:"config"`
-	Routes   []string               `json:"routes"`
-	Cases    []string               `json:"cases"`
-	Plan     []artifacts.Visit      `json:"plan"`
-	Inputs   artifacts.InputSeeds   `json:"inputs"`
-}
-
-// journalLine is one checkpoint: a finished visit or a closure check.
-type journalLine struct {
-	Session *artifacts.Session      `json:"session,omitempty"`
-	Visit   *artifacts.VisitResult  `json:"visit,omitempty"`
-	Closure *artifacts.ClosureCheck `json:"closure,omitempty"`
-}
-
 // Result is what replay made.
 type Result struct {
 	Manifest artifacts.Digest
@@ -134,7 +116,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	} else {
 		r.cpuLimit = r.limiter.Describe()
 	}
-	pr := planRecord{Prepared: r.prep.Descriptor.Digest, Capture: r.cap.Descriptor.Digest, Config: r.cfg.ReplayConfig, Routes: routes, Cases: cases,
+	pr := artifacts.PlanRecord{Prepared: r.prep.Descriptor.Digest, Capture: r.cap.Descriptor.Digest, Config: r.cfg.ReplayConfig, Routes: routes, Cases: cases,
 		Plan: Plan(cases, routes, r.cfg.Rounds, func(c, rt string) bool {
 			e := r.entries[[2]string{c, rt}]
 			return e != nil && e.Status == artifacts.StatusPrepared
@@ -167,7 +149,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		}
 	}
 	r.sessions = append(r.sessions, sess)
-	if err := r.append(journalLine{Session: &sess}); err != nil {
+	if err := r.append(artifacts.JournalLine{Session: &sess}); err != nil {
 		return nil, err
 	}
 	r.inputs = &inputCache{seeds: sets.Seeds(pr.Inputs), warm: r.cfg.Sets}
@@ -197,7 +179,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		}
 		cc := r.checkClosure(round, "before", programs)
 		closures = append(closures, cc)
-		if err := r.append(journalLine{Closure: &cc}); err != nil {
+		if err := r.append(artifacts.JournalLine{Closure: &cc}); err != nil {
 			return nil, err
 		}
 		if cc.Status != artifacts.StatusPassed {
@@ -216,14 +198,14 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 			if vr.Status != artifacts.StatusPassed {
 				r.cfg.Progress.Printf("replay: visit %d %s %s failed: %s", v.Index, v.Case, v.Route, vr.Reason)
 			}
-			if err := r.append(journalLine{Visit: vr}); err != nil {
+			if err := r.append(artifacts.JournalLine{Visit: vr}); err != nil {
 				return nil, err
 			}
 			done[v.Index] = vr
 		}
 		cc = r.checkClosure(round, "after", programs)
 		closures = append(closures, cc)
-		if err := r.append(journalLine{Closure: &cc}); err != nil {
+		if err := r.append(artifacts.JournalLine{Closure: &cc}); err != nil {
 			return nil, err
 		}
 		closureFailed = cc.Status != artifacts.StatusPassed
@@ -349,7 +331,7 @@ func (r *replayer) checkConfig(routes []string) error {
 
 // createOrResume makes the replay directory or, with --resume, reloads the
 // plan and the finished visits from its journal.
-func (r *replayer) createOrResume(pr *planRecord) (map[int]*artifacts.VisitResult, []artifacts.ClosureCheck, error) {
+func (r *replayer) createOrResume(pr *artifacts.PlanRecord) (map[int]*artifacts.VisitResult, []artifacts.ClosureCheck, error) {
 	done := map[int]*artifacts.VisitResult{}
 	var closures []artifacts.ClosureCheck
 	if !r.cfg.Resume {
@@ -377,7 +359,7 @@ func (r *replayer) createOrResume(pr *planRecord) (map[int]*artifacts.VisitResul
 	if err != nil {
 		return nil, nil, fmt.Errorf("--resume %s: %w", r.cfg.Output, err)
 	}
-	var old planRecord
+	var old artifacts.PlanRecord
 	if err := json.Unmarshal(b, &old); err != nil {
 		return nil, nil, fmt.Errorf("--resume %s: %s: %w", r.cfg.Output, planFile, err)
 	}
@@ -400,7 +382,7 @@ func (r *replayer) createOrResume(pr *planRecord) (map[int]*artifacts.VisitResul
 	sc := bufio.NewScanner(bytes.NewReader(valid))
 	sc.Buffer(make([]byte, 1<<20), 64<<20)
 	for n := 1; sc.Scan(); n++ {
-		var l journalLine
+		var l artifacts.JournalLine
 		if err := json.Unmarshal(sc.Bytes(), &l); err != nil {
 			return nil, nil, fmt.Errorf("--resume %s: %s:%d: %w", r.cfg.Output, journalFile, n, err)
 		}
@@ -443,7 +425,7 @@ func visitBlobs(v *artifacts.VisitResult) []artifacts.Digest {
 	return ds
 }
 
-func (r *replayer) append(l journalLine) error {
+func (r *replayer) append(l artifacts.JournalLine) error {
 	b, err := json.Marshal(l)
 	if err != nil {
 		return err
