@@ -42,25 +42,36 @@ run: build
 	@mkdir -p runs
 	$(BIN)/tilepipe run --cohort $(COHORT) --routes $(ROUTES) --output $(RUN_DIR) || [ $$? -eq 3 ]
 
+# Tests run through gotestsum (a tool dependency in go.mod): go test alone
+# prints a package only when it ends, minutes into cmd/tilepipe; gotestsum
+# prints each test as it finishes, with its time, and repeats every failure
+# at the end. --raw-command keeps $(GO) the go that runs the tests.
+GOTEST := $(GO) tool gotestsum --format testname --raw-command -- $(GO) test -json
+
 # -count=1: tests run route programs and timers whose files the go test
-# cache cannot see, so a cached pass could hide a changed route. The
-# adversarial suite (docs/threat-model.md) runs second, alone: its
-# extra-threads kernels are caught by CPU accounting, which needs the
-# machine's cores free of other test packages.
+# cache cannot see, so a cached pass could hide a changed route. -timeout
+# 30m: cmd/tilepipe has taken 461 s on a slow day, close to go test's
+# default of 10 minutes per package. The adversarial suite
+# (docs/threat-model.md) runs second, alone: its extra-threads kernels are
+# caught by CPU accounting, which needs the machine's cores free of other
+# test packages.
 test: build
-	TILEPIPE_ROUTES=$(BIN)/routes TILEPIPE_REQUIRE_ROUTES=1 $(GO) test -count=1 -skip '^TestAdversaries$$' ./...
-	TILEPIPE_ROUTES=$(BIN)/routes TILEPIPE_REQUIRE_ROUTES=1 $(GO) test -count=1 -run '^TestAdversaries$$' ./cmd/tilepipe
+	TILEPIPE_ROUTES=$(BIN)/routes TILEPIPE_REQUIRE_ROUTES=1 $(GOTEST) -count=1 -timeout 30m -skip '^TestAdversaries$$' ./...
+	TILEPIPE_ROUTES=$(BIN)/routes TILEPIPE_REQUIRE_ROUTES=1 $(GOTEST) -count=1 -timeout 30m -run '^TestAdversaries$$' ./cmd/tilepipe
 
 # The adversarial suite alone, writing its table (docs/results).
 ADVERSARY_TABLE ?= runs/adversarial.md
 test-adversarial: build
 	@mkdir -p $(dir $(ADVERSARY_TABLE))
 	TILEPIPE_ROUTES=$(BIN)/routes TILEPIPE_REQUIRE_ROUTES=1 TILEPIPE_ADVERSARY_TABLE=$(abspath $(ADVERSARY_TABLE)) \
-	  $(GO) test -count=1 -run '^TestAdversaries$$' -v ./cmd/tilepipe
+	  $(GOTEST) -count=1 -timeout 30m -run '^TestAdversaries$$' ./cmd/tilepipe
 
 test-oracle:
 	$(GO) test ./oracle/ -run TestTightness -v -count=1
 
+# Plain go test: it prints each benchmark as it finishes already, in the
+# format benchstat reads, and gotestsum v1.13.0's summary lists every
+# benchmark of Go 1.26 as a failed test.
 bench: build
 	TILEPIPE_ROUTES=$(BIN)/routes $(GO) test ./... -run '^$$' -bench . -benchmem
 

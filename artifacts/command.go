@@ -57,6 +57,7 @@ func (s *Store) Run(ctx context.Context, argv []string, dir string, envDelta map
 	if len(argv) == 0 {
 		return Command{}, nil, "", errors.New("run: empty argv")
 	}
+	parent := ctx
 	if timeout > 0 {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, timeout)
@@ -65,7 +66,9 @@ func (s *Store) Run(ctx context.Context, argv []string, dir string, envDelta map
 	c := exec.CommandContext(ctx, argv[0], argv[1:]...)
 	c.Dir = dir
 	c.Env = Env(envDelta)
-	c.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	// Its own process group: a terminal's Ctrl-C reaches tilepipe alone,
+	// which then ends the group. Pdeathsig: it dies with tilepipe.
+	c.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	killGroup := func() error {
 		if c.Process != nil {
 			syscall.Kill(-c.Process.Pid, syscall.SIGKILL)
@@ -111,6 +114,10 @@ func (s *Store) Run(ctx context.Context, argv []string, dir string, envDelta map
 	}
 	var ee *exec.ExitError
 	switch {
+	case parent.Err() != nil:
+		// Interrupted: the command was killed by us, not by its own
+		// doing; that is no result about it.
+		return cmd, nil, "", parent.Err()
 	case runErr == nil:
 	case ctx.Err() == context.DeadlineExceeded:
 		cmd.Exit = -1
@@ -122,8 +129,6 @@ func (s *Store) Run(ctx context.Context, argv []string, dir string, envDelta map
 		} else {
 			reason = fmt.Sprintf("exited: status %d", cmd.Exit)
 		}
-	case ctx.Err() != nil:
-		return cmd, nil, "", ctx.Err()
 	default:
 		return cmd, nil, "", fmt.Errorf("run %s: %w", argv[0], runErr)
 	}

@@ -15,6 +15,7 @@ import (
 	"github.com/opencontainers/go-digest"
 	specs "github.com/opencontainers/image-spec/specs-go"
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
+	"github.com/tilepipe/tilepipe/internal/crashpoint"
 )
 
 // Media types of tilepipe's blobs.
@@ -44,6 +45,10 @@ const (
 type Store struct {
 	dir    string
 	titles titles
+	// lockFile holds the writer lock ([LockFile]) of a stage being
+	// written; created and committed say what Discard may remove.
+	lockFile           *os.File
+	created, committed bool
 }
 
 // Create makes dir, which must not exist, as a new empty layout. The parent
@@ -61,7 +66,11 @@ func Create(dir string) (*Store, error) {
 		}
 		return nil, fmt.Errorf("create output directory: %w", err)
 	}
-	s := &Store{dir: dir}
+	s := &Store{dir: dir, created: true}
+	if err := s.lock(); err != nil {
+		os.Remove(dir)
+		return nil, err
+	}
 	if err := os.MkdirAll(filepath.Join(dir, "blobs", "sha256"), 0o755); err != nil {
 		return nil, err
 	}
@@ -343,6 +352,9 @@ func (s *Store) Commit(artifactType string, config ocispec.Descriptor, layers []
 	if err := writeFileAtomic(filepath.Join(s.dir, ocispec.ImageIndexFile), append(b, '\n')); err != nil {
 		return ocispec.Descriptor{}, err
 	}
+	s.committed = true
+	crashpoint.Hit("commit")
+	s.unlock()
 	return md, nil
 }
 
@@ -358,6 +370,13 @@ type Stage struct {
 // OpenStage opens dir, checks that its manifest has the wanted artifact
 // type, and re-hashes the manifest, the config and every layer before
 // returning. verified is called once per blob after it was re-hashed.
+//
+// The index's descriptor must describe the manifest blob exactly (its
+// size, the OCI manifest media type, the manifest's artifactType), every
+// config and layer descriptor's size must be its blob's, and blobs/ may
+// hold nothing else: a file no descriptor lists, a directory or anything
+// not a regular file is an error naming it. Files beside blobs/ (replay's
+// plan.json and journal.jsonl) are not looked at.
 func OpenStage(dir, artifactType string, verified func(name string, d ocispec.Descriptor)) (*Stage, error) {
 	s, err := Open(dir)
 	if err != nil {
@@ -386,11 +405,23 @@ func OpenStage(dir, artifactType string, verified func(name string, d ocispec.De
 	if m.ArtifactType != artifactType {
 		return nil, fmt.Errorf("stage %s: manifest artifactType: want %s, got %q", dir, artifactType, m.ArtifactType)
 	}
+	if err := indexDescriptor(md, m, int64(len(mb))); err != nil {
+		return nil, fmt.Errorf("stage %s: index.json: %w", dir, err)
+	}
+	if m.MediaType != ocispec.MediaTypeImageManifest {
+		return nil, fmt.Errorf("stage %s: manifest mediaType: want %s, got %q", dir, ocispec.MediaTypeImageManifest, m.MediaType)
+	}
+	if m.Config.MediaType != MediaStatement {
+		return nil, fmt.Errorf("stage %s: manifest config mediaType: want %s (the receipt), got %q", dir, MediaStatement, m.Config.MediaType)
+	}
+	if err := onlyListed(s, md.Digest, m); err != nil {
+		return nil, fmt.Errorf("stage %s: %w", dir, err)
+	}
 	if verified != nil {
 		verified("manifest", md)
 	}
 	st := &Stage{Store: s, Descriptor: md, Manifest: m, Layers: map[string]ocispec.Descriptor{}}
-	if err := s.Verify(m.Config, "receipt"); err != nil {
+	if err := verifySized(s, m.Config, "receipt"); err != nil {
 		return nil, fmt.Errorf("stage %s: %w", dir, err)
 	}
 	if verified != nil {
@@ -404,7 +435,7 @@ func OpenStage(dir, artifactType string, verified func(name string, d ocispec.De
 		if _, dup := st.Layers[title]; dup {
 			return nil, fmt.Errorf("stage %s: manifest layers[%d]: duplicate title %q", dir, i, title)
 		}
-		if err := s.Verify(l, title); err != nil {
+		if err := verifySized(s, l, title); err != nil {
 			return nil, fmt.Errorf("stage %s: %w", dir, err)
 		}
 		if verified != nil {
@@ -413,6 +444,93 @@ func OpenStage(dir, artifactType string, verified func(name string, d ocispec.De
 		st.Layers[title] = l
 	}
 	return st, nil
+}
+
+// indexDescriptor checks index.json's descriptor of the manifest against
+// the manifest blob (size bytes) it names.
+func indexDescriptor(md ocispec.Descriptor, m ocispec.Manifest, size int64) error {
+	switch {
+	case md.Size != size:
+		return fmt.Errorf("manifest descriptor size %d, the manifest blob %s has %d bytes", md.Size, Short(md.Digest), size)
+	case md.MediaType != ocispec.MediaTypeImageManifest:
+		return fmt.Errorf("manifest descriptor mediaType %q, want %s", md.MediaType, ocispec.MediaTypeImageManifest)
+	case md.ArtifactType != m.ArtifactType:
+		return fmt.Errorf("manifest descriptor artifactType %q, the manifest says %q", md.ArtifactType, m.ArtifactType)
+	}
+	return nil
+}
+
+// verifySized is [Store.Verify] with the size always checked: a descriptor
+// of size 0 describes an empty blob, not one of unknown size.
+func verifySized(s *Store, desc ocispec.Descriptor, name string) error {
+	if err := s.Verify(desc, name); err != nil {
+		return err
+	}
+	fi, err := os.Lstat(s.Path(desc.Digest))
+	if err != nil {
+		return fmt.Errorf("blob %s (%s): %w", name, Short(desc.Digest), err)
+	}
+	if fi.Size() != desc.Size {
+		return fmt.Errorf("blob %s (%s): size %d, descriptor says %d: %w", name, Short(desc.Digest), fi.Size(), desc.Size, ErrDigestMismatch)
+	}
+	return nil
+}
+
+// maxUnlisted bounds the unlisted entries one error names.
+const maxUnlisted = 10
+
+// onlyListed checks that blobs/ holds the directory sha256 and, in it,
+// only regular files that are the manifest (manifest), its config or one
+// of its layers: whatever else a stage's blobs/ holds was put there
+// without the manifest saying so.
+func onlyListed(s *Store, manifest Digest, m ocispec.Manifest) error {
+	listed := map[string]bool{manifest.Encoded(): true, m.Config.Digest.Encoded(): true}
+	for _, l := range m.Layers {
+		listed[l.Digest.Encoded()] = true
+	}
+	var bad []string
+	blobs := filepath.Join(s.dir, "blobs")
+	ents, err := os.ReadDir(blobs)
+	if err != nil {
+		return err
+	}
+	for _, e := range ents {
+		if e.Name() == "sha256" && e.Type().IsDir() {
+			continue
+		}
+		bad = append(bad, "blobs/"+e.Name()+": "+unlisted(e))
+	}
+	ents, err = os.ReadDir(filepath.Join(blobs, "sha256"))
+	if err != nil {
+		return err
+	}
+	for _, e := range ents {
+		if !e.Type().IsRegular() || !listed[e.Name()] {
+			bad = append(bad, "blobs/sha256/"+e.Name()+": "+unlisted(e))
+		}
+	}
+	if len(bad) > maxUnlisted {
+		bad = append(bad[:maxUnlisted:maxUnlisted], fmt.Sprintf("and %d more", len(bad)-maxUnlisted))
+	}
+	if len(bad) > 0 {
+		return errors.New(strings.Join(bad, "; "))
+	}
+	return nil
+}
+
+// unlisted says why an entry of blobs/ does not belong there.
+func unlisted(e fs.DirEntry) string {
+	mode := e.Type()
+	if fi, err := e.Info(); err == nil {
+		mode = fi.Mode()
+	}
+	switch {
+	case mode.IsDir():
+		return "a directory, not a blob"
+	case !mode.IsRegular():
+		return fmt.Sprintf("not a regular file (mode %s)", mode)
+	}
+	return "not listed in the manifest"
 }
 
 // Layer returns the layer titled name or an error wrapping [ErrNotFound].

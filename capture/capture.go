@@ -34,7 +34,7 @@ type Config struct {
 	Output       string        // new stage directory
 	Threads      int           // passed to routes in the case file
 	Jobs         int           // route builds run at once
-	BuildTimeout time.Duration // per route build
+	BuildTimeout time.Duration // per route program call: describe, each build (--build-timeout-s)
 	IR           []string      // external IR files for routes that accept IR (--ir)
 	ABI          string        // the IR's entry ABI, a JSON object (--abi); with IR or not at all
 	RouteEnv     []string      // KEY=VALUE every route build sees (--route-env); nothing else is passed but PATH, HOME, the locale
@@ -43,13 +43,43 @@ type Config struct {
 	Progress     *progress.Reporter
 }
 
-// DefaultConfig captures the quick cohort with the three CPU routes.
+// DefaultConfig captures the quick cohort with the three CPU routes, one
+// build per CPU at once.
 var DefaultConfig = Config{
 	Cohort:       "quick",
 	Routes:       []string{"halide", "openblas", "torch-eager"},
-	Threads:      runtime.NumCPU(),
-	Jobs:         runtime.NumCPU(),
+	Threads:      min(runtime.NumCPU(), MaxThreads),
+	Jobs:         min(runtime.NumCPU(), MaxJobs),
 	BuildTimeout: 10 * time.Minute,
+}
+
+// Limits of a capture (docs/limits.md gives the reason for each bound).
+const (
+	// MaxJobs bounds the route builds run at once: each can be a compiler
+	// holding GiBs of memory.
+	MaxJobs = 64
+	// MaxThreads bounds the threads a route is told to use (replay's
+	// limit too: run passes the same --threads to both).
+	MaxThreads = 1024
+	// MinBuildTimeout and MaxBuildTimeout bound the timeout of every route
+	// program call (--build-timeout-s).
+	MinBuildTimeout, MaxBuildTimeout = time.Second, 24 * time.Hour
+)
+
+// Validate checks every number of c that a flag sets against its range
+// (docs/limits.md), before anything is read or written; the error names
+// the flag, the range and the value given. The cohort's own fields are
+// checked when it is loaded ([cohort.Parse]).
+func (c Config) Validate() error {
+	switch {
+	case c.Threads < 1 || c.Threads > MaxThreads:
+		return fmt.Errorf("--threads: want 1 to %d, got %d", MaxThreads, c.Threads)
+	case c.Jobs < 1 || c.Jobs > MaxJobs:
+		return fmt.Errorf("--jobs: want 1 to %d, got %d", MaxJobs, c.Jobs)
+	case c.BuildTimeout < MinBuildTimeout || c.BuildTimeout > MaxBuildTimeout:
+		return fmt.Errorf("--build-timeout-s: want %g to %g, got %g", MinBuildTimeout.Seconds(), MaxBuildTimeout.Seconds(), c.BuildTimeout.Seconds())
+	}
+	return nil
 }
 
 // Result is what a capture made.
@@ -62,8 +92,11 @@ type Result struct {
 var idRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$`)
 
 // Run captures cfg.Cohort with every route into cfg.Output.
-func Run(ctx context.Context, cfg Config) (*Result, error) {
+func Run(ctx context.Context, cfg Config) (_ *Result, err error) {
 	start := time.Now().UTC()
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
 	co, raw, err := cohort.Load(cfg.Cohort)
 	if err != nil {
 		return nil, err
@@ -98,6 +131,15 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
+	// Failed or interrupted before the commit: nothing is left behind,
+	// so the same command can simply run again.
+	defer func() {
+		if err != nil {
+			if derr := s.Discard(); derr != nil {
+				err = fmt.Errorf("%w (and removing the incomplete %s: %v)", err, s.Dir(), derr)
+			}
+		}
+	}()
 	tmp, err := os.MkdirTemp("", "tilepipe-capture-")
 	if err != nil {
 		return nil, err
@@ -128,7 +170,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		}
 	}
 	for _, r := range routes {
-		info, cmd, err := describe(ctx, s, r, routeEnv)
+		info, cmd, err := describe(ctx, s, r, routeEnv, cfg.BuildTimeout)
 		if err != nil {
 			return nil, err
 		}
@@ -177,7 +219,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	// Builds are independent (each has its own work directory), so they run
 	// cfg.Jobs at a time; results keep the cohort's and the routes' order.
 	g, gctx := errgroup.WithContext(ctx)
-	g.SetLimit(max(1, cfg.Jobs))
+	g.SetLimit(cfg.Jobs)
 	var done atomic.Int64
 	total := len(co.Cases) * len(doc.Routes)
 	for i, c := range co.Cases {
@@ -209,6 +251,9 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		doc.Cases = append(doc.Cases, *cc)
 	}
 	cfg.Progress.Done()
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
 	md, err := s.Finish(artifacts.CaptureType, doc, rec, nil)
 	if err != nil {
 		return nil, err
@@ -502,7 +547,7 @@ func build(ctx context.Context, s *artifacts.Store, cfg Config, r artifacts.Rout
 	s.Name(prefix+"response.json", ocispecDesc(cmd.Stdout))
 	s.Name(prefix+"stderr.txt", ocispecDesc(cmd.Stderr))
 	if reason != "" {
-		b.Status, b.Reason = artifacts.StatusFailed, fmt.Sprintf("route %s build: %s", r.Name, reason)
+		b.Status, b.Reason = artifacts.StatusFailed, fmt.Sprintf("route %s build: %s", r.Name, namedTimeout(reason, cfg.BuildTimeout))
 		return b, &cmd, nil
 	}
 	var resp response
@@ -527,6 +572,16 @@ func build(ctx context.Context, s *artifacts.Store, cfg Config, r artifacts.Rout
 		}
 	}
 	return b, &cmd, nil
+}
+
+// namedTimeout names --build-timeout-s in a build's timed_out reason,
+// before the last stderr line that may follow it.
+func namedTimeout(reason string, timeout time.Duration) string {
+	t := fmt.Sprintf("timed_out: after %s", timeout)
+	if !strings.HasPrefix(reason, t) {
+		return reason
+	}
+	return fmt.Sprintf("%s (--build-timeout-s %g)%s", t, timeout.Seconds(), reason[len(t):])
 }
 
 // validate checks the outputs a validating route computed in its build

@@ -73,23 +73,24 @@ type Description struct {
 	AcceptsIR bool `json:"accepts_ir"`
 }
 
-// Describe asks the route program at path to describe itself.
+// Describe asks the route program at path to describe itself, within
+// a minute (capture's own describe call takes Config.BuildTimeout).
 func Describe(ctx context.Context, path string) (Description, error) {
 	s, err := artifacts.Create(filepath.Join(os.TempDir(), fmt.Sprintf("tilepipe-describe-%d-%d", os.Getpid(), time.Now().UnixNano())))
 	if err != nil {
 		return Description{}, err
 	}
-	defer os.RemoveAll(s.Dir())
-	_, d, err := describeRaw(ctx, s, path, nil)
+	defer s.Discard()
+	_, d, err := describeRaw(ctx, s, path, nil, time.Minute)
 	return d, err
 }
 
-func describeRaw(ctx context.Context, s *artifacts.Store, path string, env map[string]string) (artifacts.Command, Description, error) {
+func describeRaw(ctx context.Context, s *artifacts.Store, path string, env map[string]string, timeout time.Duration) (artifacts.Command, Description, error) {
 	var d Description
 	if _, err := os.Stat(path); err != nil {
 		return artifacts.Command{}, d, fmt.Errorf("route program %s: %w (run make build for the built-in routes)", path, err)
 	}
-	cmd, out, reason, err := s.Run(ctx, []string{path, "describe"}, "", env, time.Minute)
+	cmd, out, reason, err := s.Run(ctx, []string{path, "describe"}, "", env, timeout)
 	if err != nil {
 		return cmd, d, fmt.Errorf("route %s: describe: %w", path, err)
 	}
@@ -114,8 +115,8 @@ func describeRaw(ctx context.Context, s *artifacts.Store, path string, env map[s
 	return cmd, d, nil
 }
 
-func describe(ctx context.Context, s *artifacts.Store, r routeExec, env map[string]string) (artifacts.Route, artifacts.Command, error) {
-	cmd, d, err := describeRaw(ctx, s, r.path, env)
+func describe(ctx context.Context, s *artifacts.Store, r routeExec, env map[string]string, timeout time.Duration) (artifacts.Route, artifacts.Command, error) {
+	cmd, d, err := describeRaw(ctx, s, r.path, env, timeout)
 	if err != nil {
 		return artifacts.Route{}, cmd, err
 	}

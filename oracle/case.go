@@ -2,6 +2,8 @@ package oracle
 
 import (
 	"fmt"
+	"maps"
+	"slices"
 	"sort"
 	"strings"
 )
@@ -85,9 +87,12 @@ type opSpec struct {
 	dims    []string
 	halfOK  bool // f16 and bf16 storage allowed (FP32 accumulation)
 	ranking bool // needs a ranking contract
-	sig     func(d map[string]int, f string) []Param
-	check   func(d map[string]int) error // extra constraints, may be nil
-	terms   func(d map[string]int) int64 // product terms (matrix ops), may be nil
+	// params are the case params (Case.Params) the op uses; any other is
+	// refused, so a misspelt or misplaced parameter cannot pass unseen.
+	params []string
+	sig    func(d map[string]int, f string) []Param
+	check  func(d map[string]int) error // extra constraints, may be nil
+	terms  func(d map[string]int) int64 // product terms (matrix ops), may be nil
 }
 
 func in(name, dtype string, shape ...int) Param  { return Param{name, "input", dtype, shape} }
@@ -135,9 +140,9 @@ var ops = map[string]opSpec{
 	"sum":       {dims: []string{"M", "N"}, sig: sigReduce},
 	"max":       {dims: []string{"M", "N"}, sig: sigReduce},
 	"softmax":   {dims: []string{"M", "N"}, sig: sigUnary},
-	"rmsnorm":   {dims: []string{"M", "N"}, halfOK: true, sig: sigRMSNorm},
-	"layernorm": {dims: []string{"M", "N"}, halfOK: true, sig: sigLayerNorm},
-	"residual_layernorm": {dims: []string{"M", "N"}, halfOK: true, sig: func(d map[string]int, f string) []Param {
+	"rmsnorm":   {dims: []string{"M", "N"}, halfOK: true, params: epsOnly, sig: sigRMSNorm},
+	"layernorm": {dims: []string{"M", "N"}, halfOK: true, params: epsOnly, sig: sigLayerNorm},
+	"residual_layernorm": {dims: []string{"M", "N"}, halfOK: true, params: epsOnly, sig: func(d map[string]int, f string) []Param {
 		M, N := mn(d)
 		return []Param{in("X", f, M, N), in("R", f, M, N), in("W", f, N), in("B", f, N), out("Y", f, M, N), out("H", f, M, N)}
 	}},
@@ -182,6 +187,9 @@ var ops = map[string]opSpec{
 		return []Param{in("Q", f, B, Hq, Q, d["D"]), in("K", f, B, Hkv, K, d["D"]), in("V", f, B, Hkv, K, d["Dv"]), out("O", f, B, Hq, Q, d["Dv"])}
 	}},
 }
+
+// epsOnly: the norms take their epsilon ([Case.Eps]) and nothing else.
+var epsOnly = []string{"eps"}
 
 func termsMNK(d map[string]int) int64 { return int64(d["M"]) * int64(d["N"]) * int64(d["K"]) }
 
@@ -237,7 +245,21 @@ func (c Case) Eps() float64 {
 	return 1e-5
 }
 
-// Validate checks the case's op, dims, dtype, ranking and limits.
+// checkParams refuses a param op does not use, the first in name order.
+func (spec opSpec) checkParams(c Case) error {
+	for _, k := range slices.Sorted(maps.Keys(c.Params)) {
+		switch {
+		case slices.Contains(spec.params, k):
+		case len(spec.params) == 0:
+			return fmt.Errorf("case %s: params.%s: op %s takes no parameters", c.ID, k, c.Op)
+		default:
+			return fmt.Errorf("case %s: params.%s: op %s takes only %s", c.ID, k, c.Op, strings.Join(spec.params, ", "))
+		}
+	}
+	return nil
+}
+
+// Validate checks the case's op, dims, dtype, ranking, params and limits.
 func (c Case) Validate() error {
 	if c.ID == "" {
 		return fmt.Errorf("case: id: want a non-empty id")
@@ -288,6 +310,9 @@ func (c Case) Validate() error {
 	}
 	if !knownPattern(c.Pattern) {
 		return fmt.Errorf("case %s: pattern: unknown pattern %q (known: %s)", c.ID, c.Pattern, strings.Join(Patterns(), ", "))
+	}
+	if err := spec.checkParams(c); err != nil {
+		return err
 	}
 	if e := c.Eps(); !(e > 0 && e < 1) {
 		return fmt.Errorf("case %s: params.eps: want 0 < eps < 1, got %g", c.ID, e)

@@ -1,6 +1,7 @@
 package oracle
 
 import (
+	"math"
 	"reflect"
 	"testing"
 )
@@ -12,6 +13,9 @@ func TestValidate(t *testing.T) {
 		c.Dims = map[string]int{"M": 4, "N": 4, "K": 4}
 		f(&c)
 		return c
+	}
+	norm := func(op string, params map[string]float64) Case {
+		return Case{ID: "x", Op: op, Dims: map[string]int{"M": 2, "N": 8}, Dtype: "f32", Pattern: "normal", Policy: "strict", Params: params}
 	}
 	for _, tc := range []struct {
 		name string
@@ -68,7 +72,18 @@ func TestValidate(t *testing.T) {
 		{"tf32 dtype", with(func(c *Case) { c.Policy, c.Dtype = "tf32", "bf16" }),
 			"case x: policy: tf32 applies to gemm, gemm_relu, gemm_gelu, bmm and gemv in f32 storage, not gemm in bf16"},
 		{"pattern", with(func(c *Case) { c.Pattern = "uniform" }), `case x: pattern: unknown pattern "uniform" (known: normal, dyadic, ties, adversarial)`},
-		{"eps", with(func(c *Case) { c.Params = map[string]float64{"eps": 0} }), "case x: params.eps: want 0 < eps < 1, got 0"},
+		{"eps", norm("rmsnorm", map[string]float64{"eps": 0}), "case x: params.eps: want 0 < eps < 1, got 0"},
+		{"eps 1", norm("layernorm", map[string]float64{"eps": 1}), "case x: params.eps: want 0 < eps < 1, got 1"},
+		{"eps NaN", norm("rmsnorm", map[string]float64{"eps": math.NaN()}), "case x: params.eps: want 0 < eps < 1, got NaN"},
+		{"eps kept", norm("residual_layernorm", map[string]float64{"eps": 1e-6}), ""},
+		{"param on an op without params", with(func(c *Case) { c.Params = map[string]float64{"alpha": 2} }),
+			"case x: params.alpha: op gemm takes no parameters"},
+		{"eps on an op without params", with(func(c *Case) { c.Params = map[string]float64{"eps": 1e-5} }),
+			"case x: params.eps: op gemm takes no parameters"},
+		{"unknown param on a norm", norm("layernorm", map[string]float64{"eps": 1e-5, "alpha": 2}),
+			"case x: params.alpha: op layernorm takes only eps"},
+		{"first unknown param in name order", norm("rmsnorm", map[string]float64{"zeta": 1, "beta": 1}),
+			"case x: params.beta: op rmsnorm takes only eps"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			err := tc.c.Validate()

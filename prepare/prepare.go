@@ -22,19 +22,45 @@ import (
 
 // Config says what to prepare. See [DefaultConfig].
 type Config struct {
-	Capture   string   // committed capture stage
-	Output    string   // new stage directory
-	CC        string   // C compiler for the harness and the link
-	CFlags    []string // harness compile flags
-	Timeout   time.Duration
-	Jobs      int    // entries prepared at once
-	NoSandbox bool   // list closures without a sandbox (--no-sandbox)
-	Bwrap     string // bubblewrap program; "" finds bwrap on PATH
-	Progress  *progress.Reporter
+	Capture string   // committed capture stage
+	Output  string   // new stage directory
+	CC      string   // C compiler for the harness and the link
+	CFlags  []string // harness compile flags
+	// BuildTimeout bounds every command prepare runs: the harness compile,
+	// each link and each closure listing (--build-timeout-s).
+	BuildTimeout time.Duration
+	Jobs         int    // entries prepared at once
+	NoSandbox    bool   // list closures without a sandbox (--no-sandbox)
+	Bwrap        string // bubblewrap program; "" finds bwrap on PATH
+	Progress     *progress.Reporter
 }
 
-// DefaultConfig compiles the harness with cc -O2 -std=c11.
-var DefaultConfig = Config{CC: "cc", CFlags: []string{"-O2", "-std=c11"}, Timeout: 5 * time.Minute, Jobs: runtime.NumCPU()}
+// DefaultConfig compiles the harness with cc -O2 -std=c11, one entry per
+// CPU at once, each command within capture's default build timeout.
+var DefaultConfig = Config{CC: "cc", CFlags: []string{"-O2", "-std=c11"}, BuildTimeout: 10 * time.Minute, Jobs: min(runtime.NumCPU(), MaxJobs)}
+
+// Limits of a prepare (docs/limits.md gives the reason for each bound).
+const (
+	// MaxJobs bounds the entries prepared at once, as capture bounds its
+	// builds.
+	MaxJobs = 64
+	// MinBuildTimeout and MaxBuildTimeout bound the timeout of every command
+	// (--build-timeout-s), as in capture.
+	MinBuildTimeout, MaxBuildTimeout = time.Second, 24 * time.Hour
+)
+
+// Validate checks every number of c against its range (docs/limits.md),
+// before anything is read or written; the error names the flag, the range
+// and the value given.
+func (c Config) Validate() error {
+	switch {
+	case c.BuildTimeout < MinBuildTimeout || c.BuildTimeout > MaxBuildTimeout:
+		return fmt.Errorf("--build-timeout-s: want %g to %g, got %g", MinBuildTimeout.Seconds(), MaxBuildTimeout.Seconds(), c.BuildTimeout.Seconds())
+	case c.Jobs < 1 || c.Jobs > MaxJobs:
+		return fmt.Errorf("jobs: want 1 to %d, got %d", MaxJobs, c.Jobs)
+	}
+	return nil
+}
 
 // Result is what prepare made.
 type Result struct {
@@ -57,8 +83,11 @@ type preparer struct {
 
 // Run verifies every blob of the capture, then links each object build into
 // a timing harness and pins each process build's closure.
-func Run(ctx context.Context, cfg Config) (*Result, error) {
+func Run(ctx context.Context, cfg Config) (_ *Result, err error) {
 	start := time.Now().UTC()
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
 	var deps artifacts.Deps
 	cap, err := artifacts.OpenStage(cfg.Capture, artifacts.CaptureType, deps.Verified)
 	if err != nil {
@@ -81,6 +110,14 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
+	// Failed or interrupted before the commit: nothing is left behind.
+	defer func() {
+		if err != nil {
+			if derr := s.Discard(); derr != nil {
+				err = fmt.Errorf("%w (and removing the incomplete %s: %v)", err, s.Dir(), derr)
+			}
+		}
+	}()
 	tmp, err := os.MkdirTemp("", "tilepipe-prepare-")
 	if err != nil {
 		return nil, err
@@ -123,7 +160,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		}
 	}
 	g, gctx := errgroup.WithContext(ctx)
-	g.SetLimit(max(1, cfg.Jobs))
+	g.SetLimit(cfg.Jobs)
 	var done atomic.Int64
 	for i, e := range entries {
 		if e.Status != artifacts.StatusBuilt {
@@ -162,6 +199,9 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		doc.Entries = append(doc.Entries, *e)
 	}
 	cfg.Progress.Done()
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
 	p.rec.ResolvedDependencies = deps.List()
 	subject := cap.Descriptor
 	subject.Annotations = nil
@@ -174,7 +214,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 }
 
 func (p *preparer) run(ctx context.Context, argv []string, dir string, env map[string]string) (artifacts.Command, []byte, string, error) {
-	cmd, out, reason, err := p.s.Run(ctx, argv, dir, env, p.cfg.Timeout)
+	cmd, out, reason, err := p.s.Run(ctx, argv, dir, env, p.cfg.BuildTimeout)
 	if err == nil {
 		p.mu.Lock()
 		p.rec.Commands = append(p.rec.Commands, cmd)

@@ -11,6 +11,7 @@ import (
 
 	"github.com/tilepipe/tilepipe/artifacts"
 	"github.com/tilepipe/tilepipe/artifacts/samples"
+	"github.com/tilepipe/tilepipe/internal/crashpoint"
 	"github.com/tilepipe/tilepipe/internal/floors"
 	"github.com/tilepipe/tilepipe/stats"
 )
@@ -78,6 +79,7 @@ func (r *replayer) finish(pr artifacts.PlanRecord, done map[int]*artifacts.Visit
 	r.rec.ResolvedDependencies = r.deps.List()
 	subject := r.prep.Descriptor
 	subject.Annotations = nil
+	crashpoint.Hit("finish")
 	mdesc, err := r.s.Finish(artifacts.ReplayType, doc, r.rec, &subject)
 	if err != nil {
 		return nil, err

@@ -21,8 +21,10 @@ import (
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 	"github.com/tilepipe/tilepipe/artifacts"
 	"github.com/tilepipe/tilepipe/artifacts/samples"
+	"github.com/tilepipe/tilepipe/internal/crashpoint"
 	"github.com/tilepipe/tilepipe/internal/floors"
 	"github.com/tilepipe/tilepipe/internal/progress"
+	"github.com/tilepipe/tilepipe/internal/record"
 	"github.com/tilepipe/tilepipe/internal/sets"
 	"github.com/tilepipe/tilepipe/internal/visit"
 )
@@ -49,6 +51,8 @@ const (
 	planFile    = "plan.json"
 	journalFile = "journal.jsonl"
 	workDir     = "work"
+	// timerFile (in workDir) names the running visit's top process.
+	timerFile = "timer.json"
 )
 
 // Result is what replay made.
@@ -127,6 +131,9 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	}
 	pr.Inputs = artifacts.InputSeeds(seeds)
 	done, closures, err := r.createOrResume(&pr)
+	if r.s != nil {
+		defer r.s.Release() // committed, it is released already
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -175,6 +182,18 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 			}
 		}
 		if len(todo) == 0 {
+			// Killed after the round's last visit, before the check
+			// after it: do that check now.
+			if last := lastVisitEnd(byRound[round], done); !last.IsZero() && !slices.ContainsFunc(closures, func(c artifacts.ClosureCheck) bool {
+				return c.Round == round && c.When == "after" && !c.At.Before(last)
+			}) {
+				cc := r.checkClosure(round, "after", programs)
+				closures = append(closures, cc)
+				if err := r.append(artifacts.JournalLine{Closure: &cc}); err != nil {
+					return nil, err
+				}
+				closureFailed = cc.Status != artifacts.StatusPassed
+			}
 			continue
 		}
 		cc := r.checkClosure(round, "before", programs)
@@ -188,11 +207,14 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		}
 		for _, v := range todo {
 			if err := ctx.Err(); err != nil {
-				return nil, fmt.Errorf("replay interrupted after %d of %d visits (continue with --resume): %w", len(done), len(pr.Plan), err)
+				return nil, fmt.Errorf("replay interrupted after %d of %d visits: %w", len(done), len(pr.Plan), err)
 			}
 			r.cfg.Progress.Step("replay", len(done)+1, len(pr.Plan), fmt.Sprintf("round %d %s %s", v.Round+1, v.Case, v.Route))
 			vr, err := r.visit(ctx, v, programs)
 			if err != nil {
+				if ctx.Err() != nil {
+					return nil, fmt.Errorf("replay interrupted in visit %d of %d (not recorded): %w", v.Index+1, len(pr.Plan), ctx.Err())
+				}
 				return nil, err
 			}
 			if vr.Status != artifacts.StatusPassed {
@@ -305,30 +327,6 @@ func (r *replayer) routesAndCases() (routes, cases []string) {
 	return routes, cases
 }
 
-func (r *replayer) checkConfig(routes []string) error {
-	c := r.cfg
-	switch {
-	case c.Rounds < 1:
-		return fmt.Errorf("--rounds: want >= 1, got %d", c.Rounds)
-	case c.Samples < 1:
-		return fmt.Errorf("--samples: want >= 1, got %d", c.Samples)
-	case c.Singles < 0:
-		return fmt.Errorf("--singles: want >= 0, got %d", c.Singles)
-	case c.SampleMs <= 0 || c.WarmupMs < 0:
-		return fmt.Errorf("--sample-ms and --warmup-ms: want > 0 and >= 0, got %g and %g", c.SampleMs, c.WarmupMs)
-	case c.Sets < 2 || c.Sets > 64:
-		return fmt.Errorf("--sets: want 2 to 64 warm buffer sets, got %d", c.Sets)
-	case c.Threads < 1:
-		return fmt.Errorf("--threads: want >= 1, got %d", c.Threads)
-	case c.Baseline != "" && !slices.Contains(routes, c.Baseline):
-		return fmt.Errorf("--baseline %q: not one of the captured routes %v", c.Baseline, routes)
-	}
-	if n := len(Orders(len(routes))); c.Rounds%n != 0 {
-		r.cfg.Progress.Printf("warning: %d rounds is not a multiple of the %d balanced orders: this run is a screen, not a balanced comparison", c.Rounds, n)
-	}
-	return nil
-}
-
 // createOrResume makes the replay directory or, with --resume, reloads the
 // plan and the finished visits from its journal.
 func (r *replayer) createOrResume(pr *artifacts.PlanRecord) (map[int]*artifacts.VisitResult, []artifacts.ClosureCheck, error) {
@@ -340,27 +338,34 @@ func (r *replayer) createOrResume(pr *artifacts.PlanRecord) (map[int]*artifacts.
 			return nil, nil, err
 		}
 		r.s = s
-		b, _ := json.MarshalIndent(pr, "", "  ")
-		if err := artifacts.WriteFileAtomic(filepath.Join(s.Dir(), planFile), b); err != nil {
-			return nil, nil, err
-		}
-		r.journal, err = os.OpenFile(filepath.Join(s.Dir(), journalFile), os.O_CREATE|os.O_EXCL|os.O_WRONLY|os.O_APPEND, 0o644)
-		return done, nil, err
+		return done, nil, r.startPlan(pr)
 	}
-	if _, err := os.Lstat(filepath.Join(r.cfg.Output, "index.json")); err == nil {
-		return nil, nil, fmt.Errorf("--resume %s: the replay already finished (index.json exists)", r.cfg.Output)
-	}
-	s, err := artifacts.OpenIncomplete(r.cfg.Output)
+	s, err := artifacts.Resume(r.cfg.Output)
 	if err != nil {
 		return nil, nil, fmt.Errorf("--resume: %w", err)
 	}
 	r.s = s
+	// The writer before us is dead (we hold its lock); what it left
+	// running must end before anything is timed.
+	if err := stopLeftover(filepath.Join(s.Dir(), workDir, timerFile), r.cfg.Progress); err != nil {
+		return nil, nil, fmt.Errorf("--resume %s: %w", r.cfg.Output, err)
+	}
 	b, err := os.ReadFile(filepath.Join(s.Dir(), planFile))
+	if errors.Is(err, fs.ErrNotExist) {
+		// Killed before its plan was written: it recorded nothing, so
+		// this run starts it.
+		if _, err := s.Prune(nil); err != nil {
+			return nil, nil, err
+		}
+		return done, nil, r.startPlan(pr)
+	}
 	if err != nil {
 		return nil, nil, fmt.Errorf("--resume %s: %w", r.cfg.Output, err)
 	}
 	var old artifacts.PlanRecord
-	if err := json.Unmarshal(b, &old); err != nil {
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&old); err != nil {
 		return nil, nil, fmt.Errorf("--resume %s: %s: %w", r.cfg.Output, planFile, err)
 	}
 	if old.Prepared != pr.Prepared || old.Capture != pr.Capture || !reflect.DeepEqual(old.Plan, pr.Plan) || old.Config != pr.Config {
@@ -382,30 +387,52 @@ func (r *replayer) createOrResume(pr *artifacts.PlanRecord) (map[int]*artifacts.
 	sc := bufio.NewScanner(bytes.NewReader(valid))
 	sc.Buffer(make([]byte, 1<<20), 64<<20)
 	for n := 1; sc.Scan(); n++ {
+		bad := func(format string, args ...any) error {
+			return fmt.Errorf("--resume %s: %s:%d: %s", r.cfg.Output, journalFile, n, fmt.Sprintf(format, args...))
+		}
 		var l artifacts.JournalLine
-		if err := json.Unmarshal(sc.Bytes(), &l); err != nil {
-			return nil, nil, fmt.Errorf("--resume %s: %s:%d: %w", r.cfg.Output, journalFile, n, err)
+		dec := json.NewDecoder(bytes.NewReader(sc.Bytes()))
+		dec.DisallowUnknownFields()
+		if err := dec.Decode(&l); err != nil {
+			return nil, nil, bad("%v", err)
 		}
 		switch {
-		case l.Session != nil:
+		case l.Session != nil && l.Visit == nil && l.Closure == nil:
+			if l.Session.Index != len(r.sessions) {
+				return nil, nil, bad("session %d, want %d (sessions in order)", l.Session.Index, len(r.sessions))
+			}
 			r.sessions = append(r.sessions, *l.Session)
-		case l.Closure != nil:
+		case l.Closure != nil && l.Visit == nil && l.Session == nil:
 			closures = append(closures, *l.Closure)
-		case l.Visit != nil:
+		case l.Visit != nil && l.Session == nil && l.Closure == nil:
 			v := l.Visit
 			if v.Index < 0 || v.Index >= len(pr.Plan) || pr.Plan[v.Index] != v.Visit {
-				return nil, nil, fmt.Errorf("--resume %s: %s:%d: visit %d is not in the plan", r.cfg.Output, journalFile, n, v.Index)
+				return nil, nil, bad("visit %d is not in the plan", v.Index)
 			}
-			for _, d := range visitBlobs(v) {
-				if err := s.Verify(ocispec.Descriptor{Digest: d}, fmt.Sprintf("visit %d blob", v.Index)); err != nil {
-					return nil, nil, fmt.Errorf("--resume %s: %s:%d: %w", r.cfg.Output, journalFile, n, err)
-				}
+			if v.Session < 0 || v.Session >= len(r.sessions) {
+				return nil, nil, bad("visit %d: session %d is not journaled before it", v.Index, v.Session)
+			}
+			if err := r.checkJournaled(v); err != nil {
+				return nil, nil, bad("%v: the journal disagrees with what it points to (edited or corrupted); start a new replay", err)
 			}
 			done[v.Index] = v
+		default:
+			return nil, nil, bad("want exactly one of session, visit or closure")
 		}
 	}
 	if err := os.Truncate(jpath, int64(len(valid))); err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return nil, nil, err
+	}
+	keep := map[artifacts.Digest]bool{}
+	for _, v := range done {
+		for _, d := range visitBlobs(v) {
+			keep[d] = true
+		}
+	}
+	if n, err := s.Prune(keep); err != nil {
+		return nil, nil, fmt.Errorf("--resume %s: %w", r.cfg.Output, err)
+	} else if n > 0 {
+		r.cfg.Progress.Printf("replay: removed %d blob(s) of work the interrupted replay did not record", n)
 	}
 	r.journal, err = os.OpenFile(jpath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	r.cfg.Progress.Printf("replay: resuming %s: %d of %d visits done", r.cfg.Output, len(done), len(pr.Plan))
@@ -433,7 +460,11 @@ func (r *replayer) append(l artifacts.JournalLine) error {
 	if _, err := r.journal.Write(append(b, '\n')); err != nil {
 		return err
 	}
-	return r.journal.Sync()
+	if err := r.journal.Sync(); err != nil {
+		return err
+	}
+	crashpoint.Hit("journal")
+	return nil
 }
 
 // program is a timer made runnable in the work directory.
@@ -554,4 +585,78 @@ func (r *replayer) readSamples(d artifacts.Digest) ([]samples.Row, error) {
 		return nil, err
 	}
 	return samples.ReadFile(r.s.Path(d), nil)
+}
+
+// lastVisitEnd is when the last finished visit of a round ended (zero when
+// none did).
+func lastVisitEnd(round []artifacts.Visit, done map[int]*artifacts.VisitResult) time.Time {
+	var last time.Time
+	for _, v := range round {
+		if vr, ok := done[v.Index]; ok && vr.End.After(last) {
+			last = vr.End
+		}
+	}
+	return last
+}
+
+// stopLeftover ends the visit a killed replay left running, named in path,
+// before this one times anything.
+func stopLeftover(path string, p *progress.Reporter) error {
+	b, err := os.ReadFile(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	var l visit.Leftover
+	if err := json.Unmarshal(b, &l); err != nil {
+		return fmt.Errorf("%s: %w", path, err)
+	}
+	stopped, err := l.Stop(visit.Grace)
+	if err != nil {
+		return err
+	}
+	if stopped {
+		p.Printf("replay: stopped the timer the interrupted replay left running (pid %d)", l.PID)
+	}
+	return os.Remove(path)
+}
+
+// startPlan writes the plan of a new replay and opens its journal.
+func (r *replayer) startPlan(pr *artifacts.PlanRecord) error {
+	b, _ := json.MarshalIndent(pr, "", "  ")
+	if err := artifacts.WriteFileAtomic(filepath.Join(r.s.Dir(), planFile), b); err != nil {
+		return err
+	}
+	crashpoint.Hit("plan")
+	var err error
+	r.journal, err = os.OpenFile(filepath.Join(r.s.Dir(), journalFile), os.O_CREATE|os.O_TRUNC|os.O_WRONLY|os.O_APPEND, 0o644)
+	return err
+}
+
+// checkJournaled verifies a journaled visit against what it points to
+// before --resume builds on it: every blob it names re-hashed, and a
+// passed visit's record checked against its own sample table
+// ([record.Visit], the audit's check).
+func (r *replayer) checkJournaled(v *artifacts.VisitResult) error {
+	for _, d := range visitBlobs(v) {
+		if err := r.s.Verify(ocispec.Descriptor{Digest: d}, fmt.Sprintf("visit %d blob", v.Index)); err != nil {
+			return err
+		}
+	}
+	if v.Status != artifacts.StatusPassed {
+		return nil
+	}
+	if v.Samples == "" {
+		return fmt.Errorf("visit %d passed but names no sample table", v.Index)
+	}
+	rows, err := r.readSamples(v.Samples)
+	if err != nil {
+		return fmt.Errorf("visit %d: %w", v.Index, err)
+	}
+	if p := record.Visit(*v, rows, r.cfg.ReplayConfig); len(p) > 0 {
+		return errors.New(p[0])
+	}
+	return nil
 }

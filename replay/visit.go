@@ -6,6 +6,7 @@ import (
 	"crypto/sha256"
 	"encoding/binary"
 	"encoding/hex"
+	"encoding/json"
 	"fmt"
 	"maps"
 	"os"
@@ -325,9 +326,17 @@ func (r *replayer) visit(ctx context.Context, v artifacts.Visit, programs map[[2
 	if err != nil {
 		return nil, err
 	}
+	timer := filepath.Join(r.s.Dir(), workDir, timerFile)
+	if b, err := json.Marshal(sess.Leftover()); err == nil {
+		if err := artifacts.WriteFileAtomic(timer, b); err != nil {
+			sess.Close(err, false)
+			return nil, err
+		}
+	}
 	vr.Argv = sess.Argv
 	smps, calls, final, derr := r.drive(sess, vr, e, bufs)
 	reason, out, cerr := sess.Close(derr, final)
+	os.Remove(timer)
 	vr.End = time.Now().UTC()
 	vr.Exit, vr.CPUNs, vr.WallNs, vr.Throttled = out.Exit, out.CPU.Nanoseconds(), out.Wall.Nanoseconds(), out.Throttled
 	for _, o := range []struct {

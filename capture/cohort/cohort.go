@@ -6,7 +6,9 @@
 //	  {"op": "gemm", "dims": {"M": 64, "N": 64, "K": 64}, "seed": 1}]}
 //
 // Per case, dtype defaults to f32, pattern to normal, policy to strict and
-// id to op-dims-pattern (e.g. gemm-64x64x64); ids must be unique.
+// id to op-dims-pattern (e.g. gemm-64x64x64); ids must be unique. A case's
+// params are only those its op uses (eps, for the norms). The range of
+// every number is in docs/limits.md.
 package cohort
 
 import (
@@ -34,13 +36,17 @@ type Cohort struct {
 	Description string `json:"description,omitempty"`
 	// Rounds, when set, is the replay's default number of rounds for this
 	// cohort (the --rounds flag still wins); a smoke cohort uses it to
-	// run as a labelled screen.
+	// run as a labelled screen. 0 (absent) or 1 to [MaxRounds].
 	Rounds int           `json:"rounds,omitempty"`
 	Cases  []oracle.Case `json:"cases"`
 }
 
 // MaxFileBytes bounds a cohort file.
 const MaxFileBytes = 4 << 20
+
+// MaxRounds bounds a cohort's rounds: replay's own limit on --rounds
+// (docs/limits.md), so a cohort cannot ask for a replay that would refuse.
+const MaxRounds = 1000
 
 // Builtin lists the names of the built-in cohorts.
 func Builtin() []string {
@@ -120,8 +126,8 @@ func Parse(file string, b []byte) (*Cohort, error) {
 	if len(raw.Cases) == 0 {
 		return nil, &SyntaxError{file, 1, "cases: want at least one case"}
 	}
-	if raw.Rounds < 0 {
-		return nil, &SyntaxError{file, 1, fmt.Sprintf("rounds: want >= 1 (or absent), got %d", raw.Rounds)}
+	if raw.Rounds < 0 || raw.Rounds > MaxRounds {
+		return nil, &SyntaxError{file, 1, fmt.Sprintf("rounds: want 1 to %d (or absent: replay's default), got %d", MaxRounds, raw.Rounds)}
 	}
 	c := &Cohort{Schema: 1, Name: raw.Name, Description: raw.Description, Rounds: raw.Rounds}
 	seen := map[string]int{}

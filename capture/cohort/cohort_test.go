@@ -113,6 +113,16 @@ func TestParseDefaults(t *testing.T) {
 	}
 }
 
+// TestRoundsRange: a cohort's rounds at both ends of their range parse.
+func TestRoundsRange(t *testing.T) {
+	for _, n := range []int{0, 1, MaxRounds} {
+		in := fmt.Sprintf(`{"schema": 1, "rounds": %d, "cases": [{"op": "sum", "dims": {"M": 1, "N": 1}}]}`, n)
+		if c, err := Parse("r.json", []byte(in)); err != nil || c.Rounds != n {
+			t.Errorf("Parse(rounds %d) = %+v, %v, want rounds %d", n, c, err, n)
+		}
+	}
+}
+
 func TestDefaultID(t *testing.T) {
 	tests := []struct {
 		c    oracle.Case
@@ -201,6 +211,26 @@ func TestParseErrors(t *testing.T) {
 			name: "unknown pattern",
 			in:   "{\"schema\": 1, \"cases\": [\n{\"op\": \"sum\", \"dims\": {\"M\": 1, \"N\": 8}, \"pattern\": \"ones\"}]}",
 			want: `2: case sum-1x8-ones: pattern: unknown pattern "ones" (known: normal, dyadic, ties, adversarial)`,
+		},
+		{
+			name: "rounds negative",
+			in:   `{"schema": 1, "rounds": -1, "cases": [{"op": "sum", "dims": {"M": 1, "N": 1}}]}`,
+			want: "1: rounds: want 1 to 1000 (or absent: replay's default), got -1",
+		},
+		{
+			name: "rounds over the limit",
+			in:   `{"schema": 1, "rounds": 1001, "cases": [{"op": "sum", "dims": {"M": 1, "N": 1}}]}`,
+			want: "1: rounds: want 1 to 1000 (or absent: replay's default), got 1001",
+		},
+		{
+			name: "unknown param",
+			in:   "{\"schema\": 1, \"cases\": [\n{\"op\": \"add\", \"dims\": {\"M\": 2, \"N\": 3}, \"params\": {\"alpha\": 2}}]}",
+			want: "2: case add-2x3: params.alpha: op add takes no parameters",
+		},
+		{
+			name: "unknown param on a norm",
+			in:   "{\"schema\": 1, \"cases\": [\n{\"op\": \"rmsnorm\", \"dims\": {\"M\": 2, \"N\": 8}, \"params\": {\"eps\": 1e-6, \"alpha\": 2}}]}",
+			want: "2: case rmsnorm-2x8: params.alpha: op rmsnorm takes only eps",
 		},
 		{
 			name: "duplicate explicit id",

@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/tilepipe/tilepipe/artifacts"
 	"github.com/tilepipe/tilepipe/capture"
@@ -16,8 +17,9 @@ func captureFlags() []cli.Flag {
 		&cli.StringFlag{Name: "cohort", Value: d.Cohort, Usage: "built-in cohort name or cohort JSON file"},
 		&cli.StringFlag{Name: "routes", Value: strings.Join(d.Routes, ","), Usage: "comma-separated built-in routes"},
 		&cli.StringSliceFlag{Name: "route-exec", Usage: "PATH of a route program speaking docs/protocol.md (repeatable)"},
-		&cli.IntFlag{Name: "threads", Value: d.Threads, Usage: "threads per timed process (also recorded at capture)"},
-		&cli.IntFlag{Name: "jobs", Value: d.Jobs, Usage: "route builds run at once"},
+		&cli.IntFlag{Name: "threads", Value: d.Threads, Usage: fmt.Sprintf("threads per timed process (also recorded at capture; 1 to %d)", capture.MaxThreads)},
+		&cli.IntFlag{Name: "jobs", Value: d.Jobs, Usage: fmt.Sprintf("route builds run at once (1 to %d)", capture.MaxJobs)},
+		buildTimeoutFlag(d.BuildTimeout, "every route program call (describe, each build)"),
 		&cli.StringSliceFlag{Name: "ir", Usage: "FILE of external IR for routes that accept IR (repeatable; needs --abi)"},
 		&cli.StringFlag{Name: "abi", Usage: "FILE: the external IR's entry ABI as JSON (docs/protocol.md; needs --ir)"},
 		&cli.StringSliceFlag{Name: "route-env", Usage: "KEY=VALUE a route program sees in describe and build (repeatable; recorded); it sees nothing else of the environment but PATH, HOME and the locale"},
@@ -27,6 +29,7 @@ func captureFlags() []cli.Flag {
 func captureConfig(c *cli.Context, output string) capture.Config {
 	cfg := capture.DefaultConfig
 	cfg.Cohort, cfg.Output, cfg.Threads, cfg.Jobs = c.String("cohort"), output, c.Int("threads"), c.Int("jobs")
+	cfg.BuildTimeout = time.Duration(c.Int("build-timeout-s")) * time.Second
 	cfg.Routes = nil
 	for _, r := range strings.Split(c.String("routes"), ",") {
 		if r = strings.TrimSpace(r); r != "" {
@@ -52,7 +55,7 @@ func captureCommand() *cli.Command {
 			}
 			res, err := capture.Run(c.Context, captureConfig(c, c.String("output")))
 			if err != nil {
-				return err
+				return whenInterrupted(c, err, "capture stopped and removed its incomplete directory: run the same command again")
 			}
 			fmt.Fprintf(c.App.Writer, "capture %s: %s\n", c.String("output"), res.Manifest)
 			return countsOutcome("capture", res.Counts)
@@ -63,7 +66,7 @@ func captureCommand() *cli.Command {
 // countsOutcome maps row counts to an exit: any failure 1, else any
 // unsupported/unavailable 3, else 0.
 func countsOutcome(stage string, counts map[string]int) error {
-	msg := fmt.Sprintf("%s: %v", stage, counts)
+	msg := fmt.Sprintf("%s: %s", stage, totals(counts))
 	switch {
 	case counts[artifacts.StatusFailed] > 0:
 		return &outcome{exitFailure, msg + " (failures are kept as rows)"}

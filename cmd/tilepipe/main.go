@@ -10,7 +10,9 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
+	"time"
 
+	"github.com/tilepipe/tilepipe/capture"
 	"github.com/urfave/cli/v2"
 )
 
@@ -24,10 +26,52 @@ const (
 )
 
 func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	ctx, cancel := context.WithCancelCause(context.Background())
+	sigs := make(chan os.Signal, 1)
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
+	go func() {
+		s := <-sigs
+		// A second signal kills at once, as kill -9 would: nothing
+		// committed is lost, and --resume continues a replay.
+		signal.Stop(sigs)
+		fmt.Fprintf(os.Stderr, "tilepipe: %s: stopping (a second one stops at once)\n", signalName(s))
+		cancel(&interrupted{sig: s.(syscall.Signal)})
+	}()
 	code := tilepipe(ctx, os.Args, os.Stdout, os.Stderr)
-	stop()
 	os.Exit(code)
+}
+
+// interrupted is the cause of a context a signal cancelled. An
+// interrupted command exits 128 + the signal's number (130 for SIGINT,
+// 143 for SIGTERM) with what to do next, whatever error the stopped work
+// returned: being stopped is not a result about the work.
+type interrupted struct{ sig syscall.Signal }
+
+func (i *interrupted) Error() string { return "interrupted by " + signalName(i.sig) }
+
+func signalName(s os.Signal) string {
+	switch s {
+	case syscall.SIGINT:
+		return "SIGINT"
+	case syscall.SIGTERM:
+		return "SIGTERM"
+	}
+	return s.String()
+}
+
+// next is what a command says to do after an interruption.
+type next struct {
+	error
+	hint string
+}
+
+// whenInterrupted wraps a command's error with what to do next if the
+// command was interrupted; other errors pass through.
+func whenInterrupted(c *cli.Context, err error, hint string) error {
+	if err != nil && c.Context.Err() != nil {
+		return &next{err, hint}
+	}
+	return err
 }
 
 // usageError marks errors in how tilepipe was called.
@@ -48,6 +92,16 @@ func tilepipe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	err := app.RunContext(ctx, args)
 	var u usageError
 	var o *outcome
+	var i *interrupted
+	if err != nil && !errors.As(err, &o) && errors.As(context.Cause(ctx), &i) {
+		hint := "nothing of the work in flight was recorded"
+		var n *next
+		if errors.As(err, &n) {
+			hint = n.hint
+		}
+		fmt.Fprintf(stderr, "tilepipe: %v; %s\n", i, hint)
+		return 128 + int(i.sig)
+	}
 	switch {
 	case err == nil:
 		return exitOK
@@ -91,8 +145,42 @@ func newApp(stdout, stderr io.Writer) *cli.App {
 	}
 	for _, c := range app.Commands {
 		c.OnUsageError = onUsage
+		if check := checks[c.Name]; check != nil {
+			c.Before = func(ctx *cli.Context) error {
+				if err := check(ctx); err != nil {
+					return usageError{fmt.Errorf("%s: %w", ctx.Command.Name, err)}
+				}
+				return nil
+			}
+		}
 	}
 	return app
+}
+
+// checks validate the stage configs a command's flags make (each stage's
+// Config.Validate, docs/limits.md). They run before the command's Action,
+// so a number out of its range is a usage error, found before anything is
+// hashed or written.
+var checks = map[string]func(*cli.Context) error{
+	"capture": func(c *cli.Context) error { return captureConfig(c, "").Validate() },
+	"prepare": func(c *cli.Context) error { return prepareConfig(c, "", "").Validate() },
+	"replay":  func(c *cli.Context) error { return replayConfig(c, "", "").Validate() },
+	"run": func(c *cli.Context) error {
+		if err := captureConfig(c, "").Validate(); err != nil {
+			return err
+		}
+		if err := prepareConfig(c, "", "").Validate(); err != nil {
+			return err
+		}
+		return replayConfig(c, "", "").Validate()
+	},
+}
+
+// buildTimeoutFlag is --build-timeout-s, in whole seconds, of capture,
+// prepare and run.
+func buildTimeoutFlag(d time.Duration, what string) cli.Flag {
+	return &cli.IntFlag{Name: "build-timeout-s", Value: int(d / time.Second),
+		Usage: fmt.Sprintf("seconds %s may take (%g to %g)", what, capture.MinBuildTimeout.Seconds(), capture.MaxBuildTimeout.Seconds())}
 }
 
 // need returns a usage error when a required flag is empty.

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -11,6 +12,7 @@ import (
 
 	"github.com/tilepipe/tilepipe/artifacts"
 	"github.com/tilepipe/tilepipe/internal/testroute"
+	"github.com/tilepipe/tilepipe/replay"
 )
 
 // tp runs tilepipe in-process and returns exit code, stdout and stderr.
@@ -118,12 +120,36 @@ func TestRunNaivePasses(t *testing.T) {
 	if v := readAudit(t, filepath.Join(dir, "audit.json"))["verdict"]; v != "pass" {
 		t.Errorf("audit.json verdict = %v, want pass", v)
 	}
-	if _, err := os.Stat(filepath.Join(dir, "audit.md")); err != nil {
-		t.Errorf("audit.md: %v", err)
-	}
 	doc := readReplay(t, filepath.Join(dir, "replay"))
 	if got, want := len(doc.Visits), 2*3; got != want {
 		t.Errorf("replay visits = %d, want %d", got, want)
+	}
+	// The run directory's top: the results table as replay stored it, the
+	// audit, and a last line that names them.
+	if b, err := os.ReadFile(filepath.Join(dir, "results.md")); err != nil || string(b) != replay.Table(doc) {
+		t.Errorf("results.md = %q, %v; want replay.Table of the replay stage:\n%s", b, err, replay.Table(doc))
+	}
+	if b, err := os.ReadFile(filepath.Join(dir, "audit.md")); err != nil || !strings.Contains(out, string(b)) {
+		t.Errorf("audit.md = %q, %v; want the audit printed on stdout", b, err)
+	}
+	want := fmt.Sprintf("\nresults: %[1]s/results.md, audit: %[1]s/audit.md (%[1]s/audit.json); stages: %[1]s/capture, %[1]s/prepared, %[1]s/replay\n", dir)
+	if !strings.HasSuffix(out, want) {
+		t.Errorf("run stdout ends\n%s\nwant it to end %q", out[max(0, len(out)-300):], want)
+	}
+}
+
+func TestRunWhere(t *testing.T) {
+	dir := t.TempDir()
+	if got, want := runWhere(dir), "stages: none"; got != want {
+		t.Errorf("runWhere(empty) = %q, want %q", got, want)
+	}
+	for _, d := range []string{"capture", "prepared"} {
+		if err := os.Mkdir(filepath.Join(dir, d), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got, want := runWhere(dir), "stages: "+dir+"/capture, "+dir+"/prepared"; got != want {
+		t.Errorf("runWhere(stopped after prepare) = %q, want %q", got, want)
 	}
 }
 

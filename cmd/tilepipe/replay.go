@@ -12,13 +12,13 @@ import (
 func replayFlags() []cli.Flag {
 	d := replay.DefaultConfig
 	return []cli.Flag{
-		&cli.IntFlag{Name: "rounds", Value: d.Rounds, Usage: "rounds (0: the cohort's default, else twice the number of routes)"},
-		&cli.IntFlag{Name: "samples", Value: d.Samples, Usage: "batch samples per visit"},
-		&cli.IntFlag{Name: "singles", Value: d.Singles, Usage: "single-call samples per visit"},
-		&cli.IntFlag{Name: "sets", Value: d.Sets, Usage: "warm buffer sets the timed calls rotate over (2 to 64)"},
-		&cli.Float64Flag{Name: "sample-ms", Value: d.SampleMs, Usage: "minimum duration of one batch sample"},
-		&cli.Float64Flag{Name: "warmup-ms", Value: d.WarmupMs, Usage: "warm-up before calibration"},
-		&cli.Float64Flag{Name: "timeout-s", Value: d.TimeoutS, Usage: "per-visit timeout"},
+		&cli.IntFlag{Name: "rounds", Value: d.Rounds, Usage: fmt.Sprintf("rounds, 1 to %d (0: the cohort's default, else twice the number of routes); at most %d visits (rounds x prepared (case, route) pairs)", replay.MaxRounds, replay.MaxVisits)},
+		&cli.IntFlag{Name: "samples", Value: d.Samples, Usage: fmt.Sprintf("batch samples per visit (1 to %d)", replay.MaxSamples)},
+		&cli.IntFlag{Name: "singles", Value: d.Singles, Usage: fmt.Sprintf("single-call samples per visit (0 to %d)", replay.MaxSingles)},
+		&cli.IntFlag{Name: "sets", Value: d.Sets, Usage: fmt.Sprintf("warm buffer sets the timed calls rotate over (%d to %d)", replay.MinSets, replay.MaxSets)},
+		&cli.Float64Flag{Name: "sample-ms", Value: d.SampleMs, Usage: fmt.Sprintf("minimum duration of one batch sample (%g to %g)", replay.MinSampleMs, replay.MaxSampleMs)},
+		&cli.Float64Flag{Name: "warmup-ms", Value: d.WarmupMs, Usage: fmt.Sprintf("warm-up before calibration (0 to %g)", replay.MaxWarmupMs)},
+		&cli.Float64Flag{Name: "timeout-s", Value: d.TimeoutS, Usage: fmt.Sprintf("per-visit timeout, covering validation, warm-up, calibration, every sample and the final report (%g to %g)", replay.MinTimeoutS, replay.MaxTimeoutS)},
 		&cli.StringFlag{Name: "baseline", Value: d.Baseline, Usage: "route the paired ratios compare against"},
 		&cli.Uint64Flag{Name: "seed", Value: d.Seed, Usage: "bootstrap seed"},
 	}
@@ -55,7 +55,7 @@ func replayCommand() *cli.Command {
 			&cli.StringFlag{Name: "capture", Usage: "capture stage directory (default: from the prepared receipt)"},
 			&cli.StringFlag{Name: "output", Usage: "NEW directory for the replay stage"},
 			&cli.BoolFlag{Name: "resume", Usage: "continue an interrupted replay in --output"},
-			&cli.IntFlag{Name: "threads", Value: replay.DefaultConfig.Threads, Usage: "threads per timed process"},
+			&cli.IntFlag{Name: "threads", Value: replay.DefaultConfig.Threads, Usage: fmt.Sprintf("threads per timed process (1 to %d)", replay.MaxThreads)},
 		),
 		Action: func(c *cli.Context) error {
 			if err := need(c, "prepared", "output"); err != nil {
@@ -65,7 +65,7 @@ func replayCommand() *cli.Command {
 			cfg.Capture, cfg.Resume = c.String("capture"), c.Bool("resume")
 			res, err := replay.Run(c.Context, cfg)
 			if err != nil {
-				return err
+				return whenInterrupted(c, err, resumeHint(cfg))
 			}
 			fmt.Fprint(c.App.Writer, replay.Table(res.Doc))
 			return replayOutcome(res)
@@ -82,7 +82,12 @@ func replayOutcome(res *replay.Result) error {
 		return &outcome{exitFailure, fmt.Sprintf("replay: %d failures (visits, closure checks or rows), kept in the results", res.Failed)}
 	}
 	if counts[artifacts.StatusUnsupported]+counts[artifacts.StatusUnavailable] > 0 {
-		return &outcome{exitUnsupported, fmt.Sprintf("replay: %v (completed with unsupported rows)", counts)}
+		return &outcome{exitUnsupported, fmt.Sprintf("replay: %s (completed with unsupported rows)", totals(counts))}
 	}
 	return nil
+}
+
+// resumeHint says how to continue an interrupted replay.
+func resumeHint(cfg replay.Config) string {
+	return fmt.Sprintf("the visit in flight was not recorded; continue with the same flags and --resume: tilepipe replay --prepared %s --output %s --resume", cfg.Prepared, cfg.Output)
 }

@@ -1,10 +1,12 @@
 package visit
 
 import (
+	"fmt"
 	"os"
 	"sort"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 )
 
@@ -110,4 +112,43 @@ func comms(ps []proc) string {
 		names = append(names, p.comm)
 	}
 	return strings.Join(names, ", ")
+}
+
+// Leftover names a visit's top process the way replay records it while the
+// visit runs (a file in its work directory), so that a replay resumed after
+// a kill can end what the killed one left running.
+type Leftover struct {
+	PID   int    `json:"pid"`
+	Start uint64 `json:"start"` // clock ticks after boot: tells a reused PID apart
+}
+
+// Leftover is this visit's top process (also the leader of its process
+// group).
+func (s *Session) Leftover() Leftover {
+	p, _ := readProc(s.cmd.Process.Pid)
+	return Leftover{PID: s.cmd.Process.Pid, Start: p.start}
+}
+
+// Stop kills l's process group if its leader is still the process recorded,
+// and waits up to grace for the group to be gone. It says whether it found
+// anything to stop.
+func (l Leftover) Stop(grace time.Duration) (bool, error) {
+	if l.PID <= 1 {
+		return false, nil
+	}
+	p, ok := readProc(l.PID)
+	if !ok || p.start != l.Start || p.zombie {
+		return false, nil // gone, or the PID now names another process
+	}
+	syscall.Kill(-l.PID, syscall.SIGKILL)
+	syscall.Kill(l.PID, syscall.SIGKILL)
+	for end := time.Now().Add(grace); ; time.Sleep(10 * time.Millisecond) {
+		p, ok := readProc(l.PID)
+		if (!ok || p.start != l.Start || p.zombie) && syscall.Kill(-l.PID, 0) != nil {
+			return true, nil
+		}
+		if time.Now().After(end) {
+			return true, fmt.Errorf("process %d (%s) of an earlier visit still running %s after SIGKILL", l.PID, p.comm, grace)
+		}
+	}
 }

@@ -1,0 +1,196 @@
+package record
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/tilepipe/tilepipe/artifacts"
+	"github.com/tilepipe/tilepipe/artifacts/samples"
+	"github.com/tilepipe/tilepipe/internal/visit"
+)
+
+// MaxCalls is the most calls replay gives one sample: calibration stops
+// doubling there (replay's cap on a sample, which it passes to
+// [visit.Plan]).
+const MaxCalls = 1 << 30
+
+// MinCalibrated is the fewest passed visits [Calibration] judges: with
+// fewer, one preempted calibration sample would decide.
+const MinCalibrated = 3
+
+// CalibrationSlack is the factor by which the median visit's batch
+// samples may miss what calibration aims at, either way.
+const CalibrationSlack = 4
+
+// kinds are the sample kinds replay takes, in the order it takes them.
+var kinds = []string{visit.KindEmpty, visit.KindBatch, visit.KindSingle, visit.KindControl, visit.KindFresh}
+
+// Visit checks a passed visit's record v against its own sample table
+// rows and the replay's configuration cfg (see the package doc). Each
+// problem names the visit and the field; none means the record is one
+// replay's drive could have written.
+func Visit(v artifacts.VisitResult, rows []samples.Row, cfg artifacts.ReplayConfig) []string {
+	var p []string
+	bad := func(format string, args ...any) {
+		p = append(p, fmt.Sprintf("visit %d: ", v.Index)+fmt.Sprintf(format, args...))
+	}
+	if v.Threads != cfg.Threads {
+		bad("threads %d, config.threads %d", v.Threads, cfg.Threads)
+	}
+	if v.Sets != cfg.Sets {
+		bad("sets %d, config.sets %d", v.Sets, cfg.Sets)
+	}
+	n := v.CallsPerSample
+	if n < 1 || n > MaxCalls || n&(n-1) != 0 {
+		bad("callsPerSample %d: calibration doubles the calls from 1 up to %d, so a power of two in that range", n, MaxCalls)
+	}
+	if v.FreshSets < 1 {
+		bad("freshSets %d, want at least 1", v.FreshSets)
+	}
+	count := map[string]int{}
+	var batch []visit.Sample
+	var freshCalls int64
+	for i, r := range rows {
+		if int(r.Visit) != v.Index || int(r.Round) != v.Round || int(r.Position) != v.Position || r.Case != v.Case || r.Route != v.Route {
+			bad("samples row %d belongs to visit %d (round %d, position %d, %s %s), not to this one (round %d, position %d, %s %s)",
+				i, r.Visit, r.Round, r.Position, r.Case, r.Route, v.Round, v.Position, v.Case, v.Route)
+			return p
+		}
+		want := int64(-1) // the calls a sample of the row's kind has, where fixed
+		switch r.Kind {
+		case visit.KindEmpty:
+			want = 0
+		case visit.KindBatch:
+			want = n
+			batch = append(batch, visit.Sample{Kind: r.Kind, Index: int(r.Index), Calls: r.Calls, SpanNs: r.TotalNs, TimerNs: r.TimerNs})
+		case visit.KindSingle:
+			want = 1
+		case visit.KindFresh:
+			freshCalls += r.Calls
+		case visit.KindControl:
+		default:
+			bad("samples row %d: kind %q, want one of %s", i, r.Kind, strings.Join(kinds, ", "))
+			continue
+		}
+		count[r.Kind]++
+		if want >= 0 && r.Calls != want {
+			what := fmt.Sprintf("want %d", want)
+			if r.Kind == visit.KindBatch {
+				what = fmt.Sprintf("callsPerSample %d", n)
+			}
+			bad("%s sample %d: %d calls, %s", r.Kind, r.Index, r.Calls, what)
+		}
+	}
+	for _, c := range []struct {
+		kind, field string
+		want        int
+	}{{visit.KindEmpty, "config.samples", cfg.Samples}, {visit.KindBatch, "config.samples", cfg.Samples}, {visit.KindSingle, "config.singles", cfg.Singles}} {
+		if count[c.kind] != c.want {
+			bad("%d %s samples, %s %d", count[c.kind], c.kind, c.field, c.want)
+		}
+	}
+	if freshCalls != v.FreshCalls {
+		bad("freshCalls %d, its fresh samples hold %d calls", v.FreshCalls, freshCalls)
+	}
+	if len(p) > 0 || len(batch) == 0 {
+		return p
+	}
+	// The fresh samples' calls follow from the batch samples: as many as
+	// the median batch call fits in visit.FreshTarget, within the sets.
+	plan := visit.FreshPlan(batch, v.FreshSets)
+	if count[visit.KindFresh] != len(plan) || count[visit.KindControl] != len(plan) {
+		bad("%d fresh samples and %d controls; for its batch samples and %d fresh sets replay takes %d of each", count[visit.KindFresh], count[visit.KindControl], v.FreshSets, len(plan))
+		return p
+	}
+	var order []visit.Sample
+	for _, k := range []struct {
+		kind  string
+		count int
+		calls int64
+	}{{visit.KindEmpty, cfg.Samples, 0}, {visit.KindBatch, cfg.Samples, n}, {visit.KindSingle, cfg.Singles, 1}} {
+		for i := range k.count {
+			order = append(order, visit.Sample{Kind: k.kind, Index: i, Calls: k.calls})
+		}
+	}
+	for i, calls := range plan {
+		order = append(order, visit.Sample{Kind: visit.KindControl, Index: i, Calls: calls}, visit.Sample{Kind: visit.KindFresh, Index: i, Calls: calls})
+	}
+	if len(order) != len(rows) { // the counts above hold, so this cannot be
+		bad("%d samples, replay takes %d", len(rows), len(order))
+		return p
+	}
+	for i, r := range rows {
+		w := order[i]
+		if r.Kind != w.Kind || int(r.Index) != w.Index {
+			bad("samples row %d is %s sample %d, want %s sample %d (replay's order: empty, batch and single samples, then a control before each fresh sample)", i, r.Kind, r.Index, w.Kind, w.Index)
+			return p
+		}
+		if r.Calls != w.Calls {
+			bad("%s sample %d: %d calls; for its batch samples and %d fresh sets replay gives %d", r.Kind, r.Index, r.Calls, v.FreshSets, w.Calls)
+		}
+	}
+	return p
+}
+
+// Calibration checks the batch samples of a replay's visits against
+// config.sampleMs (see the package doc); rows[i] is visits[i]'s sample
+// table, and only passed visits count. Calibration doubles a sample's
+// calls from 1 and stops at the first that lasts sampleMs, so (below
+// [MaxCalls]) a batch sample lasts at least about sampleMs, and (above
+// one call) half its calls lasted less than sampleMs, so it lasts less
+// than about twice that. The median visit must agree within
+// [CalibrationSlack]; the upper side also allows [visit.ClockBase], the
+// wait for an answer that the clock cross-check allows too.
+func Calibration(cfg artifacts.ReplayConfig, visits []artifacts.VisitResult, rows [][]samples.Row) []string {
+	sample := cfg.SampleMs * 1e6
+	var long, short []float64
+	for i, v := range visits {
+		if v.Status != artifacts.StatusPassed || i >= len(rows) {
+			continue
+		}
+		var spans []float64
+		for _, r := range rows[i] {
+			if r.Kind == visit.KindBatch {
+				spans = append(spans, float64(r.TotalNs))
+			}
+		}
+		if len(spans) == 0 {
+			continue
+		}
+		if v.CallsPerSample < MaxCalls {
+			long = append(long, median(spans))
+		}
+		if v.CallsPerSample > 1 {
+			short = append(short, slices.Min(spans))
+		}
+	}
+	var p []string
+	if len(long) >= MinCalibrated {
+		if m := median(long); m < sample/CalibrationSlack {
+			p = append(p, fmt.Sprintf("batch samples: the median visit's median batch sample lasted %s, less than config.sampleMs %g ms / %d: calibration doubles the calls until a sample lasts sampleMs, and the batch samples repeat them (%d visits below %d calls)",
+				dur(m), cfg.SampleMs, CalibrationSlack, len(long), MaxCalls))
+		}
+	}
+	if len(short) >= MinCalibrated {
+		bound := CalibrationSlack*2*sample + float64(visit.ClockBase)
+		if m := median(short); m > bound {
+			p = append(p, fmt.Sprintf("batch samples: the median visit's fastest batch sample lasted %s, more than %d x 2 x config.sampleMs %g ms + %s: calibration stops at the first doubling that lasts sampleMs, so half the calls lasted less (%d visits of more than one call)",
+				dur(m), CalibrationSlack, cfg.SampleMs, visit.ClockBase, len(short)))
+		}
+	}
+	return p
+}
+
+func median(xs []float64) float64 {
+	s := slices.Clone(xs)
+	slices.Sort(s)
+	n := len(s)
+	if n%2 == 1 {
+		return s[n/2]
+	}
+	return (s[n/2-1] + s[n/2]) / 2
+}
+
+func dur(ns float64) string { return time.Duration(ns).Round(time.Microsecond).String() }

@@ -1,0 +1,204 @@
+package record
+
+import (
+	"reflect"
+	"slices"
+	"testing"
+
+	"github.com/tilepipe/tilepipe/artifacts"
+	"github.com/tilepipe/tilepipe/artifacts/samples"
+	"github.com/tilepipe/tilepipe/internal/visit"
+)
+
+var cfg = artifacts.ReplayConfig{Rounds: 2, Samples: 2, Singles: 1, SampleMs: 1, Threads: 2, Sets: 2}
+
+// honest is a visit record and its sample table as replay writes them:
+// 64 calls per batch sample of 1.2 ms, so three fresh samples of 3 calls
+// (10 fresh sets: 3 samples of 10/3 calls; 2 ms holds far more).
+func honest() (artifacts.VisitResult, []samples.Row) {
+	v := artifacts.VisitResult{Visit: artifacts.Visit{Index: 3, Round: 1, Position: 1, Case: "gemm-16x16x16", Route: "naive"},
+		Status: artifacts.StatusPassed, Threads: 2, Sets: 2, CallsPerSample: 64, FreshSets: 10, FreshCalls: 9}
+	row := func(kind string, i int, calls, span int64) samples.Row {
+		return samples.Row{Visit: 3, Round: 1, Position: 1, Case: "gemm-16x16x16", Route: "naive", Kind: kind, Index: int32(i), Calls: calls, TotalNs: span, TimerNs: span - 20_000}
+	}
+	rows := []samples.Row{
+		row(visit.KindEmpty, 0, 0, 30_000), row(visit.KindEmpty, 1, 0, 31_000),
+		row(visit.KindBatch, 0, 64, 1_200_000), row(visit.KindBatch, 1, 64, 1_250_000),
+		row(visit.KindSingle, 0, 1, 50_000),
+	}
+	for i := range 3 {
+		rows = append(rows, row(visit.KindControl, i, 3, 90_000), row(visit.KindFresh, i, 3, 120_000))
+	}
+	return v, rows
+}
+
+func TestVisit(t *testing.T) {
+	tests := []struct {
+		name string
+		edit func(v *artifacts.VisitResult, rows []samples.Row) []samples.Row
+		cfg  func(c *artifacts.ReplayConfig)
+		want []string
+	}{
+		{"honest", nil, nil, nil},
+		{"threads", func(v *artifacts.VisitResult, rows []samples.Row) []samples.Row { v.Threads = 4; return rows }, nil,
+			[]string{"visit 3: threads 4, config.threads 2"}},
+		{"config threads", nil, func(c *artifacts.ReplayConfig) { c.Threads = 8 },
+			[]string{"visit 3: threads 2, config.threads 8"}},
+		{"sets", func(v *artifacts.VisitResult, rows []samples.Row) []samples.Row { v.Sets = 3; return rows }, nil,
+			[]string{"visit 3: sets 3, config.sets 2"}},
+		{"callsPerSample", func(v *artifacts.VisitResult, rows []samples.Row) []samples.Row { v.CallsPerSample = 32; return rows }, nil,
+			[]string{"visit 3: batch sample 0: 64 calls, callsPerSample 32", "visit 3: batch sample 1: 64 calls, callsPerSample 32"}},
+		{"callsPerSample not a power of two", func(v *artifacts.VisitResult, rows []samples.Row) []samples.Row {
+			v.CallsPerSample = 48
+			for i := range rows {
+				if rows[i].Kind == visit.KindBatch {
+					rows[i].Calls = 48
+				}
+			}
+			return rows
+		}, nil, []string{"visit 3: callsPerSample 48: calibration doubles the calls from 1 up to 1073741824, so a power of two in that range"}},
+		{"callsPerSample over the cap", func(v *artifacts.VisitResult, rows []samples.Row) []samples.Row {
+			v.CallsPerSample = 2 * MaxCalls
+			for i := range rows {
+				if rows[i].Kind == visit.KindBatch {
+					rows[i].Calls = 2 * MaxCalls
+				}
+			}
+			return rows
+		}, nil, []string{"visit 3: callsPerSample 2147483648: calibration doubles the calls from 1 up to 1073741824, so a power of two in that range"}},
+		{"one batch sample with more calls", func(v *artifacts.VisitResult, rows []samples.Row) []samples.Row { rows[3].Calls = 128; return rows }, nil,
+			[]string{"visit 3: batch sample 1: 128 calls, callsPerSample 64"}},
+		{"single of two calls", func(v *artifacts.VisitResult, rows []samples.Row) []samples.Row { rows[4].Calls = 2; return rows }, nil,
+			[]string{"visit 3: single sample 0: 2 calls, want 1"}},
+		{"empty with a call", func(v *artifacts.VisitResult, rows []samples.Row) []samples.Row { rows[0].Calls = 1; return rows }, nil,
+			[]string{"visit 3: empty sample 0: 1 calls, want 0"}},
+		{"batch sample dropped", func(v *artifacts.VisitResult, rows []samples.Row) []samples.Row { return slices.Delete(rows, 3, 4) }, nil,
+			[]string{"visit 3: 1 batch samples, config.samples 2"}},
+		{"config samples", nil, func(c *artifacts.ReplayConfig) { c.Samples = 5 },
+			[]string{"visit 3: 2 empty samples, config.samples 5", "visit 3: 2 batch samples, config.samples 5"}},
+		{"config singles", nil, func(c *artifacts.ReplayConfig) { c.Singles = 0 },
+			[]string{"visit 3: 1 single samples, config.singles 0"}},
+		{"unknown kind", func(v *artifacts.VisitResult, rows []samples.Row) []samples.Row { rows[4].Kind = "warmup"; return rows }, nil,
+			[]string{"visit 3: samples row 4: kind \"warmup\", want one of empty, batch, single, control, fresh", "visit 3: 0 single samples, config.singles 1"}},
+		{"row of another visit", func(v *artifacts.VisitResult, rows []samples.Row) []samples.Row { rows[2].Visit = 4; return rows }, nil,
+			[]string{"visit 3: samples row 2 belongs to visit 4 (round 1, position 1, gemm-16x16x16 naive), not to this one (round 1, position 1, gemm-16x16x16 naive)"}},
+		{"row of another route", func(v *artifacts.VisitResult, rows []samples.Row) []samples.Row {
+			rows[0].Route = "halide"
+			return rows
+		}, nil,
+			[]string{"visit 3: samples row 0 belongs to visit 3 (round 1, position 1, gemm-16x16x16 halide), not to this one (round 1, position 1, gemm-16x16x16 naive)"}},
+		{"freshCalls", func(v *artifacts.VisitResult, rows []samples.Row) []samples.Row { v.FreshCalls = 10; return rows }, nil,
+			[]string{"visit 3: freshCalls 10, its fresh samples hold 9 calls"}},
+		{"fresh sample enlarged", func(v *artifacts.VisitResult, rows []samples.Row) []samples.Row {
+			v.FreshCalls, rows[6].Calls, rows[5].Calls = 10, 4, 4
+			return rows
+		}, nil, []string{
+			"visit 3: control sample 0: 4 calls; for its batch samples and 10 fresh sets replay gives 3",
+			"visit 3: fresh sample 0: 4 calls; for its batch samples and 10 fresh sets replay gives 3"}},
+		{"fresh sample dropped", func(v *artifacts.VisitResult, rows []samples.Row) []samples.Row {
+			v.FreshCalls = 6
+			return rows[:len(rows)-2]
+		}, nil, []string{"visit 3: 2 fresh samples and 2 controls; for its batch samples and 10 fresh sets replay takes 3 of each"}},
+		{"freshSets", func(v *artifacts.VisitResult, rows []samples.Row) []samples.Row { v.FreshSets = 0; return rows }, nil,
+			[]string{"visit 3: freshSets 0, want at least 1"}},
+		{"fresh plan of fewer sets", func(v *artifacts.VisitResult, rows []samples.Row) []samples.Row { v.FreshSets = 6; return rows }, nil, []string{
+			"visit 3: control sample 0: 3 calls; for its batch samples and 6 fresh sets replay gives 2",
+			"visit 3: fresh sample 0: 3 calls; for its batch samples and 6 fresh sets replay gives 2",
+			"visit 3: control sample 1: 3 calls; for its batch samples and 6 fresh sets replay gives 2",
+			"visit 3: fresh sample 1: 3 calls; for its batch samples and 6 fresh sets replay gives 2",
+			"visit 3: control sample 2: 3 calls; for its batch samples and 6 fresh sets replay gives 2",
+			"visit 3: fresh sample 2: 3 calls; for its batch samples and 6 fresh sets replay gives 2"}},
+		{"batch samples slowed", func(v *artifacts.VisitResult, rows []samples.Row) []samples.Row {
+			// 2 ms holds one call of 1.9 ms, so every fresh sample has 2
+			// (2 ms / per call + 1), not 3.
+			rows[2].TotalNs, rows[3].TotalNs = 64*1_900_000, 64*1_900_000
+			return rows
+		}, nil, []string{
+			"visit 3: control sample 0: 3 calls; for its batch samples and 10 fresh sets replay gives 2",
+			"visit 3: fresh sample 0: 3 calls; for its batch samples and 10 fresh sets replay gives 2",
+			"visit 3: control sample 1: 3 calls; for its batch samples and 10 fresh sets replay gives 2",
+			"visit 3: fresh sample 1: 3 calls; for its batch samples and 10 fresh sets replay gives 2",
+			"visit 3: control sample 2: 3 calls; for its batch samples and 10 fresh sets replay gives 2",
+			"visit 3: fresh sample 2: 3 calls; for its batch samples and 10 fresh sets replay gives 2"}},
+		{"reordered", func(v *artifacts.VisitResult, rows []samples.Row) []samples.Row {
+			rows[4], rows[5] = rows[5], rows[4]
+			return rows
+		}, nil, []string{"visit 3: samples row 4 is control sample 0, want single sample 0 (replay's order: empty, batch and single samples, then a control before each fresh sample)"}},
+		{"indexes swapped", func(v *artifacts.VisitResult, rows []samples.Row) []samples.Row {
+			rows[2].Index, rows[3].Index = 1, 0
+			return rows
+		}, nil, []string{"visit 3: samples row 2 is batch sample 1, want batch sample 0 (replay's order: empty, batch and single samples, then a control before each fresh sample)"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			v, rows := honest()
+			c := cfg
+			if tt.edit != nil {
+				rows = tt.edit(&v, rows)
+			}
+			if tt.cfg != nil {
+				tt.cfg(&c)
+			}
+			if got := Visit(v, rows, c); !reflect.DeepEqual(got, tt.want) {
+				t.Errorf("Visit(%s) =\n%q\nwant\n%q", tt.name, got, tt.want)
+			}
+		})
+	}
+}
+
+// calibrated is n passed visits of 64 calls per batch sample, each batch
+// sample span ns long.
+func calibrated(n int, calls int64, span int64) ([]artifacts.VisitResult, [][]samples.Row) {
+	var vs []artifacts.VisitResult
+	var rows [][]samples.Row
+	for i := range n {
+		vs = append(vs, artifacts.VisitResult{Visit: artifacts.Visit{Index: i}, Status: artifacts.StatusPassed, CallsPerSample: calls})
+		rows = append(rows, []samples.Row{
+			{Visit: int32(i), Kind: visit.KindEmpty, TotalNs: 30_000},
+			{Visit: int32(i), Kind: visit.KindBatch, Calls: calls, TotalNs: span},
+			{Visit: int32(i), Kind: visit.KindBatch, Calls: calls, TotalNs: span + 100_000},
+		})
+	}
+	return vs, rows
+}
+
+func TestCalibration(t *testing.T) {
+	tests := []struct {
+		name     string
+		sampleMs float64
+		visits   int
+		calls    int64
+		span     int64
+		edit     func(vs []artifacts.VisitResult, rows [][]samples.Row)
+		want     []string
+	}{
+		{"honest", 1, 4, 64, 1_400_000, nil, nil},
+		{"honest at the lower edge", 1, 4, 64, 250_000, nil, nil},
+		{"sampleMs raised", 100, 4, 64, 1_400_000, nil, []string{
+			"batch samples: the median visit's median batch sample lasted 1.45ms, less than config.sampleMs 100 ms / 4: calibration doubles the calls until a sample lasts sampleMs, and the batch samples repeat them (4 visits below 1073741824 calls)"}},
+		{"sampleMs lowered", 20, 4, 64, 400_000_000, nil, []string{
+			"batch samples: the median visit's fastest batch sample lasted 400ms, more than 4 x 2 x config.sampleMs 20 ms + 5ms: calibration stops at the first doubling that lasts sampleMs, so half the calls lasted less (4 visits of more than one call)"}},
+		{"too few visits to judge", 100, 2, 64, 1_400_000, nil, nil},
+		{"one preempted calibration", 20, 3, 64, 25_000_000, func(vs []artifacts.VisitResult, rows [][]samples.Row) {
+			rows[0][1].TotalNs, rows[0][2].TotalNs = 100_000, 100_000
+		}, nil},
+		{"failed visits do not count", 100, 4, 64, 1_400_000, func(vs []artifacts.VisitResult, rows [][]samples.Row) {
+			vs[0].Status, vs[1].Status = artifacts.StatusFailed, artifacts.StatusFailed
+		}, nil},
+		{"one call a sample: no upper side", 1, 4, 1, 400_000_000, nil, nil},
+		{"at the cap: no lower side", 100, 4, MaxCalls, 1_400_000, nil, nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			vs, rows := calibrated(tt.visits, tt.calls, tt.span)
+			if tt.edit != nil {
+				tt.edit(vs, rows)
+			}
+			c := cfg
+			c.SampleMs = tt.sampleMs
+			if got := Calibration(c, vs, rows); !reflect.DeepEqual(got, tt.want) {
+				t.Errorf("Calibration(%s) =\n%q\nwant\n%q", tt.name, got, tt.want)
+			}
+		})
+	}
+}

@@ -1,0 +1,106 @@
+package replay
+
+import (
+	"fmt"
+	"slices"
+
+	"github.com/tilepipe/tilepipe/artifacts"
+)
+
+// Limits of a replay (docs/limits.md gives the reason for each bound).
+const (
+	// MaxRounds bounds --rounds: a round draws its own input seeds and
+	// re-hashes every closure before and after it.
+	MaxRounds = 1000
+	// MaxSamples and MaxSingles bound the samples of one visit, each a row
+	// of the sample table.
+	MaxSamples = 1000
+	MaxSingles = 1000
+	// MinSets and MaxSets bound the warm buffer sets a visit rotates over.
+	MinSets, MaxSets = 2, 64
+	// MinSampleMs and MaxSampleMs bound one batch sample's duration: below
+	// MinSampleMs a sample is mostly the channel's round trip.
+	MinSampleMs, MaxSampleMs float64 = 0.1, 60000
+	MaxWarmupMs              float64 = 60000
+	// MinTimeoutS and MaxTimeoutS bound the per-visit timeout, which covers
+	// the whole visit: validation, warm-up, calibration, every sample and
+	// the final report.
+	MinTimeoutS, MaxTimeoutS float64 = 1, 86400
+	// MaxThreads bounds the threads of a timed process; the compute floor
+	// divides by them.
+	MaxThreads = 1024
+	// MaxVisits bounds the plan: rounds × prepared (case, route) pairs.
+	MaxVisits = 100000
+)
+
+// Validate checks every number of c that a flag sets against its range
+// (docs/limits.md), before anything is read or written; the error names
+// the flag, the range and the value given. Rounds 0 is the cohort's
+// default. What depends on the prepared stage (the rounds that 0 resolves
+// to, --baseline, the size of the plan) [Run] checks after reading the
+// stage and before writing anything.
+func (c Config) Validate() error {
+	if c.Rounds < 0 || c.Rounds > MaxRounds {
+		return fmt.Errorf("--rounds: want 1 to %d (or 0: the cohort's default), got %d", MaxRounds, c.Rounds)
+	}
+	for _, err := range []error{
+		intIn("--samples", c.Samples, 1, MaxSamples),
+		intIn("--singles", c.Singles, 0, MaxSingles),
+		intIn("--sets", c.Sets, MinSets, MaxSets),
+		floatIn("--sample-ms", c.SampleMs, MinSampleMs, MaxSampleMs),
+		floatIn("--warmup-ms", c.WarmupMs, 0, MaxWarmupMs),
+		floatIn("--timeout-s", c.TimeoutS, MinTimeoutS, MaxTimeoutS),
+		intIn("--threads", c.Threads, 1, MaxThreads),
+	} {
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func intIn(flag string, v, lo, hi int) error {
+	if v < lo || v > hi {
+		return fmt.Errorf("%s: want %d to %d, got %d", flag, lo, hi, v)
+	}
+	return nil
+}
+
+// floatIn refuses NaN too.
+func floatIn(flag string, v, lo, hi float64) error {
+	if !(v >= lo && v <= hi) {
+		return fmt.Errorf("%s: want %g to %g, got %g", flag, lo, hi, v)
+	}
+	return nil
+}
+
+// checkConfig checks r.cfg, its rounds resolved (the cohort's, else
+// [DefaultRounds]), against its ranges and the prepared stage, before
+// anything is written: --baseline must be a captured route and the plan at
+// most [MaxVisits] visits.
+func (r *replayer) checkConfig(routes []string) error {
+	c := r.cfg
+	if c.Rounds == r.cdoc.Rounds && (c.Rounds < 0 || c.Rounds > MaxRounds) {
+		// A capture made before cohorts were bounded.
+		return fmt.Errorf("cohort %s: rounds: want 1 to %d, got %d (the capture's cohort default; give --rounds)", r.cdoc.Cohort, MaxRounds, c.Rounds)
+	}
+	if err := c.Validate(); err != nil {
+		return err
+	}
+	pairs := 0
+	for _, e := range r.entries {
+		if e.Status == artifacts.StatusPrepared && slices.Contains(routes, e.Route) {
+			pairs++
+		}
+	}
+	if n := c.Rounds * pairs; n > MaxVisits {
+		return fmt.Errorf("plan: %d rounds x %d prepared (case, route) pairs = %d visits, limit %d (give fewer --rounds, cases or routes)", c.Rounds, pairs, n, MaxVisits)
+	}
+	if c.Baseline != "" && !slices.Contains(routes, c.Baseline) {
+		return fmt.Errorf("--baseline %q: not one of the captured routes %v", c.Baseline, routes)
+	}
+	if n := len(Orders(len(routes))); c.Rounds%n != 0 {
+		r.cfg.Progress.Printf("warning: %d rounds is not a multiple of the %d balanced orders: this run is a screen, not a balanced comparison", c.Rounds, n)
+	}
+	return nil
+}
