@@ -130,3 +130,41 @@ func (s *Store) Release() {
 		s.lockFile = nil
 	}
 }
+
+// Restart is Create for a stage that cannot be resumed (capture,
+// prepare): where dir is an uncommitted stage whose writer died (kill -9
+// leaves one behind), it is removed and made anew, and dead names that
+// writer; any other existing dir is refused as Create refuses it, and an
+// uncommitted stage with a living writer as a second writer is.
+func Restart(dir string) (s *Store, dead *Holder, err error) {
+	old, oerr := OpenIncomplete(dir)
+	if oerr != nil {
+		return create(dir)
+	}
+	if _, ierr := os.Lstat(filepath.Join(old.dir, "index.json")); ierr == nil {
+		return create(dir) // committed: never overwritten
+	}
+	b, lerr := os.ReadFile(filepath.Join(old.dir, LockFile))
+	if lerr != nil {
+		return create(dir) // not a stage tilepipe was writing
+	}
+	var h Holder
+	if json.Unmarshal(b, &h) != nil {
+		h.Command = "unknown: the lock file does not say"
+	}
+	if err := old.lock(); err != nil {
+		return nil, nil, err // its writer is alive
+	}
+	err = os.RemoveAll(old.dir)
+	old.Release()
+	if err != nil {
+		return nil, nil, fmt.Errorf("restart %s: %w", dir, err)
+	}
+	s, err = Create(dir)
+	return s, &h, err
+}
+
+func create(dir string) (*Store, *Holder, error) {
+	s, err := Create(dir)
+	return s, nil, err
+}

@@ -127,9 +127,12 @@ func Run(ctx context.Context, cfg Config) (_ *Result, err error) {
 	if err := discriminating(cfg, co.Cases); err != nil {
 		return nil, err
 	}
-	s, err := artifacts.Create(cfg.Output)
+	s, dead, err := artifacts.Restart(cfg.Output)
 	if err != nil {
 		return nil, err
+	}
+	if dead != nil {
+		cfg.Progress.Printf("%s: %s was left incomplete by %s, which died: starting it again", "capture", s.Dir(), dead)
 	}
 	// Failed or interrupted before the commit: nothing is left behind,
 	// so the same command can simply run again.

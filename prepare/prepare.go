@@ -106,9 +106,12 @@ func Run(ctx context.Context, cfg Config) (_ *Result, err error) {
 			return nil, fmt.Errorf("prepare: no sandbox for closure listings can be made on this machine: %v; --no-sandbox lists them without one", err)
 		}
 	}
-	s, err := artifacts.Create(cfg.Output)
+	s, dead, err := artifacts.Restart(cfg.Output)
 	if err != nil {
 		return nil, err
+	}
+	if dead != nil {
+		cfg.Progress.Printf("%s: %s was left incomplete by %s, which died: starting it again", "prepare", s.Dir(), dead)
 	}
 	// Failed or interrupted before the commit: nothing is left behind.
 	defer func() {

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/tilepipe/tilepipe/artifacts"
+	"github.com/tilepipe/tilepipe/internal/testroute"
 )
 
 // replayArgs replays the shared passing run's prepared stage into rep.
@@ -232,5 +233,75 @@ func TestResumeRefusesEditedJournal(t *testing.T) {
 		rep, l.Visit.Index, calls, 2*calls)
 	if code != exitFailure || errs != want {
 		t.Errorf("resume of an edited journal = exit %d\n%s\nwant exit 1\n%s", code, errs, want)
+	}
+}
+
+// slowBuild describes itself at once and takes 30 s to build.
+const slowBuild = `#!/bin/sh
+if [ "$1" = describe ]; then
+  echo '{"protocol": 1, "name": "slow", "kind": "object", "version": "slow 1", "available": true, "reason": "", "ops": ["add"]}'
+  exit 0
+fi
+exec sleep 30
+`
+
+// TestCaptureInterrupted: SIGINT or SIGTERM while a route builds stops
+// the capture at once: exit 128 + the signal, nothing committed, no
+// directory left (before, the killed build was committed as "crashed"
+// and prepare accepted it), and the same command runs again.
+func TestCaptureInterrupted(t *testing.T) {
+	dir := t.TempDir()
+	route := filepath.Join(dir, "route")
+	cohort := filepath.Join(dir, "cohort.json")
+	if err := os.WriteFile(route, []byte(slowBuild), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	os.WriteFile(cohort, []byte(`{"schema": 1, "cases": [{"op": "add", "dims": {"M": 4, "N": 10}, "seed": 9}]}`), 0o644)
+	for _, sig := range []syscall.Signal{syscall.SIGINT, syscall.SIGTERM} {
+		out := filepath.Join(dir, "capture-"+signalName(sig))
+		cmd := exec.Command(tilepipeBinary(t), "capture", "--cohort", cohort, "--routes", "", "--route-exec", route, "--no-sandbox", "--output", out)
+		var stderr bytes.Buffer
+		cmd.Stderr = &stderr
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		for deadline := time.Now().Add(30 * time.Second); !strings.Contains(stderr.String(), "packet"); time.Sleep(10 * time.Millisecond) {
+			if time.Now().After(deadline) {
+				cmd.Process.Kill()
+				t.Fatalf("capture did not start building within 30 s: %s", stderr.String())
+			}
+		}
+		time.Sleep(500 * time.Millisecond) // the build is running: it takes 30 s
+		cmd.Process.Signal(sig)
+		err := cmd.Wait()
+		var ee *exec.ExitError
+		if !errors.As(err, &ee) || ee.ExitCode() != 128+int(sig) {
+			t.Fatalf("%s: capture = %v, want exit %d\n%s", signalName(sig), err, 128+int(sig), stderr.String())
+		}
+		want := "tilepipe: interrupted by " + signalName(sig) + "; capture stopped and removed its incomplete directory: run the same command again\n"
+		if !strings.HasSuffix(stderr.String(), want) {
+			t.Errorf("%s: stderr ends %q, want %q", signalName(sig), lastLines(stderr.String(), 2), want)
+		}
+		if _, err := os.Lstat(out); !errors.Is(err, os.ErrNotExist) {
+			t.Errorf("%s: the interrupted capture left %s (%v)", signalName(sig), out, err)
+		}
+	}
+}
+
+// TestRunCohortErrorLeavesNothing: run with a cohort that does not parse
+// fails before anything is committed and leaves no run directory, so the
+// corrected command can use the same name.
+func TestRunCohortErrorLeavesNothing(t *testing.T) {
+	dir := t.TempDir()
+	cohort := filepath.Join(dir, "bad.json")
+	os.WriteFile(cohort, []byte(`{"schema": 1, "cases": [{"op": "add", "dims": {"M": 4, "N": 10}, "params": {"alpha": 2}}]}`), 0o644)
+	out := filepath.Join(dir, "run")
+	code, _, errs := tp(t, "run", "--cohort", cohort, "--routes", "", "--route-exec", testroute.Path(t), "--output", out)
+	want := "tilepipe: error: " + cohort + ":1: case add-4x10: params.alpha: op add takes no parameters\n"
+	if code != exitFailure || errs != want {
+		t.Errorf("run with a bad cohort = exit %d %q, want exit 1 %q", code, errs, want)
+	}
+	if _, err := os.Lstat(out); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("run with a bad cohort left %s (%v)", out, err)
 	}
 }
