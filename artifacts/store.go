@@ -490,6 +490,11 @@ func onlyListed(s *Store, manifest Digest, m ocispec.Manifest) error {
 	}
 	var bad []string
 	blobs := filepath.Join(s.dir, "blobs")
+	if fi, err := os.Lstat(blobs); err != nil {
+		return err
+	} else if !fi.IsDir() {
+		return fmt.Errorf("blobs: not a directory (mode %s)", fi.Mode())
+	}
 	ents, err := os.ReadDir(blobs)
 	if err != nil {
 		return err

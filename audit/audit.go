@@ -35,7 +35,13 @@ const (
 // Config names the three stages to audit.
 type Config struct {
 	Capture, Prepared, Replay string
-	Progress                  *progress.Reporter
+	// Expect, when set, is the replay manifest digest the reviewer received
+	// out of band (what tilepipe replay printed): the audit is pinned to
+	// it, and another manifest fails. Without it, a checkpoint re-hashed
+	// consistently from end to end cannot be told from the one that was
+	// sent.
+	Expect   string
+	Progress *progress.Reporter
 }
 
 // Check is one audit finding with its evidence.
@@ -56,6 +62,11 @@ type Report struct {
 	Integrity string            `json:"integrity"` // intact or broken
 	Claims    Claims            `json:"claims"`
 	Stages    map[string]string `json:"stages"` // stage -> manifest digest
+	// Pinned: the audit compared the replay manifest with Expected, the
+	// digest given with --expect (the "pin" check); without it a
+	// consistent re-hash of the whole checkpoint passes.
+	Pinned   bool   `json:"pinned"`
+	Expected string `json:"expected,omitempty"`
 	// FailedVisits are every visit that failed, with its reason.
 	FailedVisits []FailedVisit  `json:"failedVisits"`
 	Checks       []Check        `json:"checks"`
@@ -116,15 +127,31 @@ func (a *auditor) add(name string, problems []string, warnings []string, summary
 // the error is for "could not audit at all".
 func Run(ctx context.Context, cfg Config) (*Report, error) {
 	rep := &Report{Stages: map[string]string{}, Tool: artifacts.ToolInfo(), Started: time.Now().UTC()}
+	if cfg.Expect != "" {
+		d, err := artifacts.ParseDigest(cfg.Expect)
+		if err != nil {
+			return nil, fmt.Errorf("--expect %q: want the replay manifest digest, sha256:<64 hex>: %w", cfg.Expect, err)
+		}
+		rep.Pinned, rep.Expected = true, string(d)
+	}
 	a := &auditor{progress: cfg.Progress, capVerified: map[artifacts.Digest]bool{}, prepVerified: map[artifacts.Digest]bool{}}
-	if !a.openStages(cfg, rep) {
+	opened := a.openStages(cfg, rep)
+	if rep.Pinned {
+		a.add("pin", pin(rep.Expected, rep.Stages[artifacts.ReplayType]), nil, "the replay manifest is the one given with --expect, "+rep.Expected)
+	}
+	if !opened {
 		return a.finish(rep), nil
 	}
 	a.chain()
+	a.cohort()
+	a.routes()
 	a.inputs()
 	a.oracle()
 	a.outputs()
 	a.summaries()
+	a.records()
+	a.journal()
+	a.results()
 	a.balance()
 	a.timeWindows()
 	a.floors()
@@ -486,6 +513,7 @@ func (a *auditor) outputs() {
 			}
 			return out, nil
 		}
+		vworst := 0.0 // the visit's worst error/bound over every set judged
 		judge := func(pool string, all []*sets.Set, refs []artifacts.TensorRef, count int) bool {
 			raw, err := read(refs, count)
 			if err != nil {
@@ -502,7 +530,7 @@ func (a *auditor) outputs() {
 					p = append(p, fmt.Sprintf("visit %d %s set %d: %v", v.Index, pool, s, err))
 					return false
 				}
-				worst = math.Max(worst, vd.MaxRatio)
+				worst, vworst = math.Max(worst, vd.MaxRatio), math.Max(vworst, vd.MaxRatio)
 				nsets++
 				if !vd.Pass {
 					p = append(p, fmt.Sprintf("visit %d (%s %s) passed in replay but %s set %d fails the recomputed oracle: %s", v.Index, v.Case, v.Route, pool, s, vd.Reason))
@@ -524,6 +552,7 @@ func (a *auditor) outputs() {
 		if !judge(sets.Warm, cur.warm, v.Outputs, v.Sets) || !judge(sets.Fresh, cur.fresh, v.FreshOutputs, int(v.FreshCalls)) {
 			continue
 		}
+		p = append(p, maxErrRatioAgrees(v, vworst)...)
 		k := [2]string{v.Case, v.Route}
 		if first, ok := set0[k]; !ok {
 			set0[k] = v
@@ -537,6 +566,17 @@ func (a *auditor) outputs() {
 		summary += fmt.Sprintf("; and of %d validating builds' outputs at capture", nv)
 	}
 	a.add("outputs", p, nil, summary)
+}
+
+// maxErrRatioAgrees compares a passed visit's recorded maxErrRatio with
+// the worst error/bound ratio the recomputed oracle gives its stored
+// outputs (worst): replay takes the same maximum over the same sets, warm
+// and fresh.
+func maxErrRatioAgrees(v artifacts.VisitResult, worst float64) []string {
+	if near(v.MaxErrRatio, worst) {
+		return nil
+	}
+	return []string{fmt.Sprintf("visit %d: maxErrRatio %g recorded, its stored outputs give %g", v.Index, v.MaxErrRatio, worst)}
 }
 
 // validations re-checks the outputs each validating route returned at
@@ -1004,6 +1044,11 @@ func MarshalStatement(r *Report) ([]byte, error) {
 func Markdown(r *Report) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "# tilepipe audit: checkpoint %s, %d of %d claims supported\n\n", strings.ToUpper(r.Integrity), r.Claims.Supported, r.Claims.Supported+r.Claims.Unsupported)
+	if r.Pinned {
+		fmt.Fprintf(&b, "Pinned to `%s`, the replay manifest given with --expect.\n\n", r.Expected)
+	} else {
+		b.WriteString("Not pinned: a consistent re-hash of the whole checkpoint cannot be told apart without --expect.\n\n")
+	}
 	if len(r.FailedVisits) > 0 {
 		fmt.Fprintf(&b, "## failed visits (%d)\n\n| visit | round | case | route | reason |\n|---|---|---|---|---|\n", len(r.FailedVisits))
 		for _, v := range r.FailedVisits {

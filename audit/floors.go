@@ -3,6 +3,7 @@ package audit
 import (
 	"fmt"
 	"math"
+	"slices"
 	"strings"
 	"time"
 
@@ -13,9 +14,11 @@ import (
 // floors re-applies the physical floors the replay measured and recorded:
 // every recorded floor must follow from its own numbers and the case, and
 // every row must pass or fail exactly as its floor says. The bandwidths
-// are measured again here; one the replay recorded far above this
-// machine's is a warning (the machines differ; a forged bandwidth lowers
-// every floor).
+// and the clock are measured again here and this machine's CPU flags read:
+// a recorded bandwidth far above this machine's, a recorded clock above
+// 1.25x its own or a vector instruction set it lacks is a warning (the
+// machines differ, or the number was forged: each lowers a floor); a
+// recorded clock no CPU sustains, or above twice this machine's, fails.
 func (a *auditor) floors() {
 	var p, w []string
 	cases := map[string]artifacts.CapturedCase{}
@@ -63,8 +66,22 @@ func (a *auditor) floors() {
 		}
 		n++
 	}
-	// This machine's bandwidth for each working set, against the record.
+	// This machine's clock, bandwidth for each working set and CPU flags,
+	// against the record.
 	floors.WarmUp(200 * time.Millisecond)
+	var recorded []float64
+	for _, s := range a.rdoc.Sessions {
+		recorded = append(recorded, s.ClockHz)
+	}
+	clock := ownClock(slices.Max(append([]float64{0}, recorded...)))
+	cp, cw := clockAgrees(recorded, clock)
+	p, w = append(p, cp...), append(w, cw...)
+	own, err := artifacts.CPUFlags(artifacts.CPUInfoPath)
+	if err != nil {
+		w = append(w, fmt.Sprintf("this machine's CPU flags: %v", err))
+	} else {
+		w = append(w, flagsAgree(flags, own)...)
+	}
 	mine := map[int]float64{}
 	for _, f := range fl {
 		if _, ok := mine[f.WorkingSet]; !ok {
@@ -74,7 +91,93 @@ func (a *auditor) floors() {
 			w = append(w, fmt.Sprintf("%s: the replay recorded %.1f GB/s for a %d-byte working set, this machine measures %.1f GB/s", f.Case, f.Bandwidth/1e9, f.WorkingSet, mine[f.WorkingSet]/1e9))
 		}
 	}
-	a.add("physical floor", p, w, fmt.Sprintf("%d timed rows against the floors replay measured (memory bandwidth per working set, clock x vector width), slack %d", n, floors.Slack))
+	a.add("physical floor", p, w, fmt.Sprintf("%d timed rows against the floors replay measured (memory bandwidth per working set, clock x vector width), slack %d; clock: recorded %s, this machine %.2f GHz; vector flags: recorded %s, this machine %s",
+		n, floors.Slack, ghz(recorded), clock/1e9, vectorFlags(flags), vectorFlags(own)))
+}
+
+// MaxClockHz is more than any CPU sustains on one core: a recorded clock
+// above it is forged.
+const MaxClockHz = 6.5e9
+
+// Clock ratios between the replay's recorded clock and the auditor's own:
+// above ClockWarn the machines differ or the clock was forged (a warning);
+// above ClockFail the record cannot be believed (a failure). A higher
+// clock lowers every compute floor in proportion.
+const (
+	ClockWarn = 1.25
+	ClockFail = 2.0
+)
+
+// ownClock is this machine's clock: the best of up to three measurements
+// (floors.Clock), stopping once one reaches the highest recorded clock
+// over ClockWarn. Load only lowers a measurement, and a lowered one would
+// blame an honest replay.
+func ownClock(recorded float64) float64 {
+	best := 0.0
+	for range 3 {
+		best = max(best, floors.Clock())
+		if best*ClockWarn >= recorded {
+			break
+		}
+	}
+	return best
+}
+
+// clockAgrees judges each session's recorded clock (recorded[i] is session
+// i's) against this machine's own (mine).
+func clockAgrees(recorded []float64, mine float64) (p, w []string) {
+	for i, hz := range recorded {
+		switch {
+		case hz > MaxClockHz:
+			p = append(p, fmt.Sprintf("session %d: recorded clock %.2f GHz, above what any CPU sustains (%.1f GHz); this machine measures %.2f GHz", i, hz/1e9, MaxClockHz/1e9, mine/1e9))
+		case mine > 0 && hz > ClockFail*mine:
+			p = append(p, fmt.Sprintf("session %d: recorded clock %.2f GHz, more than %gx this machine's %.2f GHz: a higher clock lowers every compute floor", i, hz/1e9, ClockFail, mine/1e9))
+		case mine > 0 && hz > ClockWarn*mine:
+			w = append(w, fmt.Sprintf("session %d: recorded clock %.2f GHz, %.2fx this machine's %.2f GHz: machines differ or the clock was forged", i, hz/1e9, hz/mine, mine/1e9))
+		}
+	}
+	return p, w
+}
+
+// vectorISA are the CPU flags that raise the flops per cycle a compute
+// floor assumes (floors.PerCycle).
+var vectorISA = []string{"avx2", "fma", "avx512f", "avx512_bf16", "avx512_fp16", "amx_bf16", "amx_fp16"}
+
+// flagsAgree warns about every vector flag the replay's receipt records
+// (recorded) that this machine (mine) lacks: the floor assumed it.
+func flagsAgree(recorded, mine []string) []string {
+	var w []string
+	for _, f := range vectorISA {
+		if slices.Contains(recorded, f) && !slices.Contains(mine, f) {
+			w = append(w, fmt.Sprintf("the replay's CPU flags include %s, which this machine lacks: the compute floors assume it (machines differ or the flags were forged)", f))
+		}
+	}
+	return w
+}
+
+// vectorFlags lists the vector flags among flags, for the summary.
+func vectorFlags(flags []string) string {
+	var v []string
+	for _, f := range vectorISA {
+		if slices.Contains(flags, f) {
+			v = append(v, f)
+		}
+	}
+	if len(v) == 0 {
+		return "none"
+	}
+	return strings.Join(v, " ")
+}
+
+func ghz(hz []float64) string {
+	var s []string
+	for _, h := range hz {
+		s = append(s, fmt.Sprintf("%.2f", h/1e9))
+	}
+	if len(s) == 0 {
+		return "none"
+	}
+	return strings.Join(s, ", ") + " GHz"
 }
 
 // checkFloor recomputes a recorded floor from the case, the replay's

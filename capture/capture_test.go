@@ -12,7 +12,7 @@ import (
 	"testing"
 
 	"github.com/tilepipe/tilepipe/artifacts"
-	"github.com/tilepipe/tilepipe/capture/cohort"
+	"github.com/tilepipe/tilepipe/cohort"
 	"github.com/tilepipe/tilepipe/oracle"
 )
 

@@ -20,6 +20,7 @@ import (
 	"github.com/tilepipe/tilepipe/artifacts/samples"
 	"github.com/tilepipe/tilepipe/artifacts/tensor"
 	"github.com/tilepipe/tilepipe/internal/floors"
+	"github.com/tilepipe/tilepipe/internal/record"
 	"github.com/tilepipe/tilepipe/internal/sets"
 	"github.com/tilepipe/tilepipe/internal/visit"
 	"github.com/tilepipe/tilepipe/oracle"
@@ -441,7 +442,7 @@ func (r *replayer) drive(sess *visit.Session, vr *artifacts.VisitResult, e *arti
 	}
 	smps, calls, err := sess.Drive(visit.Plan{
 		Warmup: time.Duration(r.cfg.WarmupMs * float64(time.Millisecond)), Sample: time.Duration(r.cfg.SampleMs * float64(time.Millisecond)),
-		Samples: r.cfg.Samples, Singles: r.cfg.Singles, MaxCalls: maxCalls})
+		Samples: r.cfg.Samples, Singles: r.cfg.Singles, MaxCalls: record.MaxCalls})
 	if err != nil {
 		return nil, 0, false, err
 	}
@@ -470,9 +471,6 @@ func (r *replayer) drive(sess *visit.Session, vr *artifacts.VisitResult, e *arti
 	}
 	return smps, calls, true, nil
 }
-
-// maxCalls bounds the calls of one sample (docs/protocol.md).
-const maxCalls = 1 << 30
 
 // roundInputs are one case's buffer sets in one round and their sealed
 // memory files, shared by every visit of the case in the round.

@@ -22,12 +22,18 @@ func auditCommand() *cli.Command {
 			&cli.StringFlag{Name: "prepared", Usage: "prepared stage directory"},
 			&cli.StringFlag{Name: "replay", Usage: "replay stage directory"},
 			&cli.StringFlag{Name: "output", Usage: "NEW audit.json (an in-toto Statement); audit.md is written beside it"},
+			&cli.StringFlag{Name: "expect", Usage: "the replay manifest digest (sha256:..., what replay printed) received out of band; the audit is pinned to it"},
 		},
 		Action: func(c *cli.Context) error {
 			if err := need(c, "capture", "prepared", "replay"); err != nil {
 				return err
 			}
-			return runAudit(c, audit.Config{Capture: c.String("capture"), Prepared: c.String("prepared"), Replay: c.String("replay")}, c.String("output"))
+			if e := c.String("expect"); e != "" {
+				if _, err := artifacts.ParseDigest(e); err != nil {
+					return usageError{fmt.Errorf("audit: --expect %q: want the replay manifest digest, sha256:<64 hex>", e)}
+				}
+			}
+			return runAudit(c, audit.Config{Capture: c.String("capture"), Prepared: c.String("prepared"), Replay: c.String("replay"), Expect: c.String("expect")}, c.String("output"))
 		},
 	}
 }
@@ -60,8 +66,8 @@ func runAudit(c *cli.Context, cfg audit.Config, output string) error {
 	fmt.Fprint(c.App.Writer, md)
 	claims := fmt.Sprintf("%d of %d claims supported", rep.Claims.Supported, rep.Claims.Supported+rep.Claims.Unsupported)
 	if rep.Verdict != "pass" {
-		return &outcome{exitFailure, "audit: FAIL: checkpoint broken; " + claims}
+		return &outcome{exitFailure, "audit: FAIL: checkpoint broken; " + claims + "; " + rep.Pin()}
 	}
-	fmt.Fprintf(c.App.Writer, "\naudit verdict: PASS (checkpoint intact; %s)\n", claims)
+	fmt.Fprintf(c.App.Writer, "\naudit verdict: PASS (checkpoint intact; %s; %s)\n", claims, rep.Pin())
 	return nil
 }

@@ -5,7 +5,7 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/tilepipe/tilepipe/capture/cohort"
+	"github.com/tilepipe/tilepipe/cohort"
 	"github.com/urfave/cli/v2"
 )
 

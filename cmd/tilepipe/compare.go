@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/tilepipe/tilepipe/replay"
+	"github.com/tilepipe/tilepipe/report"
 	"github.com/urfave/cli/v2"
 )
 
@@ -34,7 +35,7 @@ func compareCommand() *cli.Command {
 				fmt.Fprintf(c.App.Writer, "%s\n", b)
 				return nil
 			}
-			fmt.Fprint(c.App.Writer, replay.Table(doc))
+			fmt.Fprint(c.App.Writer, report.Table(doc))
 			return nil
 		},
 	}

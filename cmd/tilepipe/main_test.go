@@ -12,7 +12,7 @@ import (
 
 	"github.com/tilepipe/tilepipe/artifacts"
 	"github.com/tilepipe/tilepipe/internal/testroute"
-	"github.com/tilepipe/tilepipe/replay"
+	"github.com/tilepipe/tilepipe/report"
 )
 
 // tp runs tilepipe in-process and returns exit code, stdout and stderr.
@@ -126,8 +126,8 @@ func TestRunNaivePasses(t *testing.T) {
 	}
 	// The run directory's top: the results table as replay stored it, the
 	// audit, and a last line that names them.
-	if b, err := os.ReadFile(filepath.Join(dir, "results.md")); err != nil || string(b) != replay.Table(doc) {
-		t.Errorf("results.md = %q, %v; want replay.Table of the replay stage:\n%s", b, err, replay.Table(doc))
+	if b, err := os.ReadFile(filepath.Join(dir, "results.md")); err != nil || string(b) != report.Table(doc) {
+		t.Errorf("results.md = %q, %v; want replay.Table of the replay stage:\n%s", b, err, report.Table(doc))
 	}
 	if b, err := os.ReadFile(filepath.Join(dir, "audit.md")); err != nil || !strings.Contains(out, string(b)) {
 		t.Errorf("audit.md = %q, %v; want the audit printed on stdout", b, err)

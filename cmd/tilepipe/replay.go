@@ -6,6 +6,7 @@ import (
 	"github.com/tilepipe/tilepipe/artifacts"
 	"github.com/tilepipe/tilepipe/internal/progress"
 	"github.com/tilepipe/tilepipe/replay"
+	"github.com/tilepipe/tilepipe/report"
 	"github.com/urfave/cli/v2"
 )
 
@@ -67,7 +68,7 @@ func replayCommand() *cli.Command {
 			if err != nil {
 				return whenInterrupted(c, err, resumeHint(cfg))
 			}
-			fmt.Fprint(c.App.Writer, replay.Table(res.Doc))
+			fmt.Fprint(c.App.Writer, report.Table(res.Doc))
 			return replayOutcome(res)
 		},
 	}

@@ -13,6 +13,7 @@ import (
 	"github.com/tilepipe/tilepipe/internal/progress"
 	"github.com/tilepipe/tilepipe/prepare"
 	"github.com/tilepipe/tilepipe/replay"
+	"github.com/tilepipe/tilepipe/report"
 	"github.com/urfave/cli/v2"
 )
 
@@ -72,7 +73,7 @@ func runAll(c *cli.Context, out string) error {
 		return whenInterrupted(c, err, resumeHint(rcfg)+fmt.Sprintf(", then tilepipe audit --capture %s --prepared %s --replay %s --output %s", capDir, prepDir, repDir, filepath.Join(out, runAuditDoc)))
 	}
 	fmt.Fprintf(w, "replay   %s\n\n", rres.Manifest)
-	table := replay.Table(rres.Doc)
+	table := report.Table(rres.Doc)
 	fmt.Fprint(w, table)
 	fmt.Fprintln(w)
 	// runAudit writes audit.json and audit.md beside it.

@@ -1,0 +1,156 @@
+package audit
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"reflect"
+	"slices"
+	"strings"
+
+	"github.com/tilepipe/tilepipe/artifacts"
+	"github.com/tilepipe/tilepipe/artifacts/samples"
+	"github.com/tilepipe/tilepipe/internal/record"
+)
+
+// records checks what the replay recorded in more than one place: its
+// configuration and plan in the document, in plan.json and (the
+// configuration) in the receipt; every passed visit's record against its
+// own sample table; and the batch samples against config.sampleMs
+// (internal/record).
+func (a *auditor) records() {
+	var p []string
+	if b, err := readLayer(a.rep, "plan.json"); err != nil {
+		p = append(p, err.Error())
+	} else {
+		p = append(p, planAgrees(b, a.rdoc)...)
+	}
+	if b, err := a.rep.Store.ReadVerified(a.rep.Manifest.Config.Digest, "receipt", artifacts.MaxDocBytes); err != nil {
+		p = append(p, err.Error())
+	} else {
+		p = append(p, receiptConfigAgrees(b, a.rdoc.Config)...)
+	}
+	var visits []artifacts.VisitResult
+	var rows [][]samples.Row
+	for _, v := range a.rdoc.Visits {
+		if v.Status != artifacts.StatusPassed {
+			continue
+		}
+		vr, err := readRows(a.rep, v.Samples)
+		if err != nil {
+			p = append(p, fmt.Sprintf("visit %d samples: %v", v.Index, err))
+			continue
+		}
+		p = append(p, record.Visit(v, vr, a.rdoc.Config)...)
+		visits, rows = append(visits, v), append(rows, vr)
+	}
+	p = append(p, record.Calibration(a.rdoc.Config, visits, rows)...)
+	a.add("records", p, nil, fmt.Sprintf("configuration and plan in the document, plan.json and the receipt; %d passed visits' records against their sample tables; batch samples against sampleMs %g ms (warmupMs leaves no trace)",
+		len(visits), a.rdoc.Config.SampleMs))
+}
+
+// planAgrees compares plan.json (b, an [artifacts.PlanRecord], written
+// before the first visit and kept as a layer) with the document, field by
+// field.
+func planAgrees(b []byte, d artifacts.ReplayDoc) []string {
+	var pr artifacts.PlanRecord
+	if err := strictJSON(b, &pr); err != nil {
+		return []string{fmt.Sprintf("plan.json: %v", err)}
+	}
+	var p []string
+	if pr.Prepared != d.Prepared || pr.Capture != d.Capture {
+		p = append(p, fmt.Sprintf("plan.json prepared %s capture %s, the document %s and %s", pr.Prepared, pr.Capture, d.Prepared, d.Capture))
+	}
+	p = append(p, configDiff("plan.json config", pr.Config, d.Config)...)
+	if !slices.Equal(pr.Routes, d.Routes) {
+		p = append(p, fmt.Sprintf("plan.json routes %v, the document %v", pr.Routes, d.Routes))
+	}
+	if !slices.Equal(pr.Cases, d.Cases) {
+		p = append(p, fmt.Sprintf("plan.json cases %v, the document %v", pr.Cases, d.Cases))
+	}
+	if len(pr.Plan) != len(d.Plan) {
+		p = append(p, fmt.Sprintf("plan.json plan: %d visits, the document %d", len(pr.Plan), len(d.Plan)))
+	} else {
+		for i := range pr.Plan {
+			if pr.Plan[i] != d.Plan[i] {
+				p = append(p, fmt.Sprintf("plan.json plan[%d] %+v, the document %+v", i, pr.Plan[i], d.Plan[i]))
+				break
+			}
+		}
+	}
+	if !reflect.DeepEqual(pr.Inputs, d.Inputs) {
+		p = append(p, fmt.Sprintf("plan.json inputs %+v, the document %+v", pr.Inputs, d.Inputs))
+	}
+	return p
+}
+
+// receiptConfigAgrees compares the configuration the replay receipt (b)
+// records in parameters.config with the document's.
+func receiptConfigAgrees(b []byte, cfg artifacts.ReplayConfig) []string {
+	var st struct {
+		Predicate struct {
+			Parameters struct {
+				Config json.RawMessage `json:"config"`
+			} `json:"parameters"`
+		} `json:"predicate"`
+	}
+	if err := json.Unmarshal(b, &st); err != nil {
+		return []string{fmt.Sprintf("receipt: %v", err)}
+	}
+	raw := st.Predicate.Parameters.Config
+	if len(raw) == 0 || string(raw) == "null" {
+		return []string{"receipt parameters.config: missing"}
+	}
+	var rc artifacts.ReplayConfig
+	if err := strictJSON(raw, &rc); err != nil {
+		return []string{fmt.Sprintf("receipt parameters.config: %v", err)}
+	}
+	return configDiff("receipt parameters.config", rc, cfg)
+}
+
+// configDiff names every field of got that differs from the document's
+// want, as "WHERE.FIELD: GOT, the document says WANT".
+func configDiff(where string, got, want artifacts.ReplayConfig) []string {
+	var p []string
+	g, w := reflect.ValueOf(got), reflect.ValueOf(want)
+	for i := range g.NumField() {
+		if gv, wv := g.Field(i).Interface(), w.Field(i).Interface(); gv != wv {
+			p = append(p, fmt.Sprintf("%s.%s: %v, the document says %v", where, jsonName(g.Type().Field(i)), gv, wv))
+		}
+	}
+	return p
+}
+
+// fieldDiff names the fields (JSON names, embedded structs flattened) in
+// which two values of one struct type differ.
+func fieldDiff(x, y any) []string {
+	var out []string
+	var walk func(a, b reflect.Value)
+	walk = func(a, b reflect.Value) {
+		for i := range a.NumField() {
+			f := a.Type().Field(i)
+			if f.Anonymous && f.Type.Kind() == reflect.Struct {
+				walk(a.Field(i), b.Field(i))
+				continue
+			}
+			if !reflect.DeepEqual(a.Field(i).Interface(), b.Field(i).Interface()) {
+				out = append(out, jsonName(f))
+			}
+		}
+	}
+	walk(reflect.ValueOf(x), reflect.ValueOf(y))
+	return out
+}
+
+func jsonName(f reflect.StructField) string {
+	if n, _, _ := strings.Cut(f.Tag.Get("json"), ","); n != "" {
+		return n
+	}
+	return f.Name
+}
+
+func strictJSON(b []byte, v any) error {
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.DisallowUnknownFields()
+	return dec.Decode(v)
+}

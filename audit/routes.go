@@ -1,0 +1,83 @@
+package audit
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"slices"
+
+	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
+	"github.com/tilepipe/tilepipe/artifacts"
+)
+
+// description is a route's describe answer as capture stored it
+// (docs/protocol.md, describe): the fields capture copies into its
+// document's route entry.
+type description struct {
+	Protocol  int      `json:"protocol"`
+	Name      string   `json:"name"`
+	Kind      string   `json:"kind"`
+	Version   string   `json:"version"`
+	Available bool     `json:"available"`
+	Reason    string   `json:"reason"`
+	Ops       []string `json:"ops"`
+	Validates bool     `json:"validates"`
+	AcceptsIR bool     `json:"accepts_ir"`
+}
+
+// maxDescribe bounds a describe answer read back.
+const maxDescribe = 1 << 20
+
+// routes checks every route entry of the capture document against the
+// describe answer stored beside it.
+func (a *auditor) routes() {
+	p := routesAgree(a.cdoc.Routes, a.cap.Layers, func(d artifacts.Digest) ([]byte, error) { return a.readCapture(d, maxDescribe) })
+	a.add("routes", p, nil, fmt.Sprintf("%d routes' entries against their stored describe answers (routes/NAME/describe.json) and programs", len(a.cdoc.Routes)))
+}
+
+// routesAgree checks each route entry against its layers: describe names
+// the layer routes/NAME/describe.json, digest the program routes/NAME/route
+// (a program stored for an earlier route under its name keeps that title),
+// and every field capture copies from the describe answer (name, kind,
+// version, available, reason, ops, validates, accepts_ir) is the answer's.
+// read returns a verified capture layer.
+func routesAgree(routes []artifacts.Route, layers map[string]ocispec.Descriptor, read func(artifacts.Digest) ([]byte, error)) []string {
+	var p []string
+	for _, r := range routes {
+		title := "routes/" + r.Name + "/describe.json"
+		if l, ok := layers[title]; !ok {
+			p = append(p, fmt.Sprintf("route %s: no layer %s", r.Name, title))
+		} else if l.Digest != r.Describe {
+			p = append(p, fmt.Sprintf("route %s: describe %s, the layer %s is %s", r.Name, r.Describe, title, l.Digest))
+		}
+		prog := "routes/" + r.Name + "/route"
+		if l, ok := layers[prog]; ok && l.Digest != r.Digest {
+			p = append(p, fmt.Sprintf("route %s: digest %s, the layer %s is %s", r.Name, r.Digest, prog, l.Digest))
+		}
+		b, err := read(r.Describe)
+		if err != nil {
+			p = append(p, fmt.Sprintf("route %s: describe: %v", r.Name, err))
+			continue
+		}
+		var d description
+		dec := json.NewDecoder(bytes.NewReader(b))
+		dec.DisallowUnknownFields()
+		if err := dec.Decode(&d); err != nil {
+			p = append(p, fmt.Sprintf("route %s: describe.json (%s): %v", r.Name, artifacts.Short(r.Describe), err))
+			continue
+		}
+		for _, f := range []struct {
+			name      string
+			doc, desc any
+		}{{"name", r.Name, d.Name}, {"kind", r.Kind, d.Kind}, {"version", r.Version, d.Version}, {"available", r.Available, d.Available},
+			{"reason", r.Reason, d.Reason}, {"validates", r.Validates, d.Validates}, {"acceptsIR", r.AcceptsIR, d.AcceptsIR}} {
+			if f.doc != f.desc {
+				p = append(p, fmt.Sprintf("route %s: %s %q, its describe.json (%s) says %q", r.Name, f.name, fmt.Sprint(f.doc), artifacts.Short(r.Describe), fmt.Sprint(f.desc)))
+			}
+		}
+		if !slices.Equal(r.Ops, d.Ops) {
+			p = append(p, fmt.Sprintf("route %s: ops %v, its describe.json (%s) says %v", r.Name, r.Ops, artifacts.Short(r.Describe), d.Ops))
+		}
+	}
+	return p
+}
