@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"os"
 
 	"github.com/tilepipe/tilepipe/artifacts"
 	"github.com/tilepipe/tilepipe/internal/progress"
@@ -90,5 +91,8 @@ func replayOutcome(res *replay.Result) error {
 
 // resumeHint says how to continue an interrupted replay.
 func resumeHint(cfg replay.Config) string {
+	if _, err := os.Lstat(cfg.Output); err != nil && !cfg.Resume {
+		return "it stopped before it wrote anything: run the same command again"
+	}
 	return fmt.Sprintf("the visit in flight was not recorded; continue with the same flags and --resume: tilepipe replay --prepared %s --output %s --resume", cfg.Prepared, cfg.Output)
 }

@@ -70,7 +70,11 @@ func runAll(c *cli.Context, out string) error {
 	rcfg := replayConfig(c, prepDir, repDir)
 	rres, err := replay.Run(c.Context, rcfg)
 	if err != nil {
-		return whenInterrupted(c, err, resumeHint(rcfg)+fmt.Sprintf(", then tilepipe audit --capture %s --prepared %s --replay %s --output %s", capDir, prepDir, repDir, filepath.Join(out, runAuditDoc)))
+		hint := resumeHint(rcfg)
+		if _, serr := os.Lstat(repDir); serr != nil {
+			hint = fmt.Sprintf("capture and prepare are committed: continue with tilepipe replay --prepared %s --output %s", prepDir, repDir)
+		}
+		return whenInterrupted(c, err, hint+fmt.Sprintf(", then tilepipe audit --capture %s --prepared %s --replay %s --output %s", capDir, prepDir, repDir, filepath.Join(out, runAuditDoc)))
 	}
 	fmt.Fprintf(w, "replay   %s\n\n", rres.Manifest)
 	table := report.Table(rres.Doc)
