@@ -414,6 +414,15 @@ func OpenStage(dir, artifactType string, verified func(name string, d ocispec.De
 	if m.Config.MediaType != MediaStatement {
 		return nil, fmt.Errorf("stage %s: manifest config mediaType: want %s (the receipt), got %q", dir, MediaStatement, m.Config.MediaType)
 	}
+	for i, d := range append([]ocispec.Descriptor{m.Config}, m.Layers...) {
+		if err := d.Digest.Validate(); err != nil || d.Digest.Algorithm() != digest.SHA256 {
+			what := "config"
+			if i > 0 {
+				what = fmt.Sprintf("layers[%d]", i-1)
+			}
+			return nil, fmt.Errorf("stage %s: manifest %s: digest %q: want sha256:<64 hex>", dir, what, d.Digest)
+		}
+	}
 	if err := onlyListed(s, md.Digest, m); err != nil {
 		return nil, fmt.Errorf("stage %s: %w", dir, err)
 	}
@@ -431,6 +440,9 @@ func OpenStage(dir, artifactType string, verified func(name string, d ocispec.De
 		title := l.Annotations[AnnotationTitle]
 		if title == "" {
 			return nil, fmt.Errorf("stage %s: manifest layers[%d]: missing %s annotation", dir, i, AnnotationTitle)
+		}
+		if !ValidTitle(title) {
+			return nil, fmt.Errorf("stage %s: manifest layers[%d]: title %q: want a clean relative path", dir, i, title)
 		}
 		if _, dup := st.Layers[title]; dup {
 			return nil, fmt.Errorf("stage %s: manifest layers[%d]: duplicate title %q", dir, i, title)
@@ -590,5 +602,11 @@ func ValidTitle(title string) bool {
 func strictJSON(b []byte, v any) error {
 	dec := json.NewDecoder(bytes.NewReader(b))
 	dec.DisallowUnknownFields()
-	return dec.Decode(v)
+	if err := dec.Decode(v); err != nil {
+		return err
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return errors.New("want one JSON value, found more after it")
+	}
+	return nil
 }

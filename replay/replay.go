@@ -489,12 +489,16 @@ func (r *replayer) materialize() (map[[2]string]program, error) {
 		if e.Program == nil {
 			return nil, fmt.Errorf("prepared %s: entry %s/%s: no program", r.cfg.Prepared, e.Case, e.Route)
 		}
-		src, mode, name := r.prep, os.FileMode(0o555), e.Program.Digest.Encoded()
+		src, mode := r.prep, os.FileMode(0o555)
 		if e.Kind == "process" {
-			src, mode, name = r.cap, 0o444, name+"-"+filepath.Base(e.Program.Path)
+			src, mode = r.cap, 0o444
 		}
 		if !src.Has(e.Program.Digest) {
 			return nil, fmt.Errorf("prepared %s: entry %s/%s: program %s is not a verified layer", r.cfg.Prepared, e.Case, e.Route, artifacts.Short(e.Program.Digest))
+		}
+		name := e.Program.Digest.Encoded() // a verified layer's digest is well-formed
+		if e.Kind == "process" {
+			name += "-" + filepath.Base(e.Program.Path)
 		}
 		dst := filepath.Join(bin, name)
 		if _, err := os.Lstat(dst); err != nil {
