@@ -44,8 +44,11 @@ func (a *auditor) records() {
 		p = append(p, record.Visit(v, vr, a.rdoc.Config)...)
 		visits, rows = append(visits, v), append(rows, vr)
 	}
-	p = append(p, record.Calibration(a.rdoc.Config, visits, rows)...)
-	a.add("records", p, nil, fmt.Sprintf("configuration and plan in the document, plan.json and the receipt; %d passed visits' records against their sample tables; batch samples against sampleMs %g ms (warmupMs leaves no trace)",
+	// Calibration is judged on timings, which a loaded machine bends:
+	// an honest replay under a parallel make test missed it. A warning,
+	// not a failure (docs/threat-model.md).
+	w := record.Calibration(a.rdoc.Config, visits, rows)
+	a.add("records", p, w, fmt.Sprintf("configuration and plan in the document, plan.json and the receipt; %d passed visits' records against their sample tables; batch samples against sampleMs %g ms (warmupMs leaves no trace)",
 		len(visits), a.rdoc.Config.SampleMs))
 }
 

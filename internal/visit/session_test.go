@@ -197,8 +197,11 @@ func TestCheckFresh(t *testing.T) {
 			t.Errorf("CheckFresh(%s) = %q, want %q", tc.name, got, tc.want)
 		}
 	}
-	if got := ColdAllowance(1<<20, 1<<30); got != ColdSlack*1e9/1024 {
-		t.Errorf("ColdAllowance(1 MiB, 1 GiB/s) = %g ns, want %g", got, ColdSlack*1e9/1024)
+	if got, want := ColdAllowance(1<<20, 1<<30), 2000+ColdSlack*1e9/1024; got != want {
+		t.Errorf("ColdAllowance(1 MiB, 1 GiB/s) = %g ns, want %g (2 µs fixed + ColdSlack x the transfer)", got, want)
+	}
+	if got := ColdAllowance(64, 0); got != 2000 {
+		t.Errorf("ColdAllowance(64 B, no bandwidth) = %g ns, want the fixed 2000", got)
 	}
 	for _, tc := range []struct {
 		sets int
