@@ -1,6 +1,7 @@
 package artifacts
 
 import (
+	"slices"
 	"time"
 
 	"github.com/tilepipe/tilepipe/oracle"
@@ -85,6 +86,16 @@ type Route struct {
 	External  bool     `json:"external"`
 	Validates bool     `json:"validates,omitempty"` // runs its build once and returns the outputs
 	AcceptsIR bool     `json:"acceptsIR,omitempty"` // builds from --ir/--abi when given
+	// Devices the route builds for; absent: the CPU alone.
+	Devices []string `json:"devices,omitempty"`
+}
+
+// BuildsFor says whether the route builds for device ("cpu" or "cuda").
+func (r Route) BuildsFor(device string) bool {
+	if len(r.Devices) == 0 {
+		return device == "cpu"
+	}
+	return slices.Contains(r.Devices, device)
 }
 
 // Build is one route's answer for one case.

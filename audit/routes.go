@@ -23,6 +23,7 @@ type description struct {
 	Ops       []string `json:"ops"`
 	Validates bool     `json:"validates"`
 	AcceptsIR bool     `json:"accepts_ir"`
+	Devices   []string `json:"devices"`
 }
 
 // maxDescribe bounds a describe answer read back.
@@ -39,7 +40,8 @@ func (a *auditor) routes() {
 // the layer routes/NAME/describe.json, digest the program routes/NAME/route
 // (a program stored for an earlier route under its name keeps that title),
 // and every field capture copies from the describe answer (name, kind,
-// version, available, reason, ops, validates, accepts_ir) is the answer's.
+// version, available, reason, ops, validates, accepts_ir, devices) is the
+// answer's.
 // read returns a verified capture layer.
 func routesAgree(routes []artifacts.Route, layers map[string]ocispec.Descriptor, read func(artifacts.Digest) ([]byte, error)) []string {
 	var p []string
@@ -77,6 +79,9 @@ func routesAgree(routes []artifacts.Route, layers map[string]ocispec.Descriptor,
 		}
 		if !slices.Equal(r.Ops, d.Ops) {
 			p = append(p, fmt.Sprintf("route %s: ops %v, its describe.json (%s) says %v", r.Name, r.Ops, artifacts.Short(r.Describe), d.Ops))
+		}
+		if !slices.Equal(r.Devices, d.Devices) {
+			p = append(p, fmt.Sprintf("route %s: devices %v, its describe.json (%s) says %v", r.Name, r.Devices, artifacts.Short(r.Describe), d.Devices))
 		}
 	}
 	return p

@@ -518,6 +518,12 @@ func build(ctx context.Context, s *artifacts.Store, cfg Config, r artifacts.Rout
 		b.Status, b.Reason = artifacts.StatusUnavailable, r.Reason
 		return b, nil, nil
 	}
+	if dev := c.DeviceOf(); !r.BuildsFor(dev) {
+		// Never asked: a route that does not know devices would build the
+		// case for the CPU and time that.
+		b.Status, b.Reason = artifacts.StatusUnsupported, fmt.Sprintf("device: the case runs on %s, route %s builds for %s", dev, r.Name, strings.Join(devicesOf(r), " and "))
+		return b, nil, nil
+	}
 	work := filepath.Join(j.tmp, c.ID+"."+r.Name)
 	if err := os.Mkdir(work, 0o755); err != nil {
 		return b, nil, err
@@ -774,4 +780,12 @@ func sameSignature(got, want []oracle.Param) error {
 		}
 	}
 	return nil
+}
+
+// devicesOf is the devices a route builds for, the CPU when it says none.
+func devicesOf(r artifacts.Route) []string {
+	if len(r.Devices) == 0 {
+		return []string{oracle.DeviceCPU}
+	}
+	return r.Devices
 }

@@ -11,6 +11,7 @@ import (
 
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 	"github.com/tilepipe/tilepipe/artifacts"
+	"github.com/tilepipe/tilepipe/oracle"
 )
 
 type routeExec struct {
@@ -71,6 +72,9 @@ type Description struct {
 	Validates bool `json:"validates"`
 	// AcceptsIR: the route builds from external IR (--ir, --abi).
 	AcceptsIR bool `json:"accepts_ir"`
+	// Devices the route builds for (absent: the CPU alone); capture never
+	// asks it to build a case for another device.
+	Devices []string `json:"devices,omitempty"`
 }
 
 // Describe asks the route program at path to describe itself, within
@@ -112,6 +116,11 @@ func describeRaw(ctx context.Context, s *artifacts.Store, path string, env map[s
 	case !d.Available && d.Reason == "":
 		return cmd, d, fmt.Errorf("route %s: describe: an unavailable route must give a reason", path)
 	}
+	for _, dev := range d.Devices {
+		if dev != oracle.DeviceCPU && dev != oracle.DeviceCUDA {
+			return cmd, d, fmt.Errorf("route %s: describe: devices: %q: want %s or %s", path, dev, oracle.DeviceCPU, oracle.DeviceCUDA)
+		}
+	}
 	return cmd, d, nil
 }
 
@@ -131,7 +140,7 @@ func describe(ctx context.Context, s *artifacts.Store, r routeExec, env map[stri
 	s.Name("routes/"+d.Name+"/describe.json", ocispecDesc(cmd.Stdout))
 	return artifacts.Route{Name: d.Name, Kind: d.Kind, Version: d.Version, Available: d.Available, Reason: d.Reason,
 		Ops: d.Ops, Exec: r.path, Digest: pd.Digest, Describe: cmd.Stdout, External: r.external,
-		Validates: d.Validates, AcceptsIR: d.AcceptsIR}, cmd, nil
+		Validates: d.Validates, AcceptsIR: d.AcceptsIR, Devices: d.Devices}, cmd, nil
 }
 
 func ocispecDesc(d artifacts.Digest) ocispec.Descriptor {

@@ -171,9 +171,9 @@ func Parse(file string, b []byte) (*Cohort, error) {
 	return c, nil
 }
 
-// DefaultID names a case op-AxBx…[-dtype][-ranking][-pattern], dims in
-// the op's canonical order (oracle.Dims), e.g. gemm-64x64x64,
-// topk-17x1000x8-stable-ties, gemm-64x64x64-f16.
+// DefaultID names a case op-AxBx…[-dtype][-ranking][-pattern][-policy][-device],
+// dims in the op's canonical order (oracle.Dims), e.g. gemm-64x64x64,
+// topk-17x1000x8-stable-ties, gemm-64x64x64-f16, add-1024x1024-cuda.
 func DefaultID(c oracle.Case) string {
 	var dims []string
 	order := oracle.Dims(c.Op)
@@ -189,7 +189,7 @@ func DefaultID(c oracle.Case) string {
 		}
 	}
 	id := c.Op + "-" + strings.Join(dims, "x")
-	for _, s := range []string{c.Dtype, c.Ranking, c.Pattern, c.Policy} {
+	for _, s := range []string{c.Dtype, c.Ranking, c.Pattern, c.Policy, c.Device} {
 		if s != "" && s != "f32" && s != "normal" && s != oracle.PolicyStrict {
 			id += "-" + s
 		}

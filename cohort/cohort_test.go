@@ -132,6 +132,7 @@ func TestDefaultID(t *testing.T) {
 		{oracle.Case{Op: "softmax", Dims: map[string]int{"M": 4, "N": 5}, Pattern: "dyadic"}, "softmax-4x5-dyadic"},
 		{oracle.Case{Op: "gemm", Dims: map[string]int{"M": 1, "N": 2, "K": 3}, Pattern: "normal", Policy: "strict"}, "gemm-1x2x3"},
 		{oracle.Case{Op: "gemm", Dims: map[string]int{"M": 1, "N": 2, "K": 3}, Pattern: "ties", Policy: "tf32"}, "gemm-1x2x3-ties-tf32"},
+		{oracle.Case{Op: "add", Dims: map[string]int{"M": 4, "N": 10}, Pattern: "normal", Device: "cuda"}, "add-4x10-cuda"},
 	}
 	for _, tt := range tests {
 		if got := DefaultID(tt.c); got != tt.want {

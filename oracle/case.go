@@ -20,6 +20,23 @@ type Case struct {
 	Policy  string             `json:"policy"`
 	Ranking string             `json:"ranking,omitempty"` // topk and sort: stable or standard
 	Params  map[string]float64 `json:"params,omitempty"`
+	// Device is where the case runs: "" (the CPU) or DeviceCUDA. Absent
+	// means CPU, so captures made before devices existed stay valid.
+	Device string `json:"device,omitempty"`
+}
+
+// Devices a case can run on ("" is the CPU).
+const (
+	DeviceCPU  = "cpu"
+	DeviceCUDA = "cuda"
+)
+
+// DeviceOf is the device a case runs on, "cpu" for an absent one.
+func (c Case) DeviceOf() string {
+	if c.Device == "" {
+		return DeviceCPU
+	}
+	return c.Device
 }
 
 // Param is one tensor of a case's signature, in the order routes take them.
@@ -307,6 +324,9 @@ func (c Case) Validate() error {
 		return fmt.Errorf("case %s: ranking: op %s wants %q or %q, got %q", c.ID, c.Op, RankingStable, RankingStandard, c.Ranking)
 	case !spec.ranking && c.Ranking != "":
 		return fmt.Errorf("case %s: ranking: op %s has no ranking contract, got %q", c.ID, c.Op, c.Ranking)
+	}
+	if c.Device != "" && c.Device != DeviceCUDA {
+		return fmt.Errorf("case %s: device: want %q or absent (the CPU), got %q", c.ID, DeviceCUDA, c.Device)
 	}
 	if !knownPattern(c.Pattern) {
 		return fmt.Errorf("case %s: pattern: unknown pattern %q (known: %s)", c.ID, c.Pattern, strings.Join(Patterns(), ", "))

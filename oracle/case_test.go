@@ -84,6 +84,9 @@ func TestValidate(t *testing.T) {
 			"case x: params.alpha: op layernorm takes only eps"},
 		{"first unknown param in name order", norm("rmsnorm", map[string]float64{"zeta": 1, "beta": 1}),
 			"case x: params.beta: op rmsnorm takes only eps"},
+		{"device cuda", with(func(c *Case) { c.Device = DeviceCUDA }), ""},
+		{"device cpu spelled out", with(func(c *Case) { c.Device = "cpu" }), `case x: device: want "cuda" or absent (the CPU), got "cpu"`},
+		{"device unknown", with(func(c *Case) { c.Device = "tpu" }), `case x: device: want "cuda" or absent (the CPU), got "tpu"`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			err := tc.c.Validate()
