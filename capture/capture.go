@@ -19,6 +19,7 @@ import (
 	"github.com/tilepipe/tilepipe/artifacts"
 	"github.com/tilepipe/tilepipe/artifacts/tensor"
 	"github.com/tilepipe/tilepipe/cohort"
+	"github.com/tilepipe/tilepipe/internal/launch"
 	"github.com/tilepipe/tilepipe/internal/progress"
 	"github.com/tilepipe/tilepipe/internal/visit"
 	"github.com/tilepipe/tilepipe/oracle"
@@ -501,7 +502,7 @@ type responseProcess struct {
 	OutputPolicy string            `json:"output_policy"`
 }
 
-var fileRoles = []string{"object", "source", "header", "stmt", "llvm", "asm", "wrapper", "log", "other", "output"}
+var fileRoles = []string{"object", "source", "header", "stmt", "llvm", "asm", "wrapper", "log", "other", "output", "cubin", "ptx", "manifest"}
 
 // symbolRE is a C identifier: what an object build's entry symbol may be.
 var symbolRE = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
@@ -762,8 +763,12 @@ func fill(s *artifacts.Store, b *artifacts.Build, resp response, r artifacts.Rou
 			return fmt.Errorf("response process.interpreter %q: %w", p.Interpreter, err)
 		}
 		b.Process = &artifacts.Process{Interpreter: real, InterpreterDigest: dg, Script: p.Script, Args: p.Args, Env: p.Env, OutputPolicy: p.OutputPolicy}
+	case "cubin":
+		if err := checkCubin(resp.Files, work, sig); err != nil {
+			return err
+		}
 	default:
-		return fmt.Errorf("route kind %q: this tilepipe times object and process routes", r.Kind)
+		return fmt.Errorf("route kind %q: this tilepipe times object, process and cubin routes", r.Kind)
 	}
 	b.Status, b.RequiresCPU = artifacts.StatusBuilt, resp.RequiresCPU
 	return nil
@@ -788,4 +793,58 @@ func devicesOf(r artifacts.Route) []string {
 		return []string{oracle.DeviceCPU}
 	}
 	return r.Devices
+}
+
+// checkCubin checks a cubin build (docs/gpu.md): one file each with the
+// roles cubin, ptx and manifest, and a launch manifest that fits the case
+// and the kernel's PTX entry as compiled. Prepare and the audit read the
+// same stored files again.
+func checkCubin(files []responseFile, work string, sig []oracle.Param) error {
+	one := map[string]string{}
+	for i, f := range files {
+		switch f.Role {
+		case "cubin", "ptx", "manifest":
+			if one[f.Role] != "" {
+				return fmt.Errorf("response files[%d]: a second file with role %s", i, f.Role)
+			}
+			one[f.Role] = f.Path
+		case "object", "wrapper":
+			return fmt.Errorf("response files[%d]: role %s in a cubin build", i, f.Role)
+		}
+	}
+	for _, role := range []string{"cubin", "ptx", "manifest"} {
+		if one[role] == "" {
+			return fmt.Errorf("response files: a cubin build must list one file with role %s", role)
+		}
+	}
+	read := func(role string, limit int64) ([]byte, error) {
+		path := filepath.Join(work, one[role])
+		fi, err := os.Stat(path)
+		if err != nil {
+			return nil, err
+		}
+		if fi.Size() > limit {
+			return nil, fmt.Errorf("response %s %s: %d bytes, limit %d", role, one[role], fi.Size(), limit)
+		}
+		return os.ReadFile(path)
+	}
+	mb, err := read("manifest", launch.MaxManifestBytes)
+	if err != nil {
+		return err
+	}
+	m, err := launch.Parse(mb)
+	if err != nil {
+		return fmt.Errorf("%s: %w", one["manifest"], err)
+	}
+	if err := m.Check(sig); err != nil {
+		return fmt.Errorf("%s: %w", one["manifest"], err)
+	}
+	ptx, err := read("ptx", 256<<20)
+	if err != nil {
+		return err
+	}
+	if err := m.MatchPTX(ptx); err != nil {
+		return fmt.Errorf("%s against %s: %w", one["manifest"], one["ptx"], err)
+	}
+	return nil
 }

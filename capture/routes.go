@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"time"
 
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
@@ -111,8 +112,10 @@ func describeRaw(ctx context.Context, s *artifacts.Store, path string, env map[s
 		return cmd, d, fmt.Errorf("route %s: describe: protocol: want 1, got %d", path, d.Protocol)
 	case !idRE.MatchString(d.Name):
 		return cmd, d, fmt.Errorf("route %s: describe: name %q: want letters, digits, '.', '_' or '-'", path, d.Name)
-	case d.Kind != "object" && d.Kind != "process":
-		return cmd, d, fmt.Errorf("route %s: describe: kind %q: want object or process", path, d.Kind)
+	case d.Kind != "object" && d.Kind != "process" && d.Kind != "cubin":
+		return cmd, d, fmt.Errorf("route %s: describe: kind %q: want object, process or cubin", path, d.Kind)
+	case d.Kind == "cubin" && !slices.Equal(d.Devices, []string{oracle.DeviceCUDA}):
+		return cmd, d, fmt.Errorf("route %s: describe: kind cubin: devices %v, want [cuda] (a cubin runs on the GPU alone)", path, d.Devices)
 	case !d.Available && d.Reason == "":
 		return cmd, d, fmt.Errorf("route %s: describe: an unavailable route must give a reason", path)
 	}

@@ -250,3 +250,52 @@ func (m Manifest) Lines(sig []oracle.Param) string {
 	}
 	return b.String()
 }
+
+var entryRE = regexp.MustCompile(`(?s)\.entry\s+([A-Za-z_$][A-Za-z0-9_$]*)\s*\((.*?)\)`)
+var paramRE = regexp.MustCompile(`\.param\s+\.([a-z]+[0-9]+)\b`)
+
+// EntryParams reads the parameter types of kernel's entry in ptx, in order
+// (u64, u32, f32, ...): what cuLaunchKernel must be given.
+func EntryParams(ptx []byte, kernel string) ([]string, error) {
+	for _, m := range entryRE.FindAllSubmatch(ptx, -1) {
+		if string(m[1]) != kernel {
+			continue
+		}
+		var types []string
+		for _, p := range paramRE.FindAllSubmatch(m[2], -1) {
+			types = append(types, string(p[1]))
+		}
+		return types, nil
+	}
+	return nil, fmt.Errorf("ptx: no .entry %s", kernel)
+}
+
+// widths are the PTX parameter types each kind may be passed as.
+var widths = map[string][]string{
+	Tensor: {"u64", "b64", "s64"}, Scratch: {"u64", "b64", "s64"},
+	I32: {"u32", "s32", "b32"}, I64: {"u64", "s64", "b64"}, F32: {"f32", "b32"},
+}
+
+// MatchPTX checks the manifest's parameters against the kernel's entry as
+// compiled: the same count, and each of a type its kind is passed as. A
+// manifest that disagrees would launch the kernel with its arguments in
+// the wrong slots.
+func (m Manifest) MatchPTX(ptx []byte) error {
+	types, err := EntryParams(ptx, m.Kernel)
+	if err != nil {
+		return fmt.Errorf("launch manifest: %w", err)
+	}
+	if len(types) != len(m.Params) {
+		return fmt.Errorf("launch manifest: %d params, the PTX entry %s has %d (%s)", len(m.Params), m.Kernel, len(types), strings.Join(types, " "))
+	}
+	for i, p := range m.Params {
+		ok := false
+		for _, w := range widths[p.Kind] {
+			ok = ok || w == types[i]
+		}
+		if !ok {
+			return fmt.Errorf("launch manifest: params[%d]: kind %s, the PTX entry passes .%s", i, p.Kind, types[i])
+		}
+	}
+	return nil
+}

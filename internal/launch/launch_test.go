@@ -1,6 +1,8 @@
 package launch
 
 import (
+	"os"
+	"slices"
 	"strings"
 	"testing"
 
@@ -102,4 +104,38 @@ func FuzzParse(f *testing.F) {
 			_ = m.Lines(addSig) // a checked manifest always renders
 		}
 	})
+}
+
+// TestMatchPTX: the manifest against the PTX Triton 3.6 emitted for the
+// probe's add on the H200 (testdata): it matches; one parameter too few,
+// or an integer where the entry has a pointer, is refused.
+func TestMatchPTX(t *testing.T) {
+	ptx, err := os.ReadFile("testdata/triton-add-sm90.ptx")
+	if err != nil {
+		t.Fatal(err)
+	}
+	types, err := EntryParams(ptx, "add_kernel")
+	if want := []string{"u64", "u64", "u64", "u32", "u64", "u64"}; err != nil || !slices.Equal(types, want) {
+		t.Fatalf("EntryParams = %v, %v; want %v", types, err, want)
+	}
+	m, _ := Parse([]byte(probeAdd))
+	if err := m.MatchPTX(ptx); err != nil {
+		t.Errorf("MatchPTX(the probe) = %v", err)
+	}
+	short := m
+	short.Params = m.Params[:5]
+	if err, want := short.MatchPTX(ptx), "launch manifest: 5 params, the PTX entry add_kernel has 6 (u64 u64 u64 u32 u64 u64)"; err == nil || err.Error() != want {
+		t.Errorf("MatchPTX(5 params) = %v, want %s", err, want)
+	}
+	swapped := m
+	swapped.Params = slices.Clone(m.Params)
+	swapped.Params[0], swapped.Params[3] = swapped.Params[3], swapped.Params[0]
+	if err, want := swapped.MatchPTX(ptx), "launch manifest: params[0]: kind i32, the PTX entry passes .u64"; err == nil || err.Error() != want {
+		t.Errorf("MatchPTX(n first) = %v, want %s", err, want)
+	}
+	other := m
+	other.Kernel = "mul_kernel"
+	if err, want := other.MatchPTX(ptx), "launch manifest: ptx: no .entry mul_kernel"; err == nil || err.Error() != want {
+		t.Errorf("MatchPTX(another kernel) = %v, want %s", err, want)
+	}
 }
