@@ -1,6 +1,10 @@
 package main
 
 import (
+	"context"
+	"slices"
+
+	"github.com/tilepipe/tilepipe/capture"
 	"os"
 	"path/filepath"
 	"strings"
@@ -46,5 +50,22 @@ echo '{"protocol": 1, "status": "built", "kind": "cubin", "files": [{"path": "ad
 	e := readPrepared(t, prepDir).Entries[0]
 	if want := "kind cubin: no CUDA timer yet (docs/gpu.md)"; e.Status != "unsupported" || e.Reason != want {
 		t.Errorf("prepared entry = %s %q, want unsupported %q", e.Status, e.Reason, want)
+	}
+}
+
+// TestTritonDescribe: the triton route answers describe on any machine
+// (here without Triton: unavailable, with the import's error), as a cubin
+// route for cuda alone, which capture accepts.
+func TestTritonDescribe(t *testing.T) {
+	p, err := filepath.Abs("../../routes/triton/route")
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, err := capture.Describe(context.Background(), p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d.Kind != "cubin" || !slices.Equal(d.Devices, []string{"cuda"}) || (!d.Available && !strings.HasPrefix(d.Reason, "import triton: ")) {
+		t.Errorf("describe = %+v, want kind cubin for [cuda], available or the import's error", d)
 	}
 }

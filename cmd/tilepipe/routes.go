@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"path/filepath"
+	"slices"
 	"strings"
 	"text/tabwriter"
 
@@ -11,7 +12,7 @@ import (
 )
 
 // builtinRoutes are the routes make build installs under bin/routes.
-var builtinRoutes = []string{"halide", "orc", "openblas", "torch-eager"}
+var builtinRoutes = []string{"halide", "orc", "openblas", "torch-eager", "triton"}
 
 func routesCommand() *cli.Command {
 	return &cli.Command{
@@ -38,7 +39,7 @@ func routesCommand() *cli.Command {
 
 // extras names the optional protocol features a route describes itself
 // with (docs/protocol.md): "validates" (capture checks its own first run)
-// and "ir" (it builds from --ir/--abi).
+// "ir" (it builds from --ir/--abi) and "cuda" (it builds for the GPU).
 func extras(d capture.Description) string {
 	var e []string
 	if d.Validates {
@@ -46,6 +47,9 @@ func extras(d capture.Description) string {
 	}
 	if d.AcceptsIR {
 		e = append(e, "ir")
+	}
+	if slices.Contains(d.Devices, "cuda") {
+		e = append(e, "cuda")
 	}
 	if len(e) == 0 {
 		return "-"
