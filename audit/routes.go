@@ -1,30 +1,13 @@
 package audit
 
 import (
-	"bytes"
-	"encoding/json"
 	"fmt"
 	"slices"
 
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 	"github.com/tilepipe/tilepipe/artifacts"
+	"github.com/tilepipe/tilepipe/internal/protocol"
 )
-
-// description is a route's describe answer as capture stored it
-// (docs/protocol.md, describe): the fields capture copies into its
-// document's route entry.
-type description struct {
-	Protocol  int      `json:"protocol"`
-	Name      string   `json:"name"`
-	Kind      string   `json:"kind"`
-	Version   string   `json:"version"`
-	Available bool     `json:"available"`
-	Reason    string   `json:"reason"`
-	Ops       []string `json:"ops"`
-	Validates bool     `json:"validates"`
-	AcceptsIR bool     `json:"accepts_ir"`
-	Devices   []string `json:"devices"`
-}
 
 // maxDescribe bounds a describe answer read back.
 const maxDescribe = 1 << 20
@@ -61,10 +44,8 @@ func routesAgree(routes []artifacts.Route, layers map[string]ocispec.Descriptor,
 			p = append(p, fmt.Sprintf("route %s: describe: %v", r.Name, err))
 			continue
 		}
-		var d description
-		dec := json.NewDecoder(bytes.NewReader(b))
-		dec.DisallowUnknownFields()
-		if err := dec.Decode(&d); err != nil {
+		d, err := protocol.ParseDescription(b)
+		if err != nil {
 			p = append(p, fmt.Sprintf("route %s: describe.json (%s): %v", r.Name, artifacts.Short(r.Describe), err))
 			continue
 		}

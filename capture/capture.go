@@ -21,6 +21,7 @@ import (
 	"github.com/tilepipe/tilepipe/cohort"
 	"github.com/tilepipe/tilepipe/internal/launch"
 	"github.com/tilepipe/tilepipe/internal/progress"
+	"github.com/tilepipe/tilepipe/internal/protocol"
 	"github.com/tilepipe/tilepipe/internal/visit"
 	"github.com/tilepipe/tilepipe/oracle"
 	"golang.org/x/sync/errgroup"
@@ -90,8 +91,6 @@ type Result struct {
 	Counts   map[string]int // builds by status
 }
 
-var idRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$`)
-
 // Run captures cfg.Cohort with every route into cfg.Output.
 func Run(ctx context.Context, cfg Config) (_ *Result, err error) {
 	start := time.Now().UTC()
@@ -103,7 +102,7 @@ func Run(ctx context.Context, cfg Config) (_ *Result, err error) {
 		return nil, err
 	}
 	for _, c := range co.Cases {
-		if !idRE.MatchString(c.ID) {
+		if !protocol.ValidName(c.ID) {
 			return nil, fmt.Errorf("cohort %s: case id %q: want letters, digits, '.', '_' or '-' (it names files)", cfg.Cohort, c.ID)
 		}
 	}

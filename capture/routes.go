@@ -1,18 +1,15 @@
 package capture
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
-	"slices"
 	"time"
 
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 	"github.com/tilepipe/tilepipe/artifacts"
-	"github.com/tilepipe/tilepipe/oracle"
+	"github.com/tilepipe/tilepipe/internal/protocol"
 )
 
 type routeExec struct {
@@ -59,39 +56,20 @@ func resolveRoutes(cfg Config) ([]routeExec, error) {
 	return out, nil
 }
 
-// Description is a route's describe answer (docs/protocol.md).
-type Description struct {
-	Protocol  int      `json:"protocol"`
-	Name      string   `json:"name"`
-	Kind      string   `json:"kind"`
-	Version   string   `json:"version"`
-	Available bool     `json:"available"`
-	Reason    string   `json:"reason"`
-	Ops       []string `json:"ops"`
-	// Validates: the route runs its own build once and returns the outputs
-	// it computed from the inputs capture hands it.
-	Validates bool `json:"validates"`
-	// AcceptsIR: the route builds from external IR (--ir, --abi).
-	AcceptsIR bool `json:"accepts_ir"`
-	// Devices the route builds for (absent: the CPU alone); capture never
-	// asks it to build a case for another device.
-	Devices []string `json:"devices,omitempty"`
-}
-
 // Describe asks the route program at path to describe itself, within
 // a minute (capture's own describe call takes Config.BuildTimeout).
-func Describe(ctx context.Context, path string) (Description, error) {
+func Describe(ctx context.Context, path string) (protocol.Description, error) {
 	s, err := artifacts.Create(filepath.Join(os.TempDir(), fmt.Sprintf("tilepipe-describe-%d-%d", os.Getpid(), time.Now().UnixNano())))
 	if err != nil {
-		return Description{}, err
+		return protocol.Description{}, err
 	}
 	defer s.Discard()
 	_, d, err := describeRaw(ctx, s, path, nil, time.Minute)
 	return d, err
 }
 
-func describeRaw(ctx context.Context, s *artifacts.Store, path string, env map[string]string, timeout time.Duration) (artifacts.Command, Description, error) {
-	var d Description
+func describeRaw(ctx context.Context, s *artifacts.Store, path string, env map[string]string, timeout time.Duration) (artifacts.Command, protocol.Description, error) {
+	var d protocol.Description
 	if _, err := os.Stat(path); err != nil {
 		return artifacts.Command{}, d, fmt.Errorf("route program %s: %w (run make build for the built-in routes)", path, err)
 	}
@@ -102,27 +80,8 @@ func describeRaw(ctx context.Context, s *artifacts.Store, path string, env map[s
 	if reason != "" {
 		return cmd, d, fmt.Errorf("route %s: describe: %s", path, reason)
 	}
-	dec := json.NewDecoder(bytes.NewReader(out))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&d); err != nil {
-		return cmd, d, fmt.Errorf("route %s: describe: stdout: want one JSON object (docs/protocol.md): %w", path, err)
-	}
-	switch {
-	case d.Protocol != 1:
-		return cmd, d, fmt.Errorf("route %s: describe: protocol: want 1, got %d", path, d.Protocol)
-	case !idRE.MatchString(d.Name):
-		return cmd, d, fmt.Errorf("route %s: describe: name %q: want letters, digits, '.', '_' or '-'", path, d.Name)
-	case d.Kind != "object" && d.Kind != "process" && d.Kind != "cubin":
-		return cmd, d, fmt.Errorf("route %s: describe: kind %q: want object, process or cubin", path, d.Kind)
-	case d.Kind == "cubin" && !slices.Equal(d.Devices, []string{oracle.DeviceCUDA}):
-		return cmd, d, fmt.Errorf("route %s: describe: kind cubin: devices %v, want [cuda] (a cubin runs on the GPU alone)", path, d.Devices)
-	case !d.Available && d.Reason == "":
-		return cmd, d, fmt.Errorf("route %s: describe: an unavailable route must give a reason", path)
-	}
-	for _, dev := range d.Devices {
-		if dev != oracle.DeviceCPU && dev != oracle.DeviceCUDA {
-			return cmd, d, fmt.Errorf("route %s: describe: devices: %q: want %s or %s", path, dev, oracle.DeviceCPU, oracle.DeviceCUDA)
-		}
+	if d, err = protocol.ParseDescription(out); err != nil {
+		return cmd, d, fmt.Errorf("route %s: describe: %w", path, err)
 	}
 	return cmd, d, nil
 }

@@ -8,6 +8,7 @@ import (
 	"text/tabwriter"
 
 	"github.com/tilepipe/tilepipe/capture"
+	"github.com/tilepipe/tilepipe/internal/protocol"
 	"github.com/urfave/cli/v2"
 )
 
@@ -40,7 +41,7 @@ func routesCommand() *cli.Command {
 // extras names the optional protocol features a route describes itself
 // with (docs/protocol.md): "validates" (capture checks its own first run)
 // "ir" (it builds from --ir/--abi) and "cuda" (it builds for the GPU).
-func extras(d capture.Description) string {
+func extras(d protocol.Description) string {
 	var e []string
 	if d.Validates {
 		e = append(e, "validates")

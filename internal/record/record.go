@@ -9,6 +9,7 @@ import (
 	"github.com/tilepipe/tilepipe/artifacts"
 	"github.com/tilepipe/tilepipe/artifacts/samples"
 	"github.com/tilepipe/tilepipe/internal/visit"
+	"github.com/tilepipe/tilepipe/stats"
 )
 
 // MaxCalls is the most calls replay gives one sample: calibration stops
@@ -160,7 +161,7 @@ func Calibration(cfg artifacts.ReplayConfig, visits []artifacts.VisitResult, row
 			continue
 		}
 		if v.CallsPerSample < MaxCalls {
-			long = append(long, median(spans))
+			long = append(long, stats.Median(spans))
 		}
 		if v.CallsPerSample > 1 {
 			short = append(short, slices.Min(spans))
@@ -168,29 +169,19 @@ func Calibration(cfg artifacts.ReplayConfig, visits []artifacts.VisitResult, row
 	}
 	var p []string
 	if len(long) >= MinCalibrated {
-		if m := median(long); m < sample/CalibrationSlack {
+		if m := stats.Median(long); m < sample/CalibrationSlack {
 			p = append(p, fmt.Sprintf("batch samples: the median visit's median batch sample lasted %s, less than config.sampleMs %g ms / %d: calibration doubles the calls until a sample lasts sampleMs, and the batch samples repeat them (%d visits below %d calls)",
 				dur(m), cfg.SampleMs, CalibrationSlack, len(long), MaxCalls))
 		}
 	}
 	if len(short) >= MinCalibrated {
 		bound := CalibrationSlack*2*sample + float64(visit.ClockBase)
-		if m := median(short); m > bound {
+		if m := stats.Median(short); m > bound {
 			p = append(p, fmt.Sprintf("batch samples: the median visit's fastest batch sample lasted %s, more than %d x 2 x config.sampleMs %g ms + %s: calibration stops at the first doubling that lasts sampleMs, so half the calls lasted less (%d visits of more than one call)",
 				dur(m), CalibrationSlack, cfg.SampleMs, visit.ClockBase, len(short)))
 		}
 	}
 	return p
-}
-
-func median(xs []float64) float64 {
-	s := slices.Clone(xs)
-	slices.Sort(s)
-	n := len(s)
-	if n%2 == 1 {
-		return s[n/2]
-	}
-	return (s[n/2-1] + s[n/2]) / 2
 }
 
 func dur(ns float64) string { return time.Duration(ns).Round(time.Microsecond).String() }

@@ -2,8 +2,9 @@ package visit
 
 import (
 	"fmt"
-	"slices"
 	"time"
+
+	"github.com/tilepipe/tilepipe/stats"
 )
 
 // Plan is how replay drives one visit (docs/protocol.md, "visit").
@@ -91,7 +92,7 @@ func warmPerCall(ss []Sample) float64 {
 	if len(batch) == 0 || calls == 0 {
 		return 0
 	}
-	return median(batch) / float64(calls)
+	return stats.Median(batch) / float64(calls)
 }
 
 // Sample is one span measured by replay, with the timer's own number.
@@ -135,7 +136,7 @@ func CheckGap(ss []Sample) error {
 	if len(spans) == 0 {
 		return nil
 	}
-	span := median(spans)
+	span := stats.Median(spans)
 	if allowed := float64(ClockBase) + ClockFrac*span; gap > allowed {
 		return fail("clock_mismatch: batch samples: replay measured a median span of %.0f ns, the timer reported at least %.0f ns less in every one (allowed: %.0f ns)", span, gap, allowed)
 	}
@@ -178,7 +179,7 @@ func FreshStats(ss []Sample, coldNs float64) (Fresh, error) {
 	if f.WarmNs <= 0 {
 		f.WarmNs = 1 // below the clock: any measurable fresh call is far slower
 	}
-	f.FreshNs = max(f.WarmNs+median(excess), 0)
+	f.FreshNs = max(f.WarmNs+stats.Median(excess), 0)
 	f.BoundNs = FreshBound*f.WarmNs + coldNs
 	return f, nil
 }
@@ -197,16 +198,6 @@ func CheckFresh(ss []Sample, coldNs float64) error {
 			f.FreshNs, f.WarmNs, f.FreshNs/f.WarmNs, f.BoundNs, FreshBound, coldNs)
 	}
 	return nil
-}
-
-func median(xs []float64) float64 {
-	s := slices.Clone(xs)
-	slices.Sort(s)
-	n := len(s)
-	if n%2 == 1 {
-		return s[n/2]
-	}
-	return (s[n/2-1] + s[n/2]) / 2
 }
 
 // Drive warms the timer up, calibrates the calls per sample on replay's
