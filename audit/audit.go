@@ -98,6 +98,7 @@ type auditor struct {
 	pdoc           artifacts.PreparedDoc
 	rdoc           artifacts.ReplayDoc
 	checks         []Check
+	rows           *visitRows // passed visits' sample tables, read once
 	progress       *progress.Reporter
 	expected       map[string][]oracle.Expected
 	capVerified    map[artifacts.Digest]bool
@@ -663,26 +664,13 @@ func (a *auditor) summaries() {
 		a.add("summaries", []string{err.Error()}, nil, "could not read the sample table")
 		return
 	}
-	// The combined table must be exactly the per-visit tables.
+	// The combined table must be exactly the per-visit tables (each
+	// checked against its visit's record in records()).
 	var union []samples.Row
-	for _, v := range a.rdoc.Visits {
-		if v.Status != artifacts.StatusPassed {
-			continue
-		}
-		vr, err := readRows(a.rep, v.Samples)
-		if err != nil {
-			p = append(p, fmt.Sprintf("visit %d samples: %v", v.Index, err))
-			continue
-		}
-		for _, r := range vr {
-			if int(r.Visit) != v.Index || int(r.Round) != v.Round || r.Case != v.Case || r.Route != v.Route || int(r.Position) != v.Position {
-				p = append(p, fmt.Sprintf("visit %d samples: row %+v belongs to another visit", v.Index, r))
-				break
-			}
-		}
-		if got := countKind(vr, "batch"); got != a.rdoc.Config.Samples {
-			p = append(p, fmt.Sprintf("visit %d: %d batch samples, config says %d", v.Index, got, a.rdoc.Config.Samples))
-		}
+	visits, vrows, unread := a.passedRows()
+	p = append(p, unread...)
+	for i, v := range visits {
+		vr := vrows[i]
 		if err := a.memoisation(v, vr); err != nil {
 			p = append(p, fmt.Sprintf("visit %d (%s %s) passed in replay but fails the fresh-sample bound: %v", v.Index, v.Case, v.Route, err))
 		}

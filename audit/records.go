@@ -30,19 +30,10 @@ func (a *auditor) records() {
 	} else {
 		p = append(p, receiptConfigAgrees(b, a.rdoc.Config)...)
 	}
-	var visits []artifacts.VisitResult
-	var rows [][]samples.Row
-	for _, v := range a.rdoc.Visits {
-		if v.Status != artifacts.StatusPassed {
-			continue
-		}
-		vr, err := readRows(a.rep, v.Samples)
-		if err != nil {
-			p = append(p, fmt.Sprintf("visit %d samples: %v", v.Index, err))
-			continue
-		}
-		p = append(p, record.Visit(v, vr, a.rdoc.Config)...)
-		visits, rows = append(visits, v), append(rows, vr)
+	visits, rows, unread := a.passedRows()
+	p = append(p, unread...)
+	for i, v := range visits {
+		p = append(p, record.Visit(v, rows[i], a.rdoc.Config)...)
 	}
 	// Calibration is judged on timings, which a loaded machine bends:
 	// an honest replay under a parallel make test missed it. A warning,
@@ -156,4 +147,31 @@ func strictJSON(b []byte, v any) error {
 	dec := json.NewDecoder(bytes.NewReader(b))
 	dec.DisallowUnknownFields()
 	return dec.Decode(v)
+}
+
+// passedRows reads the sample table of every passed visit once, for every
+// check that needs them; unread names the tables that could not be read.
+func (a *auditor) passedRows() (visits []artifacts.VisitResult, rows [][]samples.Row, unread []string) {
+	if a.rows == nil {
+		a.rows = &visitRows{}
+		for _, v := range a.rdoc.Visits {
+			if v.Status != artifacts.StatusPassed {
+				continue
+			}
+			vr, err := readRows(a.rep, v.Samples)
+			if err != nil {
+				a.rows.unread = append(a.rows.unread, fmt.Sprintf("visit %d samples: %v", v.Index, err))
+				continue
+			}
+			a.rows.visits, a.rows.rows = append(a.rows.visits, v), append(a.rows.rows, vr)
+		}
+	}
+	return a.rows.visits, a.rows.rows, a.rows.unread
+}
+
+// visitRows are the passed visits with their sample tables.
+type visitRows struct {
+	visits []artifacts.VisitResult
+	rows   [][]samples.Row
+	unread []string
 }
