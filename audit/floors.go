@@ -105,7 +105,10 @@ const MaxClockHz = 6.5e9
 // clock lowers every compute floor in proportion.
 const (
 	ClockWarn = 1.25
-	ClockFail = 2.0
+	// Not 2: this 2-core VM measures its own clock at 1.83 or 3.66 GHz
+	// from one run to the next (an honest replay recorded 3.66 and an
+	// audit under load could measure 1.83), exactly a factor 2.
+	ClockFail = 3.0
 )
 
 // ownClock is this machine's clock: the best of up to three measurements
