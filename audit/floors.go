@@ -105,9 +105,10 @@ const MaxClockHz = 6.5e9
 // clock lowers every compute floor in proportion.
 const (
 	ClockWarn = 1.25
-	// Not 2: this 2-core VM measures its own clock at 1.83 or 3.66 GHz
-	// from one run to the next (an honest replay recorded 3.66 and an
-	// audit under load could measure 1.83), exactly a factor 2.
+	// Not 2: clocks differ that much between honest machines (a 5.7 GHz
+	// desktop's replay audited on a 2.4 GHz server), and before
+	// floors.Clock was unrolled this VM read 1.83 or 3.66 GHz depending
+	// on the binary, exactly a factor 2.
 	ClockFail = 3.0
 )
 
