@@ -82,6 +82,12 @@ func (r *replayer) finish(pr artifacts.PlanRecord, done map[int]*artifacts.Visit
 	if err != nil {
 		return nil, err
 	}
+	// They are layers now: the committed stage is its OCI layout alone.
+	for _, f := range []string{planFile, journalFile} {
+		if err := os.Remove(filepath.Join(r.s.Dir(), f)); err != nil {
+			return nil, err
+		}
+	}
 	res.Manifest, res.Doc = mdesc.Digest, doc
 	return res, nil
 }

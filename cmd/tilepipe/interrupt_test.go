@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -194,6 +195,16 @@ func TestResumeFromEveryKillPoint(t *testing.T) {
 			}
 			if _, err := os.Lstat(filepath.Join(rep, artifacts.LockFile)); err == nil {
 				t.Errorf("the finished stage still has its %s file", artifacts.LockFile)
+			}
+			if p != "commit:1" { // killed after its commit, before this tidying
+				ents, _ := os.ReadDir(rep)
+				var names []string
+				for _, e := range ents {
+					names = append(names, e.Name())
+				}
+				if want := []string{"blobs", "index.json", "oci-layout"}; !slices.Equal(names, want) {
+					t.Errorf("the finished stage holds %v, want its OCI layout alone %v", names, want)
+				}
 			}
 		})
 	}
