@@ -58,6 +58,48 @@ type Mounts struct {
 	ReadOnly []Bind   // directories (the closure's) and files (program, inputs, visit file)
 	Writable []Bind   // the output directory
 	Links    []Bind   // symlinks: Src is the target, Dst the link
+	// Devices are character devices shown as they are (--dev-bind): a
+	// GPU visit's alone (GPUDevices); the sandbox's fresh /dev is what
+	// keeps the GPU from every other visit.
+	Devices []string
+}
+
+// gpuDeviceNames are the device nodes a CUDA program opens: the GPUs, the
+// control node and unified memory's two (docs/results/2026-12-01-gpu-sandbox:
+// enough on the H200; /dev/nvidia-caps was not needed).
+var gpuDeviceNames = []string{"nvidiactl", "nvidia-uvm", "nvidia-uvm-tools"}
+
+// GPUDevices lists this machine's NVIDIA character devices under dev
+// ("/dev"): every GPU node (nvidia0, nvidia1, ...) and the three nodes
+// every CUDA program opens. An error names what is missing.
+func GPUDevices(dev string) ([]string, error) {
+	ents, err := os.ReadDir(dev)
+	if err != nil {
+		return nil, err
+	}
+	var out []string
+	for _, e := range ents {
+		n := e.Name()
+		if strings.HasPrefix(n, "nvidia") && len(n) > len("nvidia") && strings.Trim(n[len("nvidia"):], "0123456789") == "" {
+			out = append(out, filepath.Join(dev, n))
+		}
+	}
+	if len(out) == 0 {
+		return nil, fmt.Errorf("%s: no NVIDIA GPU device (nvidia0, ...)", dev)
+	}
+	for _, n := range gpuDeviceNames {
+		out = append(out, filepath.Join(dev, n))
+	}
+	for _, p := range out {
+		fi, err := os.Stat(p)
+		if err != nil {
+			return nil, fmt.Errorf("GPU device %s: %w", p, err)
+		}
+		if fi.Mode()&os.ModeCharDevice == 0 {
+			return nil, fmt.Errorf("GPU device %s: not a character device", p)
+		}
+	}
+	return out, nil
 }
 
 // Probe finds bwrap (path "" means on PATH) and checks that it can make a
@@ -111,6 +153,9 @@ func (s *Sandbox) Argv(m Mounts, dir string, timer []string) []string {
 	}
 	for _, b := range m.Writable {
 		argv = append(argv, "--bind", b.Src, b.Dst)
+	}
+	for _, d := range m.Devices {
+		argv = append(argv, "--dev-bind", d, d)
 	}
 	argv = append(argv, "--chdir", dir, "--")
 	return append(argv, timer...)
