@@ -42,6 +42,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#ifndef TILEPIPE_CUDA
 int tilepipe_entry(void *const *buffers);
 
 /*
@@ -50,6 +51,10 @@ int tilepipe_entry(void *const *buffers);
  * even if a future build links the entry with LTO.
  */
 static int (*volatile entry_fn)(void *const *) = tilepipe_entry;
+#else
+/* The CUDA timer's kernel and launch (visit keys cubin and launch). */
+static const char *cubin_path, *launch_path;
+#endif
 
 /* Return codes of warm-up and timed calls, OR-ed, checked after timing. */
 static volatile int timed_rc;
@@ -355,6 +360,15 @@ static void parse_visit(const char *file, struct visit *v)
 			parse_param(v, lineno, tok, ntok);
 			continue;
 		}
+#ifdef TILEPIPE_CUDA
+		if ((strcmp(tok[0], "cubin") == 0 || strcmp(tok[0], "launch") == 0) && ntok == 2) {
+			const char **dst = tok[0][0] == 'c' ? &cubin_path : &launch_path;
+			if (*dst)
+				die("%s:%d: duplicate key \"%s\"", file, lineno, tok[0]);
+			*dst = xstrdup(tok[1]);
+			continue;
+		}
+#endif
 		size_t k = 0;
 		while (k < NSCALARS && strcmp(tok[0], scalars[k].key) != 0)
 			k++;
@@ -690,6 +704,10 @@ static int check_repeat(const struct visit *v, struct report *r, uint64_t set)
 	return 1;
 }
 
+#ifdef TILEPIPE_CUDA
+#include "cuda/backend.c"
+#endif
+
 /* ---- report ---- */
 
 static int passed(struct report *r, enum check c)
@@ -786,6 +804,7 @@ static void send_status(const struct visit *v, const struct report *r, int ok, c
 /* run_sample times n back-to-back calls, call i on set (*cursor + i) mod
  * nsets, and advances the cursor. Nothing but the calls, one OR and the
  * set rotation sits between the two clock reads. */
+#ifndef TILEPIPE_CUDA
 static int64_t run_sample(uint64_t n, void **sets, size_t nparams, uint64_t nsets, uint64_t *cursor)
 {
 	int (*fn)(void *const *) = entry_fn;
@@ -803,6 +822,7 @@ static int64_t run_sample(uint64_t n, void **sets, size_t nparams, uint64_t nset
 	timed_rc |= acc;
 	return (int64_t)(t1.tv_sec - t0.tv_sec) * 1000000000 + (t1.tv_nsec - t0.tv_nsec);
 }
+#endif
 
 /* parse_command reads "VERB SEQ N" with VERB run or fresh. */
 static int parse_command(const char *cmd, const char *verb, uint64_t *seq, uint64_t *n)
@@ -829,14 +849,26 @@ static void serve(FILE *in, struct visit *v)
 			return;
 		uint64_t s, n;
 		int64_t ns;
-		if (parse_command(cmd, "run", &s, &n))
+		if (parse_command(cmd, "run", &s, &n)) {
+#ifdef TILEPIPE_CUDA
+			ns = gpu_sample(WARM, 0, n, v->pools[WARM].sets, &cursor);
+#else
 			ns = run_sample(n, v->sets[WARM], v->nparams, v->pools[WARM].sets, &cursor);
-		else if (parse_command(cmd, "fresh", &s, &n)) {
+#endif
+		} else if (parse_command(cmd, "fresh", &s, &n)) {
 			uint64_t left = v->pools[FRESH].sets - used;
 			if (n < 1 || n > left)
 				die("command \"%s\": want 1 to %" PRIu64 " fresh calls (the fresh sets not yet used)", cmd, left);
 			/* The next n sets, each called once in the whole visit. */
+#ifdef TILEPIPE_CUDA
+			ns = gpu_sample(FRESH, used, n, n, &(uint64_t){0});
+			/* Replay reads them when the answer arrives: they are in the
+			 * memory files before it does. */
+			for (uint64_t f = used; f < used + n; f++)
+				gpu_outputs(v, FRESH, f, 0);
+#else
 			ns = run_sample(n, v->sets[FRESH] + used * v->nparams, v->nparams, n, &(uint64_t){0});
+#endif
 			used += n;
 		} else
 			die("command \"%s\": want \"run SEQ N\", \"fresh SEQ N\" or \"end\"", cmd);
@@ -852,12 +884,23 @@ static void serve(FILE *in, struct visit *v)
 static int validate_call(struct visit *v, struct report *r, uint64_t set, int which)
 {
 	poison(v, set, which);
+#ifdef TILEPIPE_CUDA
+	gpu_outputs(v, WARM, set, 1);
+	if (gpu_call(v, r, WARM, set) != 0) {
+		for (int i = 0; i < NCHECKS; i++)
+			r->checks[i] = r->ran[i] ? "pass" : "not_run";
+		return 0;
+	}
+	if (!gpu_check(v, r, ""))
+		return fail_check(r, CHECK_GUARDS);
+#else
 	int rc = entry_fn(v->sets[WARM] + set * v->nparams);
 	if (rc != 0) {
 		char when[48];
 		snprintf(when, sizeof when, " (set %" PRIu64 ")", set);
 		return fail_entry(r, when, rc);
 	}
+#endif
 	if (!check_guards(v, r, WARM, ""))
 		return fail_check(r, CHECK_GUARDS);
 	passed(r, CHECK_GUARDS);
@@ -893,6 +936,19 @@ static int validate(struct visit *v, struct report *r)
 /* after_timing runs the checks after the timed calls. */
 static int after_timing(struct visit *v, struct report *r)
 {
+#ifdef TILEPIPE_CUDA
+	if (timed_rc != 0) {
+		snprintf(r->reason, sizeof r->reason, "%s (during timing)", cu_error(timed_rc, "a timed launch"));
+		for (int i = 0; i < NCHECKS; i++)
+			r->checks[i] = r->ran[i] ? "pass" : "not_run";
+		return 0;
+	}
+	/* Replay compares every warm set with the validated outputs. */
+	for (uint64_t s = 0; s < v->pools[WARM].sets; s++)
+		gpu_outputs(v, WARM, s, 0);
+	if (!gpu_check(v, r, " (after timing)"))
+		return fail_check(r, CHECK_GUARDS);
+#endif
 	if (timed_rc != 0)
 		return fail_entry(r, " (during timing)", timed_rc);
 	if (!check_guards(v, r, FRESH, " (after timing)"))
@@ -909,6 +965,9 @@ static int run_visit(const char *file)
 	static struct visit v;
 	parse_visit(file, &v);
 	map_buffers(&v);
+#ifdef TILEPIPE_CUDA
+	gpu_init(&v);
+#endif
 	the_visit = &v;
 	install_fault_handler();
 
@@ -979,6 +1038,9 @@ static const char *mapped_file(const char *line)
 
 static int run_closure(void)
 {
+#ifdef TILEPIPE_CUDA
+	cu_load(); /* the driver's files are the timer's too */
+#endif
 	FILE *f = fopen("/proc/self/maps", "r");
 	if (!f)
 		die("open /proc/self/maps: %s", strerror(errno));

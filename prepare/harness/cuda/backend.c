@@ -1,0 +1,357 @@
+/* backend.c: the CUDA back end of harness.c (docs/gpu.md), included by it
+ * when built with -DTILEPIPE_CUDA:
+ *
+ *     cc -O2 -DTILEPIPE_CUDA -o cuda-timer harness.c -ldl
+ *
+ * The visit file names the kernel (`cubin PATH`) and its launch (`launch
+ * PATH`, the internal/launch Lines form). Every memory file replay hands
+ * over has a device mirror of the same layout (gaps and canaries
+ * included); a set's buffers are device pointers into it. Inputs are
+ * sealed, so they are uploaded once; after validation and after timing the
+ * whole of every input mirror is compared with its file, and every output
+ * mirror's gaps with the canaries. The driver is loaded at run time, so
+ * this compiles anywhere. */
+
+#include <dlfcn.h>
+
+typedef int CUresult;
+typedef int CUdevice;
+typedef struct CUctx_st *CUcontext;
+typedef struct CUmod_st *CUmodule;
+typedef struct CUfunc_st *CUfunction;
+typedef struct CUevent_st *CUevent;
+typedef struct CUstream_st *CUstream;
+typedef unsigned long long CUdeviceptr;
+
+static struct {
+	CUresult (*Init)(unsigned);
+	CUresult (*DeviceGet)(CUdevice *, int);
+	CUresult (*PrimaryCtxRetain)(CUcontext *, CUdevice);
+	CUresult (*CtxSetCurrent)(CUcontext);
+	CUresult (*ModuleLoadData)(CUmodule *, const void *);
+	CUresult (*ModuleGetFunction)(CUfunction *, CUmodule, const char *);
+	CUresult (*MemAlloc)(CUdeviceptr *, size_t);
+	CUresult (*MemcpyHtoD)(CUdeviceptr, const void *, size_t);
+	CUresult (*MemcpyDtoH)(void *, CUdeviceptr, size_t);
+	CUresult (*LaunchKernel)(CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, CUstream, void **, void **);
+	CUresult (*CtxSynchronize)(void);
+	CUresult (*GetErrorString)(CUresult, const char **);
+	CUresult (*EventCreate)(CUevent *, unsigned);
+	CUresult (*EventRecord)(CUevent, CUstream);
+	CUresult (*EventSynchronize)(CUevent);
+	CUresult (*EventElapsedTime)(float *, CUevent, CUevent);
+	CUresult (*FuncSetAttribute)(CUfunction, int, int);
+} cu;
+
+static void *cu_lib;
+
+static void *cu_sym(const char *a, const char *b)
+{
+	void *p = dlsym(cu_lib, a);
+	if (!p && b)
+		p = dlsym(cu_lib, b);
+	if (!p)
+		die("libcuda.so.1: no %s", a);
+	return p;
+}
+
+/* cu_load loads the driver library: also what --closure does first, so the
+ * driver's files are in the closure prepare pins. */
+static void cu_load(void)
+{
+	if (cu_lib)
+		return;
+	cu_lib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+	if (!cu_lib)
+		die("dlopen libcuda.so.1: %s", dlerror());
+	cu.Init = cu_sym("cuInit", 0);
+	cu.DeviceGet = cu_sym("cuDeviceGet", 0);
+	cu.PrimaryCtxRetain = cu_sym("cuDevicePrimaryCtxRetain", 0);
+	cu.CtxSetCurrent = cu_sym("cuCtxSetCurrent", 0);
+	cu.ModuleLoadData = cu_sym("cuModuleLoadData", 0);
+	cu.ModuleGetFunction = cu_sym("cuModuleGetFunction", 0);
+	cu.MemAlloc = cu_sym("cuMemAlloc_v2", 0);
+	cu.MemcpyHtoD = cu_sym("cuMemcpyHtoD_v2", 0);
+	cu.MemcpyDtoH = cu_sym("cuMemcpyDtoH_v2", 0);
+	cu.LaunchKernel = cu_sym("cuLaunchKernel", 0);
+	cu.CtxSynchronize = cu_sym("cuCtxSynchronize", 0);
+	cu.GetErrorString = cu_sym("cuGetErrorString", 0);
+	cu.EventCreate = cu_sym("cuEventCreate", 0);
+	cu.EventRecord = cu_sym("cuEventRecord", 0);
+	cu.EventSynchronize = cu_sym("cuEventSynchronize", 0);
+	cu.EventElapsedTime = cu_sym("cuEventElapsedTime_v2", "cuEventElapsedTime");
+	cu.FuncSetAttribute = cu_sym("cuFuncSetAttribute", 0);
+}
+
+/* cu_error names a driver error; "" for success. */
+static const char *cu_error(CUresult rc, const char *what)
+{
+	static char buf[256];
+	if (rc == 0)
+		return "";
+	const char *s = "unknown";
+	cu.GetErrorString(rc, &s);
+	snprintf(buf, sizeof buf, "cuda_error: %s: CUDA error %d: %s", what, rc, s);
+	return buf;
+}
+
+/* cu_must dies on a driver error outside a call (setup, copies). */
+static void cu_must(CUresult rc, const char *what)
+{
+	if (rc != 0)
+		die("%s", cu_error(rc, what));
+}
+
+enum { MAX_LAUNCH_PARAMS = 64 };
+
+/* The launch: internal/launch's Lines form, read from the visit's launch
+ * file. */
+static struct {
+	char kernel[257];
+	unsigned grid[3], block[3], cluster[3], shared;
+	size_t n;
+	enum { LP_TENSOR, LP_I32, LP_I64, LP_F32, LP_SCRATCH } kind[MAX_LAUNCH_PARAMS];
+	size_t tensor[MAX_LAUNCH_PARAMS]; /* LP_TENSOR: signature index */
+	unsigned char value[MAX_LAUNCH_PARAMS][8];
+	uint64_t scratch_bytes[MAX_LAUNCH_PARAMS];
+} launch;
+
+static struct {
+	CUfunction fn;
+	CUdeviceptr *mirror[NPOOLS]; /* mirror[k][i]: param i's device copy of its pool-k file */
+	void ***args[NPOOLS];         /* args[k][s]: the kernel's argument pointers for set s */
+	unsigned char *scratch;       /* a host buffer as large as the largest file */
+	CUevent ev0, ev1;
+} gpu;
+
+static void parse_launch(const char *file)
+{
+	FILE *f = fopen(file, "r");
+	if (!f)
+		die("open %s: %s", file, strerror(errno));
+	char line[512];
+	int lineno = 0, seen = 0;
+	while (fgets(line, sizeof line, f)) {
+		lineno++;
+		char kind[16], a[64], b[64], extra;
+		if (sscanf(line, "kernel %256s %c", launch.kernel, &extra) == 1) {
+			seen |= 1;
+		} else if (sscanf(line, "grid %u %u %u %c", &launch.grid[0], &launch.grid[1], &launch.grid[2], &extra) == 3) {
+			seen |= 2;
+		} else if (sscanf(line, "block %u %u %u %c", &launch.block[0], &launch.block[1], &launch.block[2], &extra) == 3) {
+			seen |= 4;
+		} else if (sscanf(line, "cluster %u %u %u %c", &launch.cluster[0], &launch.cluster[1], &launch.cluster[2], &extra) == 3) {
+			if (launch.cluster[0] * launch.cluster[1] * launch.cluster[2] != 1)
+				die("%s:%d: cluster launches are not supported yet (docs/gpu.md)", file, lineno);
+		} else if (sscanf(line, "shared %u %c", &launch.shared, &extra) == 1) {
+			seen |= 8;
+		} else if (strncmp(line, "arch ", 5) == 0) {
+			/* the driver checks the cubin's arch at load */
+		} else if (sscanf(line, "param %15s %63s %63s %c", kind, a, b, &extra) >= 2) {
+			size_t i = launch.n;
+			if (i == MAX_LAUNCH_PARAMS)
+				die("%s:%d: more than %d params", file, lineno, MAX_LAUNCH_PARAMS);
+			uint64_t u;
+			if (strcmp(kind, "tensor") == 0 && parse_u64(a, MAX_PARAMS - 1, &u)) {
+				launch.kind[i] = LP_TENSOR;
+				launch.tensor[i] = (size_t)u;
+			} else if (strcmp(kind, "i32") == 0) {
+				char *end;
+				long long x = strtoll(a, &end, 10);
+				if (*end || x < INT32_MIN || x > INT32_MAX)
+					die("%s:%d: i32 value \"%s\"", file, lineno, a);
+				int32_t y = (int32_t)x;
+				launch.kind[i] = LP_I32;
+				memcpy(launch.value[i], &y, 4);
+			} else if (strcmp(kind, "i64") == 0) {
+				char *end;
+				long long x = strtoll(a, &end, 10);
+				if (*end)
+					die("%s:%d: i64 value \"%s\"", file, lineno, a);
+				launch.kind[i] = LP_I64;
+				memcpy(launch.value[i], &x, 8);
+			} else if (strcmp(kind, "f32") == 0) {
+				char *end;
+				float x = strtof(a, &end);
+				if (*end)
+					die("%s:%d: f32 value \"%s\"", file, lineno, a);
+				launch.kind[i] = LP_F32;
+				memcpy(launch.value[i], &x, 4);
+			} else if (strcmp(kind, "scratch") == 0 && parse_u64(a, UINT64_C(1) << 30, &u)) {
+				if (u != 0)
+					die("%s:%d: scratch of %" PRIu64 " bytes: not supported yet (docs/gpu.md)", file, lineno, u);
+				launch.kind[i] = LP_SCRATCH;
+				launch.scratch_bytes[i] = u;
+			} else
+				die("%s:%d: bad param line", file, lineno);
+			launch.n++;
+		} else
+			die("%s:%d: cannot read \"%s\"", file, lineno, line);
+	}
+	fclose(f);
+	if (seen != 15 || launch.n == 0)
+		die("%s: want kernel, grid, block, shared and params", file);
+}
+
+/* gpu_init loads the kernel, makes every device mirror (a copy of each
+ * memory file: canaries, fill and inputs alike) and every set's
+ * argument list. */
+static void gpu_init(struct visit *v)
+{
+	if (!cubin_path || !launch_path)
+		die("%s: a CUDA timer wants \"cubin PATH\" and \"launch PATH\"", v->file);
+	parse_launch(launch_path);
+	for (size_t i = 0; i < launch.n; i++)
+		if (launch.kind[i] == LP_TENSOR && launch.tensor[i] >= v->nparams)
+			die("%s: param %zu: tensor %zu, the visit has %zu params", launch_path, i, launch.tensor[i], v->nparams);
+	FILE *f = fopen(cubin_path, "rb");
+	if (!f)
+		die("open %s: %s", cubin_path, strerror(errno));
+	fseek(f, 0, SEEK_END);
+	long sz = ftell(f);
+	fseek(f, 0, SEEK_SET);
+	char *cubin = xmalloc((size_t)sz);
+	if (sz <= 0 || fread(cubin, 1, (size_t)sz, f) != (size_t)sz)
+		die("read %s", cubin_path);
+	fclose(f);
+
+	cu_load();
+	cu_must(cu.Init(0), "cuInit");
+	CUdevice dev;
+	CUcontext ctx;
+	CUmodule mod;
+	cu_must(cu.DeviceGet(&dev, 0), "cuDeviceGet");
+	cu_must(cu.PrimaryCtxRetain(&ctx, dev), "cuDevicePrimaryCtxRetain");
+	cu_must(cu.CtxSetCurrent(ctx), "cuCtxSetCurrent");
+	cu_must(cu.ModuleLoadData(&mod, cubin), "cuModuleLoadData");
+	cu_must(cu.ModuleGetFunction(&gpu.fn, mod, launch.kernel), "cuModuleGetFunction");
+	if (launch.shared > 48 * 1024)
+		cu_must(cu.FuncSetAttribute(gpu.fn, 8 /* MAX_DYNAMIC_SHARED_SIZE_BYTES */, (int)launch.shared), "cuFuncSetAttribute");
+	cu_must(cu.EventCreate(&gpu.ev0, 0), "cuEventCreate");
+	cu_must(cu.EventCreate(&gpu.ev1, 0), "cuEventCreate");
+	size_t largest = 0;
+	for (int k = 0; k < NPOOLS; k++) {
+		gpu.mirror[k] = xmalloc(v->nparams * sizeof(CUdeviceptr));
+		for (size_t i = 0; i < v->nparams; i++) {
+			struct region *g = &v->params[i].reg[k];
+			cu_must(cu.MemAlloc(&gpu.mirror[k][i], g->size), "cuMemAlloc");
+			cu_must(cu.MemcpyHtoD(gpu.mirror[k][i], g->map, g->size), "upload a memory file");
+			largest = g->size > largest ? g->size : largest;
+		}
+		uint64_t sets = v->pools[k].sets;
+		gpu.args[k] = xmalloc(sets * sizeof(void **));
+		for (uint64_t s = 0; s < sets; s++) {
+			void **a = xmalloc(launch.n * sizeof(void *));
+			unsigned char(*slot)[8] = xmalloc(launch.n * 8);
+			for (size_t j = 0; j < launch.n; j++) {
+				memset(slot[j], 0, 8);
+				if (launch.kind[j] == LP_TENSOR) {
+					const struct param *p = &v->params[launch.tensor[j]];
+					CUdeviceptr d = gpu.mirror[k][launch.tensor[j]] + set_offset(p->bytes, &v->pools[k], s);
+					memcpy(slot[j], &d, sizeof d);
+				} else if (launch.kind[j] != LP_SCRATCH)
+					memcpy(slot[j], launch.value[j], 8);
+				a[j] = slot[j];
+			}
+			gpu.args[k][s] = a;
+		}
+	}
+	gpu.scratch = xmalloc(largest);
+}
+
+static CUresult gpu_launch(int k, uint64_t s)
+{
+	return cu.LaunchKernel(gpu.fn, launch.grid[0], launch.grid[1], launch.grid[2], launch.block[0], launch.block[1],
+			       launch.block[2], launch.shared, 0, gpu.args[k][s], 0);
+}
+
+/* gpu_outputs copies set s's outputs between the memory files and the
+ * mirrors: up (the poison before a validation call) or down (what the
+ * kernel wrote). */
+static void gpu_outputs(struct visit *v, int k, uint64_t s, int up)
+{
+	for (size_t i = 0; i < v->nparams; i++) {
+		struct param *p = &v->params[i];
+		if (p->role != ROLE_OUTPUT)
+			continue;
+		size_t off = set_offset(p->bytes, &v->pools[k], s);
+		if (up)
+			cu_must(cu.MemcpyHtoD(gpu.mirror[k][i] + off, p->reg[k].map + off, p->bytes), "upload an output");
+		else
+			cu_must(cu.MemcpyDtoH(p->reg[k].map + off, gpu.mirror[k][i] + off, p->bytes), "download an output");
+	}
+}
+
+/* gpu_call is one synchronous call on set s of pool k, as the CPU entry
+ * is: launch, then wait for the whole device (work the kernel left on
+ * another stream too). 0 on success, else the reason in r. */
+static int gpu_call(struct visit *v, struct report *r, int k, uint64_t s)
+{
+	const char *e = cu_error(gpu_launch(k, s), "cuLaunchKernel");
+	if (!*e)
+		e = cu_error(cu.CtxSynchronize(), "cuCtxSynchronize");
+	if (*e) {
+		snprintf(r->reason, sizeof r->reason, "%s", e);
+		return 1;
+	}
+	gpu_outputs(v, k, s, 0);
+	return 0;
+}
+
+/* gpu_check compares every mirror with its memory file: an input's bytes
+ * all (the file is sealed), an output's gaps (the canaries). */
+static int gpu_check(struct visit *v, struct report *r, const char *suffix)
+{
+	for (size_t i = 0; i < v->nparams; i++) {
+		struct param *p = &v->params[i];
+		for (int k = 0; k < NPOOLS; k++) {
+			struct region *g = &p->reg[k];
+			cu_must(cu.MemcpyDtoH(gpu.scratch, gpu.mirror[k][i], g->size), "download a mirror");
+			if (p->role == ROLE_INPUT) {
+				size_t off = first_diff(gpu.scratch, g->map, g->size);
+				if (off < g->size) {
+					snprintf(r->reason, sizeof r->reason, "input_written: %s %s byte %zu (device)%s", p->name,
+						 pool_names[k], off, suffix);
+					return 0;
+				}
+				continue;
+			}
+			size_t o = 0;
+			for (uint64_t s = 0; s <= v->pools[k].sets; s++) {
+				size_t end = s < v->pools[k].sets ? set_offset(p->bytes, &v->pools[k], s) : g->size;
+				for (; o < end; o++)
+					if (gpu.scratch[o] != canary(o)) {
+						snprintf(r->reason, sizeof r->reason, "guard_overwritten: %s %s byte %zu (device)%s",
+							 p->name, pool_names[k], o, suffix);
+						return 0;
+					}
+				o = end + p->bytes;
+			}
+		}
+	}
+	return 1;
+}
+
+/* gpu_sample times n launches, call i on set (*cursor + i) mod nsets of
+ * pool k, between two events, and waits for the device: the span the
+ * events give (what the GPU took) is the sample's. */
+static int64_t gpu_sample(int k, uint64_t first, uint64_t n, uint64_t nsets, uint64_t *cursor)
+{
+	uint64_t s = *cursor;
+	CUresult rc = cu.EventRecord(gpu.ev0, 0);
+	for (uint64_t i = 0; i < n && rc == 0; i++) {
+		rc = gpu_launch(k, first + s);
+		if (++s == nsets)
+			s = 0;
+	}
+	if (rc == 0)
+		rc = cu.EventRecord(gpu.ev1, 0);
+	if (rc == 0)
+		rc = cu.CtxSynchronize();
+	float ms = 0;
+	if (rc == 0)
+		rc = cu.EventElapsedTime(&ms, gpu.ev0, gpu.ev1);
+	*cursor = s;
+	timed_rc |= rc;
+	return (int64_t)((double)ms * 1e6);
+}

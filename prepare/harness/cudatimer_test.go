@@ -1,0 +1,191 @@
+package harness
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/tilepipe/tilepipe/internal/launch"
+	"github.com/tilepipe/tilepipe/internal/visit"
+	"github.com/tilepipe/tilepipe/oracle"
+)
+
+// cudaTimer builds harness.c with its CUDA back end (cuda/backend.c): no
+// CUDA header or library is needed to build it.
+func cudaTimer(t *testing.T) string {
+	t.Helper()
+	exe := filepath.Join(t.TempDir(), "cuda-timer")
+	cc(t, "-std=gnu11", "-O2", "-Wall", "-Wextra", "-Werror", "-DTILEPIPE_CUDA", "-o", exe, "harness.c", "-ldl")
+	return exe
+}
+
+// TestCudaTimerBuilds: CI (no GPU) builds the CUDA timer; its closure
+// listing loads the driver first, so without one it says so and exits 2.
+func TestCudaTimerBuilds(t *testing.T) {
+	exe := cudaTimer(t)
+	if _, err := exec.LookPath("nvidia-smi"); err == nil {
+		t.Skip("a GPU driver is here")
+	}
+	_, stderr, err := run(t, exe, "--closure")
+	if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != 2 || !strings.HasPrefix(string(stderr), "harness: error: dlopen libcuda.so.1: ") {
+		t.Errorf("cuda-timer --closure without a driver = %v %q, want exit 2 naming dlopen", err, stderr)
+	}
+}
+
+// TestCudaTimerVisit runs the CUDA timer on the GPU (skipped without one,
+// or without Triton): the triton route builds add for 1000 x 1000 f32,
+// the timer validates two warm sets, serves samples and a fresh sample
+// as replay drives them, and every output is A + B; a launch whose grid
+// covers only the first block leaves the poison and fails the visit.
+func TestCudaTimerVisit(t *testing.T) {
+	if _, err := exec.LookPath("nvidia-smi"); err != nil {
+		t.Skip("no GPU here")
+	}
+	if err := exec.Command("python3", "-c", "import triton").Run(); err != nil {
+		t.Skip("no Triton here")
+	}
+	const m, n = 1000, 1000
+	c := oracle.Case{ID: "add-1000x1000-cuda", Op: "add", Dims: map[string]int{"M": m, "N": n}, Dtype: "f32", Pattern: "normal", Seed: 1, Policy: "strict", Device: "cuda"}
+	sig, err := oracle.Signature(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	cf := filepath.Join(dir, "case.json")
+	b, _ := json.Marshal(struct {
+		oracle.Case
+		Signature []oracle.Param `json:"signature"`
+		Threads   int            `json:"threads"`
+	}{c, sig, 1})
+	os.WriteFile(cf, b, 0o644)
+	work := filepath.Join(dir, "work")
+	os.Mkdir(work, 0o755)
+	route, _ := filepath.Abs("../../routes/triton/route")
+	if out, err := exec.Command(route, "build", "--case", cf, "--workdir", work).CombinedOutput(); err != nil || !strings.Contains(string(out), `"built"`) {
+		t.Fatalf("triton build: %v\n%s", err, out)
+	}
+	mb, err := os.ReadFile(filepath.Join(work, "launch.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	man, err := launch.Parse(mb)
+	if err == nil {
+		err = man.Check(sig)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	exe := cudaTimer(t)
+	for _, tc := range []struct{ name, want string }{
+		{"honest", ""},
+		{"one block", "output_not_overwritten: C set 0 element 1024"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			lm := man
+			if tc.want != "" {
+				lm.Grid = [3]uint32{1, 1, 1}
+			}
+			lf := filepath.Join(t.TempDir(), "launch.txt")
+			os.WriteFile(lf, []byte(lm.Lines(sig)), 0o644)
+			r, files, a, bb := runAdd(t, exe, filepath.Join(work, "kernel.cubin"), lf, m*n)
+			if r.Reason != tc.want {
+				t.Fatalf("visit reason %q, want %q (validated %+v)", r.Reason, tc.want, r.Validated)
+			}
+			if tc.want != "" {
+				return
+			}
+			// Every warm and fresh output is A + B, as float32 adds.
+			for pi, pool := range []int{4, 5} { // C warm, C fresh
+				for s := range sets {
+					got := files[pool].Set(s)
+					for i := 0; i < m*n; i++ {
+						want := a[pi][s][i] + bb[pi][s][i]
+						if g := math.Float32frombits(uint32(got[4*i]) | uint32(got[4*i+1])<<8 | uint32(got[4*i+2])<<16 | uint32(got[4*i+3])<<24); g != want {
+							t.Fatalf("pool %d set %d element %d = %g, want %g", pi, s, i, g, want)
+						}
+					}
+				}
+			}
+			t.Logf("calls per sample %d; samples %v", r.Calls, r.Samples)
+		})
+	}
+}
+
+// runAdd drives one add visit of the CUDA timer as replay does: warm and
+// fresh memory files for A, B (random) and C, samples, a fresh sample.
+func runAdd(t *testing.T, exe, cubin, lf string, elems int) (*visit.Run, []*visit.MemFile, [2][][]float32, [2][][]float32) {
+	t.Helper()
+	bytes := elems * 4
+	var a, b [2][][]float32
+	var files []*visit.MemFile
+	rng := rand.New(rand.NewPCG(1, 2))
+	for _, in := range []struct {
+		name string
+		x    *[2][][]float32
+	}{{"A", &a}, {"B", &b}} {
+		for pi, pool := range []string{visit.PoolWarm, visit.PoolFresh} {
+			var raw [][]byte
+			for range sets {
+				x := make([]float32, elems)
+				for i := range x {
+					x[i] = float32(rng.NormFloat64())
+				}
+				in.x[pi] = append(in.x[pi], x)
+				raw = append(raw, floatBytes(x))
+			}
+			mf, err := visit.NewInput(in.name, visit.NewLayout(pool, sets, bytes), raw)
+			if err != nil {
+				t.Fatal(err)
+			}
+			files = append(files, mf)
+		}
+	}
+	for _, pool := range []string{visit.PoolWarm, visit.PoolFresh} {
+		mf, err := visit.NewOutput("C", visit.NewLayout(pool, sets, bytes))
+		if err != nil {
+			t.Fatal(err)
+		}
+		files = append(files, mf)
+	}
+	t.Cleanup(func() {
+		for _, f := range files {
+			f.Close()
+		}
+	})
+	vf := filepath.Join(t.TempDir(), "visit.txt")
+	os.WriteFile(vf, []byte(fmt.Sprintf(`tilepipe-visit 3
+threads 1
+pool warm %d 4096
+pool fresh %d 64
+param input A f32 %d 5 6
+param input B f32 %d 7 8
+param output C f32 %d 9 10
+cubin %s
+launch %s
+`, sets, sets, bytes, bytes, bytes, cubin, lf)), 0o644)
+	var osf []*os.File
+	for _, f := range files {
+		osf = append(osf, f.File)
+	}
+	spec := visit.Spec{Argv: []string{exe, "--visit", vf}, Dir: filepath.Dir(exe), Timeout: 60 * time.Second, Threads: 1, Files: osf}
+	r, err := visit.RunAll(context.Background(), spec, func(s *visit.Session) ([]visit.Sample, int64, error) {
+		ss, n, err := s.Drive(plan)
+		if err != nil {
+			return nil, 0, err
+		}
+		span, tn, err := s.Fresh(sets)
+		return append(ss, visit.Sample{Kind: visit.KindFresh, Calls: sets, SpanNs: span.Nanoseconds(), TimerNs: tn}), n, err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r, files, a, b
+}
