@@ -1,7 +1,6 @@
 package harness
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
 	"math"
@@ -175,17 +174,6 @@ launch %s
 	for _, f := range files {
 		osf = append(osf, f.File)
 	}
-	spec := visit.Spec{Argv: []string{exe, "--visit", vf}, Dir: filepath.Dir(exe), Timeout: 60 * time.Second, Threads: 1, Files: osf}
-	r, err := visit.RunAll(context.Background(), spec, func(s *visit.Session) ([]visit.Sample, int64, error) {
-		ss, n, err := s.Drive(plan)
-		if err != nil {
-			return nil, 0, err
-		}
-		span, tn, err := s.Fresh(sets)
-		return append(ss, visit.Sample{Kind: visit.KindFresh, Calls: sets, SpanNs: span.Nanoseconds(), TimerNs: tn}), n, err
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
+	r := driveVisit(t, exe, vf, osf, 1, 60*time.Second)
 	return r, files, a, b
 }

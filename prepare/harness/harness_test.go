@@ -171,7 +171,14 @@ var plan = visit.Plan{Warmup: time.Millisecond, Sample: time.Millisecond, Sample
 // replay drives it: samples, then a fresh sample of every fresh set.
 func runVisit(t *testing.T, exe string, c *gemmCase) *visit.Run {
 	t.Helper()
-	spec := visit.Spec{Argv: []string{exe, "--visit", c.visit}, Dir: filepath.Dir(exe), Timeout: 20 * time.Second, Threads: 2, Files: c.osFiles()}
+	return driveVisit(t, exe, c.visit, c.osFiles(), 2, 20*time.Second)
+}
+
+// driveVisit runs exe --visit visitFile with files on fd 5 and up, as
+// runVisit says.
+func driveVisit(t *testing.T, exe, visitFile string, files []*os.File, threads int, timeout time.Duration) *visit.Run {
+	t.Helper()
+	spec := visit.Spec{Argv: []string{exe, "--visit", visitFile}, Dir: filepath.Dir(exe), Timeout: timeout, Threads: threads, Files: files}
 	r, err := visit.RunAll(context.Background(), spec, func(s *visit.Session) ([]visit.Sample, int64, error) {
 		ss, n, err := s.Drive(plan)
 		if err != nil {
