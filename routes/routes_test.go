@@ -30,6 +30,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/tilepipe/tilepipe/internal/protocol"
 	"github.com/tilepipe/tilepipe/internal/visit"
 	"github.com/tilepipe/tilepipe/oracle"
 	"io"
@@ -63,14 +64,18 @@ func (p param) elems() int {
 	return n
 }
 
-type describeResp struct {
-	Protocol  int      `json:"protocol"`
-	Name      string   `json:"name"`
-	Kind      string   `json:"kind"`
-	Version   string   `json:"version"`
-	Available bool     `json:"available"`
-	Reason    string   `json:"reason"`
-	Ops       []string `json:"ops"`
+// describeResp is a route's describe answer, parsed and checked as
+// capture parses it.
+type describeResp = protocol.Description
+
+// parseDescribe parses a describe answer with capture's own parser.
+func parseDescribe(t *testing.T, what string, out []byte) describeResp {
+	t.Helper()
+	d, err := protocol.ParseDescription(out)
+	if err != nil {
+		t.Fatalf("%s: %v\n%s", what, err, out)
+	}
+	return d
 }
 
 type fileResp struct {
@@ -177,8 +182,7 @@ func describe(t *testing.T, name string) describeResp {
 	if d, ok := describeCache.Load(name); ok {
 		return d.(describeResp)
 	}
-	var d describeResp
-	decode(t, name+" describe", run(t, ".", nil, routeExe(t, name), "describe"), &d)
+	d := parseDescribe(t, name+" describe", run(t, ".", nil, routeExe(t, name), "describe"))
 	describeCache.Store(name, d)
 	return d
 }
@@ -1851,9 +1855,8 @@ func TestTorchEagerClosure(t *testing.T) {
 
 func TestOpenBLASDescribeUnavailable(t *testing.T) {
 	t.Parallel()
-	var d describeResp
 	out := run(t, ".", []string{"CC=/nonexistent/cc"}, routeExe(t, "openblas"), "describe")
-	decode(t, "openblas describe", out, &d)
+	d := parseDescribe(t, "openblas describe", out)
 	const want = "C compiler '/nonexistent/cc' not found on PATH"
 	if d.Available || d.Reason != want {
 		t.Errorf("openblas describe with CC=/nonexistent/cc = available %v reason %q, want false %q", d.Available, d.Reason, want)
@@ -1872,8 +1875,7 @@ echo '{"torch": "9.9.9+fake", "python": "3.99.0", "executable": "/fake/bin/pytho
 	if err := os.WriteFile(fake, []byte(script), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	var d describeResp
-	decode(t, "torch-eager describe", run(t, ".", []string{"TILEPIPE_TORCH_PYTHON=" + fake}, routeExe(t, "torch-eager"), "describe"), &d)
+	d := parseDescribe(t, "torch-eager describe", run(t, ".", []string{"TILEPIPE_TORCH_PYTHON=" + fake}, routeExe(t, "torch-eager"), "describe"))
 	const want = "torch 9.9.9+fake (Python 3.99.0, /fake/bin/python3)"
 	if !d.Available || d.Version != want {
 		t.Errorf("torch-eager describe with TILEPIPE_TORCH_PYTHON=%s = available %v version %q, want true %q", fake, d.Available, d.Version, want)

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
+	"github.com/tilepipe/tilepipe/internal/protocol"
 	"github.com/tilepipe/tilepipe/oracle"
 	"math"
 	"os"
@@ -570,18 +571,8 @@ func TestDescribe(t *testing.T) {
 	if err != nil {
 		t.Fatalf("route describe: %v", err)
 	}
-	var d struct {
-		Protocol  int      `json:"protocol"`
-		Name      string   `json:"name"`
-		Kind      string   `json:"kind"`
-		Version   string   `json:"version"`
-		Available bool     `json:"available"`
-		Reason    string   `json:"reason"`
-		Ops       []string `json:"ops"`
-	}
-	dec := json.NewDecoder(bytes.NewReader(out))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&d); err != nil {
+	d, err := protocol.ParseDescription(out)
+	if err != nil {
 		t.Fatalf("route describe: %v\n%s", err, out)
 	}
 	if d.Protocol != 1 || d.Name != "halide" || d.Kind != "object" || !d.Available || d.Reason != "" {

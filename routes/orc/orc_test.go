@@ -22,6 +22,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tilepipe/tilepipe/internal/protocol"
 	"github.com/tilepipe/tilepipe/oracle"
 )
 
@@ -49,18 +50,6 @@ type buildResp struct {
 	RequiresCPU []string        `json:"requires_cpu"`
 }
 
-type describeResp struct {
-	Protocol  int      `json:"protocol"`
-	Name      string   `json:"name"`
-	Kind      string   `json:"kind"`
-	Version   string   `json:"version"`
-	Available bool     `json:"available"`
-	Reason    string   `json:"reason"`
-	Ops       []string `json:"ops"`
-	Validates bool     `json:"validates"`
-	AcceptsIR bool     `json:"accepts_ir"`
-}
-
 func routesDir() string {
 	if d := os.Getenv("TILEPIPE_ROUTES"); d != "" {
 		return d
@@ -78,8 +67,7 @@ func route(t *testing.T) string {
 	if _, err := os.Stat(p); err != nil {
 		reason = "not built (make build): " + err.Error()
 	} else {
-		var d describeResp
-		decode(t, "describe", runRoute(t, p, "describe"), &d)
+		d := parseDescribe(t, runRoute(t, p, "describe"))
 		if !d.Available {
 			reason = d.Reason
 		}
@@ -270,8 +258,7 @@ func cpuFlags(t *testing.T) map[string]bool {
 
 func TestDescribe(t *testing.T) {
 	exe := route(t)
-	var d describeResp
-	decode(t, "describe", runRoute(t, exe, "describe"), &d)
+	d := parseDescribe(t, runRoute(t, exe, "describe"))
 	if d.Protocol != 1 || d.Name != "orc" || d.Kind != "object" || !d.Validates || !d.AcceptsIR {
 		t.Errorf("describe = %+v, want protocol 1, name orc, kind object, validates and accepts_ir", d)
 	}
@@ -446,4 +433,15 @@ func routeJSON(v any) string {
 		panic(err)
 	}
 	return strings.NewReplacer(`":`, `": `, `,`, `, `).Replace(string(b))
+}
+
+// parseDescribe parses the route's describe answer with capture's own
+// parser.
+func parseDescribe(t *testing.T, out []byte) protocol.Description {
+	t.Helper()
+	d, err := protocol.ParseDescription(out)
+	if err != nil {
+		t.Fatalf("describe: %v\n%s", err, out)
+	}
+	return d
 }
