@@ -191,18 +191,27 @@ type Prepared struct {
 	Inputs  []TensorRef       `json:"inputs,omitempty"` // raw bytes
 	Outputs []oracle.Param    `json:"outputs,omitempty"`
 	Closure []ClosureFile     `json:"closure,omitempty"`
+	// Kernel is what a cubin entry's timer loads: the captured cubin
+	// (role "cubin") and its launch in the timer's line form (role
+	// "launch", made by prepare from the captured manifest).
+	Kernel []FileRef `json:"kernel,omitempty"`
 }
 
 // PreparedDoc is the prepare stage's document.
 type PreparedDoc struct {
-	Schema        int        `json:"schema"`
-	Capture       Digest     `json:"capture"` // capture manifest
-	Threads       int        `json:"threads"`
-	HarnessSource FileRef    `json:"harnessSource"`
-	HarnessObject FileRef    `json:"harnessObject"`
-	CC            []string   `json:"cc"`
-	CCVersion     string     `json:"ccVersion"`
-	Entries       []Prepared `json:"entries"`
+	Schema        int     `json:"schema"`
+	Capture       Digest  `json:"capture"` // capture manifest
+	Threads       int     `json:"threads"`
+	HarnessSource FileRef `json:"harnessSource"`
+	HarnessObject FileRef `json:"harnessObject"`
+	// CUDATimer is the CUDA timer (harness.c with cuda/backend.c, built
+	// with -DTILEPIPE_CUDA) and CUDASource its back end's source; both
+	// absent when no entry is a cubin build.
+	CUDATimer  *FileRef   `json:"cudaTimer,omitempty"`
+	CUDASource *FileRef   `json:"cudaSource,omitempty"`
+	CC         []string   `json:"cc"`
+	CCVersion  string     `json:"ccVersion"`
+	Entries    []Prepared `json:"entries"`
 }
 
 // ReplayConfig are the replay parameters, recorded so resume and audit see

@@ -19,6 +19,7 @@ import (
 	"github.com/tilepipe/tilepipe/artifacts/tensor"
 	"github.com/tilepipe/tilepipe/internal/floors"
 	"github.com/tilepipe/tilepipe/internal/progress"
+	"github.com/tilepipe/tilepipe/internal/record"
 	"github.com/tilepipe/tilepipe/internal/sets"
 	"github.com/tilepipe/tilepipe/internal/visit"
 	"github.com/tilepipe/tilepipe/oracle"
@@ -648,6 +649,17 @@ func (a *auditor) validations(p *[]string) int {
 
 // readCapture reads a capture blob that the audit re-hashed when it opened
 // the stage.
+// device is the device case id runs on ("cpu" for a case the capture
+// does not have: its rows fail elsewhere).
+func (a *auditor) device(id string) string {
+	for _, c := range a.cdoc.Cases {
+		if c.Case.ID == id {
+			return c.Case.DeviceOf()
+		}
+	}
+	return oracle.DeviceCPU
+}
+
 func (a *auditor) readCapture(d artifacts.Digest, limit int64) ([]byte, error) {
 	if !a.cap.Has(d) {
 		return nil, fmt.Errorf("blob %s is not a layer of the capture", artifacts.Short(d))
@@ -679,7 +691,7 @@ func (a *auditor) summaries() {
 	if !slices.Equal(union, rows) {
 		p = append(p, fmt.Sprintf("samples.arrow has %d rows, the passed visits' tables have %d (or differ in content)", len(rows), len(union)))
 	}
-	want := recompute(a.rdoc, rows)
+	want := recompute(a.rdoc, rows, a.device)
 	have := map[[2]string]artifacts.Summary{}
 	for _, s := range a.rdoc.Summary {
 		have[[2]string{s.Case, s.Route}] = s
@@ -722,7 +734,7 @@ func (a *auditor) memoisation(v artifacts.VisitResult, rows []samples.Row) error
 	var ss []visit.Sample
 	fresh, controls, calls := 0, 0, int64(0)
 	for _, r := range rows {
-		ss = append(ss, visit.Sample{Kind: r.Kind, Index: int(r.Index), Calls: r.Calls, SpanNs: r.TotalNs, TimerNs: r.TimerNs})
+		ss = append(ss, visit.Sample{Kind: r.Kind, Index: int(r.Index), Calls: r.Calls, SpanNs: r.TotalNs, TimerNs: r.TimerNs, Clock: record.Clock(a.device(v.Case), r.Kind)})
 		switch r.Kind {
 		case visit.KindFresh:
 			fresh, calls = fresh+1, calls+r.Calls
@@ -768,7 +780,7 @@ func readRows(st *artifacts.Stage, d artifacts.Digest) ([]samples.Row, error) {
 
 // recompute derives the timing summaries of passed (case, route) pairs
 // from raw rows, written independently of replay's code path.
-func recompute(doc artifacts.ReplayDoc, rows []samples.Row) map[[2]string]artifacts.Summary {
+func recompute(doc artifacts.ReplayDoc, rows []samples.Row, device func(id string) string) map[[2]string]artifacts.Summary {
 	failed := map[[2]string]bool{}
 	for _, v := range doc.Visits {
 		if v.Status != artifacts.StatusPassed {
@@ -786,11 +798,17 @@ func recompute(doc artifacts.ReplayDoc, rows []samples.Row) map[[2]string]artifa
 		if r.Kind != "batch" || failed[k] {
 			continue
 		}
-		all[k] = append(all[k], float64(r.TotalNs)/float64(r.Calls))
+		// A GPU sample's time is its CUDA-event span (records() checks
+		// every row's clock against its case's device).
+		ns := r.TotalNs
+		if record.Clock(device(r.Case), r.Kind) == samples.ClockCUDA {
+			ns = r.TimerNs
+		}
+		all[k] = append(all[k], float64(ns)/float64(r.Calls))
 		if rounds[k] == nil {
 			rounds[k] = map[int32][]float64{}
 		}
-		rounds[k][r.Round] = append(rounds[k][r.Round], float64(r.TotalNs)/float64(r.Calls))
+		rounds[k][r.Round] = append(rounds[k][r.Round], float64(ns)/float64(r.Calls))
 	}
 	out := map[[2]string]artifacts.Summary{}
 	for k, xs := range all {

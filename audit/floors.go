@@ -9,6 +9,7 @@ import (
 
 	"github.com/tilepipe/tilepipe/artifacts"
 	"github.com/tilepipe/tilepipe/internal/floors"
+	"github.com/tilepipe/tilepipe/oracle"
 )
 
 // floors re-applies the physical floors the replay measured and recorded:
@@ -53,6 +54,9 @@ func (a *auditor) floors() {
 			continue // not timed, or a failed visit
 		}
 		f, ok := fl[s.Case]
+		if !ok && cases[s.Case].Case.DeviceOf() != oracle.DeviceCPU {
+			continue // replay measures CPU floors only (docs/gpu.md)
+		}
 		if !ok {
 			p = append(p, fmt.Sprintf("%s/%s: timed, but no session recorded its floor", s.Case, s.Route))
 			continue

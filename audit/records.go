@@ -33,7 +33,7 @@ func (a *auditor) records() {
 	visits, rows, unread := a.passedRows()
 	p = append(p, unread...)
 	for i, v := range visits {
-		p = append(p, record.Visit(v, rows[i], a.rdoc.Config)...)
+		p = append(p, record.Visit(v, rows[i], a.rdoc.Config, a.device(v.Case))...)
 	}
 	// Calibration is judged on timings, which a loaded machine bends:
 	// an honest replay under a parallel make test missed it. A warning,

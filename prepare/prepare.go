@@ -14,6 +14,7 @@ import (
 
 	"github.com/tilepipe/tilepipe/artifacts"
 	"github.com/tilepipe/tilepipe/artifacts/tensor"
+	"github.com/tilepipe/tilepipe/internal/launch"
 	"github.com/tilepipe/tilepipe/internal/progress"
 	"github.com/tilepipe/tilepipe/internal/visit"
 	"github.com/tilepipe/tilepipe/prepare/harness"
@@ -75,10 +76,11 @@ type preparer struct {
 	s       *artifacts.Store
 	tmp     string
 	rec     *artifacts.Receipt
-	sandbox *visit.Sandbox // nil: --no-sandbox
-	harness string         // path of harness.o
-	timer   *timerSymbols  // names route objects may not define
-	mu      sync.Mutex     // guards rec.Commands
+	sandbox *visit.Sandbox     // nil: --no-sandbox
+	harness string             // path of harness.o
+	cuda    *artifacts.FileRef // the CUDA timer in this stage; nil when no entry is a cubin build
+	timer   *timerSymbols      // names route objects may not define
+	mu      sync.Mutex         // guards rec.Commands
 }
 
 // Run verifies every blob of the capture, then links each object build into
@@ -135,6 +137,15 @@ func Run(ctx context.Context, cfg Config) (_ *Result, err error) {
 	if err := p.compileHarness(ctx, &doc); err != nil {
 		return nil, err
 	}
+	for _, c := range cdoc.Cases {
+		for _, b := range c.Builds {
+			if b.Kind == "cubin" && b.Status == artifacts.StatusBuilt && p.cuda == nil {
+				if err := p.compileCUDATimer(ctx, &doc); err != nil {
+					return nil, err
+				}
+			}
+		}
+	}
 	// Raw inputs first (one per case), then every entry; entries are
 	// independent (each has its own work directory) and run cfg.Jobs at a
 	// time, keeping the capture's order in the document.
@@ -170,13 +181,6 @@ func Run(ctx context.Context, cfg Config) (_ *Result, err error) {
 			continue
 		}
 		g.Go(func() error {
-			if builds[i].Kind == "cubin" {
-				// Capture checked it; the CUDA timer that will run it is
-				// the next step of issue 11 (docs/gpu.md).
-				e.Status, e.Reason = artifacts.StatusUnsupported, "kind cubin: no CUDA timer yet (docs/gpu.md)"
-				cfg.Progress.Step("prepare", int(done.Add(1)), len(entries), e.Case+" "+e.Route+": "+e.Status)
-				return nil
-			}
 			var why string
 			var err error
 			switch b := builds[i]; b.Kind {
@@ -184,6 +188,8 @@ func Run(ctx context.Context, cfg Config) (_ *Result, err error) {
 				why, err = p.object(gctx, *cases[i], b, e)
 			case "process":
 				why, err = p.process(gctx, *cases[i], b, e)
+			case "cubin":
+				why, err = p.cubin(gctx, *cases[i], b, e)
 			default:
 				why = fmt.Sprintf("kind %q cannot be prepared", b.Kind)
 			}
@@ -193,7 +199,7 @@ func Run(ctx context.Context, cfg Config) (_ *Result, err error) {
 			e.Status, e.Reason = artifacts.StatusPrepared, ""
 			if why != "" {
 				e.Status, e.Reason = artifacts.StatusFailed, why
-				e.Program, e.Closure = nil, nil
+				e.Program, e.Closure, e.Kernel = nil, nil, nil
 				cfg.Progress.Printf("prepare: %s %s failed: %s", e.Case, e.Route, why)
 			}
 			cfg.Progress.Step("prepare", int(done.Add(1)), len(entries), e.Case+" "+e.Route+": "+e.Status)
@@ -267,6 +273,117 @@ func (p *preparer) compileHarness(ctx context.Context, doc *artifacts.PreparedDo
 	doc.HarnessObject = artifacts.FileRef{Path: "harness.o", Role: "object", Digest: od.Digest, Size: od.Size}
 	p.harness = obj
 	return nil
+}
+
+// compileCUDATimer builds the CUDA timer once: harness.c with its CUDA
+// back end (cuda/backend.c), which loads the driver at run time, so it
+// builds on a machine without CUDA; it runs only where the driver is
+// (its closure listing loads it).
+func (p *preparer) compileCUDATimer(ctx context.Context, doc *artifacts.PreparedDoc) error {
+	dir := filepath.Join(p.tmp, "cuda-timer")
+	if err := os.MkdirAll(filepath.Join(dir, "cuda"), 0o755); err != nil {
+		return err
+	}
+	src, back := filepath.Join(dir, "harness.c"), filepath.Join(dir, "cuda", "backend.c")
+	for _, f := range []struct {
+		path string
+		b    []byte
+	}{{src, harness.Source}, {back, harness.CUDABackend}} {
+		if err := os.WriteFile(f.path, f.b, 0o444); err != nil {
+			return err
+		}
+	}
+	exe := filepath.Join(dir, "cuda-timer")
+	argv := append(append([]string{p.cfg.CC}, p.cfg.CFlags...), "-DTILEPIPE_CUDA", "-o", exe, src, "-ldl")
+	_, _, reason, err := p.run(ctx, argv, dir, nil)
+	if err != nil {
+		return err
+	}
+	if reason != "" {
+		return fmt.Errorf("compile the CUDA timer (%s): %s", strings.Join(argv, " "), reason)
+	}
+	bd, err := p.s.PutFile(back, artifacts.MediaText)
+	if err != nil {
+		return err
+	}
+	p.s.Name("harness/cuda/backend.c", bd)
+	xd, err := p.s.PutFile(exe, artifacts.MediaExec)
+	if err != nil {
+		return err
+	}
+	p.s.Name("harness/cuda-timer", xd)
+	doc.CUDASource = &artifacts.FileRef{Path: "cuda/backend.c", Role: "source", Digest: bd.Digest, Size: bd.Size}
+	doc.CUDATimer = &artifacts.FileRef{Path: "cuda-timer", Role: "executable", Digest: xd.Digest, Size: xd.Size}
+	p.cuda = doc.CUDATimer
+	return nil
+}
+
+// cubin checks a cubin build's launch manifest again (against the case and
+// the PTX stored beside it), writes its launch in the timer's line form
+// and pins the CUDA timer's closure, the driver's files included. No code
+// of the route runs here or at replay.
+func (p *preparer) cubin(ctx context.Context, c artifacts.CapturedCase, b artifacts.Build, e *artifacts.Prepared) (string, error) {
+	files := map[string]artifacts.FileRef{}
+	for _, f := range b.Files {
+		switch f.Role {
+		case "cubin", "ptx", "manifest":
+			if _, dup := files[f.Role]; dup {
+				return fmt.Sprintf("files: a second file with role %s", f.Role), nil
+			}
+			files[f.Role] = f
+		}
+	}
+	read := func(role string, limit int64) ([]byte, error) {
+		f, ok := files[role]
+		if !ok {
+			return nil, fmt.Errorf("files: no file with role %s", role)
+		}
+		if !p.cap.Has(f.Digest) {
+			return nil, fmt.Errorf("capture blob %s (%s) is not a layer of the capture manifest", artifacts.Short(f.Digest), f.Path)
+		}
+		return p.cap.Store.ReadVerified(f.Digest, f.Path, limit)
+	}
+	mb, err := read("manifest", launch.MaxManifestBytes)
+	if err != nil {
+		return err.Error(), nil
+	}
+	m, err := launch.Parse(mb)
+	if err == nil {
+		err = m.Check(c.Signature)
+	}
+	if err != nil {
+		return fmt.Sprintf("launch manifest %s: %v", files["manifest"].Path, err), nil
+	}
+	ptx, err := read("ptx", 256<<20)
+	if err != nil {
+		return err.Error(), nil
+	}
+	if err := m.MatchPTX(ptx); err != nil {
+		return fmt.Sprintf("launch manifest %s against %s: %v", files["manifest"].Path, files["ptx"].Path, err), nil
+	}
+	if _, err := read("cubin", 1<<30); err != nil {
+		return err.Error(), nil
+	}
+	ld, err := p.s.PutBytes([]byte(m.Lines(c.Signature)), artifacts.MediaText)
+	if err != nil {
+		return "", err
+	}
+	p.s.Name(fmt.Sprintf("cases/%s/%s/launch.txt", c.Case.ID, b.Route), ld)
+	cf := files["cubin"]
+	e.Kernel = []artifacts.FileRef{{Path: cf.Path, Role: "cubin", Digest: cf.Digest, Size: cf.Size}, {Path: "launch.txt", Role: "launch", Digest: ld.Digest, Size: ld.Size}}
+	prog := *p.cuda
+	e.Program = &prog
+	// The timer's closure listing runs in the sandbox, which shows the
+	// entry's own directory alone: a copy of the timer goes there.
+	dir := filepath.Join(p.tmp, c.Case.ID+"."+b.Route)
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		return "", err
+	}
+	exe := filepath.Join(dir, prog.Path)
+	if err := p.s.CopyOut(prog.Digest, exe, 0o555); err != nil {
+		return "", err
+	}
+	return p.closure(ctx, []string{exe, "--closure"}, dir, nil, e)
 }
 
 // rawInputs stores each packet input as raw little-endian bytes, which the

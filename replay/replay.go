@@ -27,6 +27,7 @@ import (
 	"github.com/tilepipe/tilepipe/internal/record"
 	"github.com/tilepipe/tilepipe/internal/sets"
 	"github.com/tilepipe/tilepipe/internal/visit"
+	"github.com/tilepipe/tilepipe/oracle"
 )
 
 // Config says how to replay. See [DefaultConfig].
@@ -63,21 +64,25 @@ type Result struct {
 }
 
 type replayer struct {
-	cfg      Config
-	prep     *artifacts.Stage
-	cap      *artifacts.Stage
-	pdoc     artifacts.PreparedDoc
-	cdoc     artifacts.CaptureDoc
-	s        *artifacts.Store
-	entries  map[[2]string]*artifacts.Prepared
-	cases    map[string]*artifacts.CapturedCase
-	inputs   *inputCache
-	sandbox  *visit.Sandbox // nil: --no-sandbox
-	limiter  *visit.Limiter // nil: no cgroup CPU quota here
-	cpuLimit string         // what limits a visit's CPU, for the record
-	journal  *os.File
-	rec      artifacts.Receipt
-	deps     artifacts.Deps
+	cfg     Config
+	prep    *artifacts.Stage
+	cap     *artifacts.Stage
+	pdoc    artifacts.PreparedDoc
+	cdoc    artifacts.CaptureDoc
+	s       *artifacts.Store
+	entries map[[2]string]*artifacts.Prepared
+	cases   map[string]*artifacts.CapturedCase
+	inputs  *inputCache
+	sandbox *visit.Sandbox // nil: --no-sandbox
+	// gpuDevices are the GPU's device nodes a cuda visit's sandbox shows
+	// (found when the plan has a cubin entry).
+	gpuDevices []string
+	gpuErr     error          // why there are none: each cuda visit fails with it
+	limiter    *visit.Limiter // nil: no cgroup CPU quota here
+	cpuLimit   string         // what limits a visit's CPU, for the record
+	journal    *os.File
+	rec        artifacts.Receipt
+	deps       artifacts.Deps
 	// sessions so far; the last is this one.
 	sessions []artifacts.Session
 	// set0 is, per (case, route), the first passed visit and its Set0.
@@ -112,6 +117,11 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 			return nil, fmt.Errorf("replay: no sandbox can be made on this machine: %v; --no-sandbox times without one (the audit marks every row)", err)
 		}
 		r.sandbox = sb
+		for _, e := range r.entries {
+			if e.Kind == "cubin" && e.Status == artifacts.StatusPrepared && r.gpuDevices == nil && r.gpuErr == nil {
+				r.gpuDevices, r.gpuErr = visit.GPUDevices("/dev")
+			}
+		}
 	}
 	var lerr error
 	if r.limiter, lerr = visit.ProbeLimiter(); lerr != nil {
@@ -260,6 +270,9 @@ func (r *replayer) measureFloors(sess *artifacts.Session, cases []string) error 
 	}
 	for _, id := range cases {
 		c := r.cases[id]
+		if c.Case.DeviceOf() != oracle.DeviceCPU {
+			continue // a CPU floor says nothing of a GPU (docs/gpu.md)
+		}
 		sess.Floors = append(sess.Floors, floors.Case(c.Case, c.Signature, r.cfg.Sets, r.cfg.Threads, sess.ClockHz, flags, measure))
 	}
 	r.cfg.Progress.Printf("replay: one core runs at %.2f GHz; %d cases' floors measured", sess.ClockHz/1e9, len(sess.Floors))
@@ -471,6 +484,7 @@ func (r *replayer) append(l artifacts.JournalLine) error {
 type program struct {
 	path   string
 	digest artifacts.Digest
+	kernel []string // a cubin entry's cubin and launch files, checked like the program
 }
 
 // materialize copies each prepared program (a linked harness from the
@@ -513,7 +527,55 @@ func (r *replayer) materialize() (map[[2]string]program, error) {
 		if got != e.Program.Digest {
 			return nil, &artifacts.MismatchError{Name: "program of " + e.Case + "/" + e.Route, Path: dst, Expected: e.Program.Digest, Actual: got}
 		}
-		out[k] = program{path: dst, digest: got}
+		prog := program{path: dst, digest: got}
+		if e.Kind == "cubin" {
+			if prog.kernel, err = r.kernelFiles(bin, e); err != nil {
+				return nil, err
+			}
+		}
+		out[k] = prog
+	}
+	return out, nil
+}
+
+// kernelFiles copies a cubin entry's cubin (from the capture) and launch
+// lines (from the prepared stage) into bin by digest and checks the copies:
+// the CUDA timer loads exactly the bytes capture stored.
+func (r *replayer) kernelFiles(bin string, e *artifacts.Prepared) ([]string, error) {
+	var out []string
+	for _, want := range []struct {
+		role string
+		src  *artifacts.Stage
+	}{{"cubin", r.cap}, {"launch", r.prep}} {
+		var f *artifacts.FileRef
+		for i := range e.Kernel {
+			if e.Kernel[i].Role == want.role {
+				if f != nil {
+					return nil, fmt.Errorf("prepared %s: entry %s/%s: kernel: two files with role %s", r.cfg.Prepared, e.Case, e.Route, want.role)
+				}
+				f = &e.Kernel[i]
+			}
+		}
+		if f == nil || len(e.Kernel) != 2 {
+			return nil, fmt.Errorf("prepared %s: entry %s/%s: kernel: want one cubin and one launch file, got %d files", r.cfg.Prepared, e.Case, e.Route, len(e.Kernel))
+		}
+		if !want.src.Has(f.Digest) {
+			return nil, fmt.Errorf("prepared %s: entry %s/%s: kernel %s %s is not a verified layer", r.cfg.Prepared, e.Case, e.Route, want.role, artifacts.Short(f.Digest))
+		}
+		dst := filepath.Join(bin, f.Digest.Encoded()+"."+want.role)
+		if _, err := os.Lstat(dst); err != nil {
+			if err := copyFile(want.src.Store.Path(f.Digest), dst, 0o444); err != nil {
+				return nil, err
+			}
+		}
+		got, _, err := artifacts.HashFile(dst)
+		if err != nil {
+			return nil, err
+		}
+		if got != f.Digest {
+			return nil, &artifacts.MismatchError{Name: want.role + " of " + e.Case + "/" + e.Route, Path: dst, Expected: f.Digest, Actual: got}
+		}
+		out = append(out, dst)
 	}
 	return out, nil
 }
@@ -659,7 +721,7 @@ func (r *replayer) checkJournaled(v *artifacts.VisitResult) error {
 	if err != nil {
 		return fmt.Errorf("visit %d: %w", v.Index, err)
 	}
-	if p := record.Visit(*v, rows, r.cfg.ReplayConfig); len(p) > 0 {
+	if p := record.Visit(*v, rows, r.cfg.ReplayConfig, r.cases[v.Case].Case.DeviceOf()); len(p) > 0 {
 		return errors.New(p[0])
 	}
 	return nil

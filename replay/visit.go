@@ -30,9 +30,15 @@ import (
 // threads, the pools and the params, each with the descriptors of its
 // memory files (5, 6 for the first param's warm and fresh files, 7, 8 for
 // the next, ...).
-func VisitFile(threads, warm, fresh int, e *artifacts.Prepared) string {
+//
+// A cubin entry's visit also names its kernel as the timer sees it:
+// `cubin PATH` and `launch PATH` (kernel holds the two paths).
+func VisitFile(threads, warm, fresh int, e *artifacts.Prepared, kernel []string) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "tilepipe-visit 3\nthreads %d\npool warm %d %d\npool fresh %d %d\n", threads, warm, visit.WarmGap, fresh, visit.FreshGap)
+	if len(kernel) == 2 {
+		fmt.Fprintf(&b, "cubin %s\nlaunch %s\n", kernel[0], kernel[1])
+	}
 	fd := 5
 	param := func(role string, name, dtype string, shape []int, bytes int64) {
 		fmt.Fprintf(&b, "param %s %s %s %d %d %d", role, name, dtype, bytes, fd, fd+1)
@@ -73,7 +79,9 @@ type layout struct {
 	dir, visitFile string // outside: the visit's working directory and visit file
 	inVisit        string // as the timer sees them
 	inProgram      string
-	mounts         visit.Mounts
+	inKernel       []string // a cubin entry's cubin and launch files
+
+	mounts visit.Mounts
 }
 
 // layout places the visit: with a sandbox, the timer sees /visit/visit.txt,
@@ -83,9 +91,17 @@ type layout struct {
 func (r *replayer) layout(v artifacts.Visit, e *artifacts.Prepared, prog program) *layout {
 	l := &layout{dir: filepath.Join(r.s.Dir(), workDir, fmt.Sprintf("visit-%d", v.Index))}
 	l.visitFile = l.dir + ".txt"
-	l.inVisit, l.inProgram = l.visitFile, prog.path
+	l.inVisit, l.inProgram, l.inKernel = l.visitFile, prog.path, prog.kernel
 	if r.sandbox == nil {
 		return l
+	}
+	if len(prog.kernel) == 2 {
+		l.inKernel = []string{filepath.Join(visit.InsideBin, "kernel.cubin"), filepath.Join(visit.InsideBin, "launch.txt")}
+		for i, p := range prog.kernel {
+			l.mounts.ReadOnly = append(l.mounts.ReadOnly, visit.Bind{Src: p, Dst: l.inKernel[i]})
+		}
+		// A GPU visit sees the GPU's device nodes, nothing else of /dev.
+		l.mounts.Devices = r.gpuDevices
 	}
 	l.mounts.Writable = []visit.Bind{{Src: l.dir, Dst: visit.InsideOut}}
 	l.inVisit = filepath.Join(visit.InsideRoot, "visit.txt")
@@ -104,7 +120,7 @@ func (r *replayer) layout(v artifacts.Visit, e *artifacts.Prepared, prog program
 	}
 	cm := visit.ClosureMounts(closure, exe)
 	l.mounts.Links = cm.Links
-	l.mounts.ReadOnly = append(cm.ReadOnly, visit.Bind{Src: l.visitFile, Dst: l.inVisit}, visit.Bind{Src: prog.path, Dst: l.inProgram})
+	l.mounts.ReadOnly = append(append(l.mounts.ReadOnly, cm.ReadOnly...), visit.Bind{Src: l.visitFile, Dst: l.inVisit}, visit.Bind{Src: prog.path, Dst: l.inProgram})
 	return l
 }
 
@@ -212,7 +228,7 @@ func (b *buffers) afterValidation(vr *artifacts.VisitResult) error {
 // no call of the visit has seen and each after a control (a warm sample of
 // as many calls); a fresh sample's outputs are read the moment its answer
 // arrives.
-func (b *buffers) runFresh(sess *visit.Session, smps []visit.Sample) ([]visit.Sample, error) {
+func (b *buffers) runFresh(sess *visit.Session, smps []visit.Sample, clock string) ([]visit.Sample, error) {
 	b.fresh = make([][]byte, len(b.freshOut))
 	var out []visit.Sample
 	for i, n := range visit.FreshPlan(smps, len(b.in.fresh)) {
@@ -220,7 +236,7 @@ func (b *buffers) runFresh(sess *visit.Session, smps []visit.Sample) ([]visit.Sa
 		if err != nil {
 			return nil, err
 		}
-		ctl := visit.Sample{Kind: visit.KindControl, Index: i, Calls: n, SpanNs: span.Nanoseconds(), TimerNs: tn}
+		ctl := visit.Sample{Kind: visit.KindControl, Index: i, Calls: n, SpanNs: span.Nanoseconds(), TimerNs: tn, Clock: clock}
 		if err := visit.CheckClock(ctl); err != nil {
 			return nil, err
 		}
@@ -235,7 +251,7 @@ func (b *buffers) runFresh(sess *visit.Session, smps []visit.Sample) ([]visit.Sa
 			}
 		}
 		b.freshCalls += n
-		smp := visit.Sample{Kind: visit.KindFresh, Index: i, Calls: n, SpanNs: span.Nanoseconds(), TimerNs: tn}
+		smp := visit.Sample{Kind: visit.KindFresh, Index: i, Calls: n, SpanNs: span.Nanoseconds(), TimerNs: tn, Clock: clock}
 		if err := visit.CheckClock(smp); err != nil {
 			return nil, err
 		}
@@ -294,6 +310,10 @@ func (r *replayer) visit(ctx context.Context, v artifacts.Visit, programs map[[2
 	defer bufs.close()
 	vr.Sets, vr.FreshSets, vr.Fill = len(in.warm), len(in.fresh), fmt.Sprintf("%016x", bufs.fill)
 	vr.MallocPerturb = r.inputs.seeds.Perturb(v.Round)
+	if len(prog.kernel) > 0 && r.gpuErr != nil {
+		vr.Status, vr.Reason, vr.End = artifacts.StatusFailed, "no GPU: "+r.gpuErr.Error(), time.Now().UTC()
+		return vr, nil
+	}
 	l := r.layout(v, e, prog)
 	for _, p := range []string{l.dir, l.visitFile} {
 		if err := os.RemoveAll(p); err != nil { // a killed earlier attempt
@@ -305,13 +325,15 @@ func (r *replayer) visit(ctx context.Context, v artifacts.Visit, programs map[[2
 	}
 	defer os.RemoveAll(l.dir)
 	defer os.Remove(l.visitFile)
-	if err := os.WriteFile(l.visitFile, []byte(VisitFile(r.cfg.Threads, len(in.warm), len(in.fresh), e)), 0o444); err != nil {
+	if err := os.WriteFile(l.visitFile, []byte(VisitFile(r.cfg.Threads, len(in.warm), len(in.fresh), e, l.inKernel)), 0o444); err != nil {
 		return nil, err
 	}
 	var argv []string
 	var extra map[string]string
 	switch e.Kind {
-	case "object":
+	default:
+		return nil, fmt.Errorf("prepared entry %s/%s: kind %q: replay times object, process and cubin entries", e.Case, e.Route, e.Kind)
+	case "object", "cubin":
 		argv = []string{l.inProgram, "--visit", l.inVisit}
 	case "process":
 		argv = append(append([]string{e.Process.Interpreter, l.inProgram}, e.Process.Args...), "--visit", l.inVisit)
@@ -408,7 +430,7 @@ func (r *replayer) visit(ctx context.Context, v artifacts.Visit, programs map[[2
 	var rows []samples.Row
 	for _, s := range smps {
 		rows = append(rows, samples.Row{Visit: int32(v.Index), Round: int32(v.Round), Position: int32(v.Position), Case: v.Case, Route: v.Route,
-			Kind: s.Kind, Index: int32(s.Index), Calls: s.Calls, TotalNs: s.SpanNs, TimerNs: s.TimerNs})
+			Kind: s.Kind, Index: int32(s.Index), Calls: s.Calls, TotalNs: s.SpanNs, TimerNs: s.TimerNs, Clock: s.Clock})
 	}
 	sd, err := artifacts.PutSamples(r.s, rows)
 	if err != nil {
@@ -440,13 +462,14 @@ func (r *replayer) drive(sess *visit.Session, vr *artifacts.VisitResult, e *arti
 	if err := bufs.afterValidation(vr); err != nil {
 		return nil, 0, false, err
 	}
+	clock := record.Clock(r.cases[vr.Case].Case.DeviceOf(), visit.KindBatch)
 	smps, calls, err := sess.Drive(visit.Plan{
 		Warmup: time.Duration(r.cfg.WarmupMs * float64(time.Millisecond)), Sample: time.Duration(r.cfg.SampleMs * float64(time.Millisecond)),
-		Samples: r.cfg.Samples, Singles: r.cfg.Singles, MaxCalls: record.MaxCalls})
+		Samples: r.cfg.Samples, Singles: r.cfg.Singles, MaxCalls: record.MaxCalls, Clock: clock})
 	if err != nil {
 		return nil, 0, false, err
 	}
-	fresh, err := bufs.runFresh(sess, smps)
+	fresh, err := bufs.runFresh(sess, smps, clock)
 	if err != nil {
 		return nil, calls, false, err
 	}

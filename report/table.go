@@ -16,7 +16,7 @@ import (
 func Table(doc artifacts.ReplayDoc) string {
 	var b bytes.Buffer
 	c := doc.Config
-	fmt.Fprintf(&b, "# tilepipe replay results\n\n%d rounds x %d routes, %d samples of >= %g ms after %g ms warm-up, %d threads; ratio = route time / %s time per round (below 1 is faster), 95%% bootstrap interval of the median ratio. Spans are replay's own clock; channel = median span of an empty sample (no call), which each batch sample includes once.\n\n",
+	fmt.Fprintf(&b, "# tilepipe replay results\n\n%d rounds x %d routes, %d samples of >= %g ms after %g ms warm-up, %d threads; ratio = route time / %s time per round (below 1 is faster), 95%% bootstrap interval of the median ratio. A sample's time is replay's own span of it, except on a GPU: there it is the CUDA-event span of the launches, which must lie inside replay's span. Channel = median span of an empty sample (no call), which each CPU batch sample includes once.\n\n",
 		c.Rounds, len(doc.Routes), c.Samples, c.SampleMs, c.WarmupMs, c.Threads, c.Baseline)
 	fmt.Fprintf(&b, "| case | route | status | median per op | min – max | channel | ratio vs %s [min – max] | 95%% interval | verdict |\n", c.Baseline)
 	b.WriteString("|---|---|---|---:|---|---:|---|---|---|\n")

@@ -29,12 +29,35 @@ type Row struct {
 	Kind    string
 	Index   int32
 	Calls   int64
-	TotalNs int64 // replay's span: the data
-	TimerNs int64 // the timer's own number: a cross-check only
+	TotalNs int64 // replay's span
+	TimerNs int64 // the timer's own number
+	// Clock says which span is the sample's time: [ClockReplay] (TotalNs;
+	// TimerNs a cross-check) or [ClockCUDA] (TimerNs, the CUDA-event span
+	// of the launches, checked to lie inside TotalNs).
+	Clock string
+}
+
+// Clocks: which span a row's time is.
+const (
+	// ClockReplay: replay's own span of the sample (every CPU sample, and
+	// every empty sample).
+	ClockReplay = "replay"
+	// ClockCUDA: the CUDA-event span the timer recorded around the
+	// sample's launches on the GPU; replay's span, beside it, includes the
+	// launch of the first and the synchronisation after the last.
+	ClockCUDA = "cuda_events"
+)
+
+// Ns is the sample's time: the span its clock names.
+func (r Row) Ns() int64 {
+	if r.Clock == ClockCUDA {
+		return r.TimerNs
+	}
+	return r.TotalNs
 }
 
 // PerOpNs is the sample's time per call (for an empty sample, its span).
-func (r Row) PerOpNs() float64 { return float64(r.TotalNs) / float64(max(r.Calls, 1)) }
+func (r Row) PerOpNs() float64 { return float64(r.Ns()) / float64(max(r.Calls, 1)) }
 
 // Schema is the table's schema.
 var Schema = arrow.NewSchema([]arrow.Field{
@@ -49,6 +72,7 @@ var Schema = arrow.NewSchema([]arrow.Field{
 	{Name: "total_ns", Type: arrow.PrimitiveTypes.Int64},
 	{Name: "per_op_ns", Type: arrow.PrimitiveTypes.Float64},
 	{Name: "timer_ns", Type: arrow.PrimitiveTypes.Int64},
+	{Name: "clock", Type: arrow.BinaryTypes.String},
 }, nil)
 
 // Write writes rows as one record batch.
@@ -68,6 +92,7 @@ func Write(w io.Writer, rows []Row) error {
 		b.Field(8).(*array.Int64Builder).Append(r.TotalNs)
 		b.Field(9).(*array.Float64Builder).Append(r.PerOpNs())
 		b.Field(10).(*array.Int64Builder).Append(r.TimerNs)
+		b.Field(11).(*array.StringBuilder).Append(r.Clock)
 	}
 	rec := b.NewRecordBatch()
 	defer rec.Release()
@@ -88,7 +113,8 @@ const (
 )
 
 // ReadFile reads every row of the sample table at path, checking the schema
-// and that per_op_ns agrees with total_ns/calls.
+// that each row's clock is known and that per_op_ns agrees with its
+// clock's span over calls.
 func ReadFile(path string, mem memory.Allocator) (rows []Row, err error) {
 	f, err := os.Open(path)
 	if err != nil {
@@ -141,17 +167,21 @@ func ReadFile(path string, mem memory.Allocator) (rows []Row, err error) {
 		total := rec.Column(8).(*array.Int64)
 		perop := rec.Column(9).(*array.Float64)
 		timer := rec.Column(10).(*array.Int64)
+		clock := rec.Column(11).(*array.String)
 		for j := 0; j < int(rec.NumRows()); j++ {
 			// Clone: Arrow's strings alias its buffers, which mem may free.
-			r := Row{visit.Value(j), round.Value(j), pos.Value(j), strings.Clone(cs.Value(j)), strings.Clone(rt.Value(j)), strings.Clone(kind.Value(j)), idx.Value(j), calls.Value(j), total.Value(j), timer.Value(j)}
+			r := Row{visit.Value(j), round.Value(j), pos.Value(j), strings.Clone(cs.Value(j)), strings.Clone(rt.Value(j)), strings.Clone(kind.Value(j)), idx.Value(j), calls.Value(j), total.Value(j), timer.Value(j), strings.Clone(clock.Value(j))}
 			if r.TotalNs < 0 || r.TimerNs < 0 {
 				return nil, fmt.Errorf("samples %s: row %d: total_ns=%d timer_ns=%d: want both >= 0", path, len(rows), r.TotalNs, r.TimerNs)
 			}
 			if want := map[string]bool{"batch": r.Calls >= 1, "single": r.Calls == 1, "empty": r.Calls == 0, "fresh": r.Calls >= 1, "control": r.Calls >= 1}; !want[r.Kind] {
 				return nil, fmt.Errorf("samples %s: row %d: kind %q with %d calls: want batch (calls >= 1), single (1), empty (0), fresh or control (calls >= 1)", path, len(rows), r.Kind, r.Calls)
 			}
+			if r.Clock != ClockReplay && (r.Clock != ClockCUDA || r.Kind == "empty") {
+				return nil, fmt.Errorf("samples %s: row %d: clock %q with kind %q: want %q, or %q for a sample with calls", path, len(rows), r.Clock, r.Kind, ClockReplay, ClockCUDA)
+			}
 			if perop.Value(j) != r.PerOpNs() {
-				return nil, fmt.Errorf("samples %s: row %d: per_op_ns %g disagrees with total_ns/calls %g", path, len(rows), perop.Value(j), r.PerOpNs())
+				return nil, fmt.Errorf("samples %s: row %d: per_op_ns %g disagrees with its clock's span (%s) over calls: %g", path, len(rows), perop.Value(j), r.Clock, r.PerOpNs())
 			}
 			rows = append(rows, r)
 		}

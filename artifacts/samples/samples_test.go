@@ -23,11 +23,12 @@ func errString(err error) string {
 
 func testRows() []Row {
 	return []Row{
-		{Visit: 0, Round: 0, Position: 0, Case: "gemm-64x64x64", Route: "naive", Kind: "batch", Index: 0, Calls: 100, TotalNs: 123456},
-		{Visit: 0, Round: 0, Position: 0, Case: "gemm-64x64x64", Route: "naive", Kind: "batch", Index: 1, Calls: 3, TotalNs: 10},
-		{Visit: 1, Round: 2, Position: 1, Case: "add-64x1000", Route: "openblas", Kind: "single", Index: 0, Calls: 1, TotalNs: 0},
-		{Visit: math.MaxInt32, Round: 7, Position: 3, Case: "", Route: "r", Kind: "batch", Index: 9, Calls: math.MaxInt64, TotalNs: math.MaxInt64, TimerNs: math.MaxInt64},
-		{Visit: 2, Round: 0, Position: 0, Case: "c", Route: "r", Kind: "empty", Index: 0, Calls: 0, TotalNs: 25000, TimerNs: 40},
+		{Visit: 0, Round: 0, Position: 0, Case: "gemm-64x64x64", Route: "naive", Kind: "batch", Index: 0, Calls: 100, TotalNs: 123456, Clock: ClockReplay},
+		{Visit: 0, Round: 0, Position: 0, Case: "gemm-64x64x64", Route: "naive", Kind: "batch", Index: 1, Calls: 3, TotalNs: 10, Clock: ClockReplay},
+		{Visit: 1, Round: 2, Position: 1, Case: "add-64x1000", Route: "openblas", Kind: "single", Index: 0, Calls: 1, TotalNs: 0, Clock: ClockReplay},
+		{Visit: math.MaxInt32, Round: 7, Position: 3, Case: "", Route: "r", Kind: "batch", Index: 9, Calls: math.MaxInt64, TotalNs: math.MaxInt64, TimerNs: math.MaxInt64, Clock: ClockReplay},
+		{Visit: 2, Round: 0, Position: 0, Case: "c", Route: "r", Kind: "empty", Index: 0, Calls: 0, TotalNs: 25000, TimerNs: 40, Clock: ClockReplay},
+		{Visit: 3, Round: 0, Position: 1, Case: "add-1024-cuda", Route: "triton", Kind: "batch", Index: 0, Calls: 64, TotalNs: 400000, TimerNs: 320000, Clock: ClockCUDA},
 	}
 }
 
@@ -73,8 +74,11 @@ func TestRoundTrip(t *testing.T) {
 }
 
 func TestPerOpNs(t *testing.T) {
-	if got := (Row{Calls: 4, TotalNs: 10}).PerOpNs(); got != 2.5 {
+	if got := (Row{Calls: 4, TotalNs: 10, Clock: ClockReplay}).PerOpNs(); got != 2.5 {
 		t.Errorf("PerOpNs(10 ns, 4 calls) = %g, want 2.5", got)
+	}
+	if got := (Row{Calls: 4, TotalNs: 10, TimerNs: 6, Clock: ClockCUDA}).PerOpNs(); got != 1.5 {
+		t.Errorf("PerOpNs(CUDA events 6 ns, 4 calls) = %g, want 1.5", got)
 	}
 }
 
@@ -98,7 +102,7 @@ func (tb table) build(t testing.TB) []byte {
 	for _, rows := range tb.batches {
 		b := array.NewRecordBuilder(mem, tb.schema)
 		for i, r := range rows {
-			vals := []any{r.Visit, r.Round, r.Position, r.Case, r.Route, r.Kind, r.Index, r.Calls, r.TotalNs, r.PerOpNs(), r.TimerNs}
+			vals := []any{r.Visit, r.Round, r.Position, r.Case, r.Route, r.Kind, r.Index, r.Calls, r.TotalNs, r.PerOpNs(), r.TimerNs, r.Clock}
 			if v, ok := tb.perOp[i]; ok {
 				vals[9] = v
 			}
@@ -159,17 +163,17 @@ func TestReadViolations(t *testing.T) {
 			tb := goodTable(rows[:2])
 			tb.perOp = map[int]float64{1: 4}
 			return tb
-		}(), want: "row 1: per_op_ns 4 disagrees with total_ns/calls 3.3333333333333335"},
+		}(), want: "row 1: per_op_ns 4 disagrees with its clock's span (replay) over calls: 3.3333333333333335"},
 		{name: "per_op_ns NaN", table: func() table {
 			tb := goodTable(rows[:1])
 			tb.perOp = map[int]float64{0: math.NaN()}
 			return tb
-		}(), want: "row 0: per_op_ns NaN disagrees with total_ns/calls 1234.56"},
+		}(), want: "row 0: per_op_ns NaN disagrees with its clock's span (replay) over calls: 1234.56"},
 		{name: "row index counts across batches", table: func() table {
 			tb := goodTable(rows[:2], rows[:2])
 			tb.perOp = map[int]float64{1: 4}
 			return tb
-		}(), want: "row 1: per_op_ns 4 disagrees with total_ns/calls 3.3333333333333335"},
+		}(), want: "row 1: per_op_ns 4 disagrees with its clock's span (replay) over calls: 3.3333333333333335"},
 		{name: "batch with calls 0", table: goodTable(bad(func(r *Row) { r.Calls = 0; r.TotalNs = 5 })), want: `row 1: kind "batch" with 0 calls: want batch (calls >= 1), single (1), empty (0), fresh or control (calls >= 1)`},
 		{name: "calls negative", table: goodTable(bad(func(r *Row) { r.Calls = -1 })), want: `row 1: kind "batch" with -1 calls: want batch (calls >= 1), single (1), empty (0), fresh or control (calls >= 1)`},
 		{name: "empty with calls", table: goodTable(bad(func(r *Row) { r.Kind = "empty" })), want: `row 1: kind "empty" with 100 calls: want batch (calls >= 1), single (1), empty (0), fresh or control (calls >= 1)`},
@@ -179,6 +183,14 @@ func TestReadViolations(t *testing.T) {
 		{name: "fresh with 0 calls", table: goodTable(bad(func(r *Row) { r.Kind, r.Calls = "fresh", 0 })), want: `row 1: kind "fresh" with 0 calls: want batch (calls >= 1), single (1), empty (0), fresh or control (calls >= 1)`},
 		{name: "unknown kind", table: goodTable(bad(func(r *Row) { r.Kind = "warmup" })), want: `row 1: kind "warmup" with 100 calls: want batch (calls >= 1), single (1), empty (0), fresh or control (calls >= 1)`},
 		{name: "empty kind", table: goodTable(bad(func(r *Row) { r.Kind = "" })), want: `row 1: kind "" with 100 calls: want batch (calls >= 1), single (1), empty (0), fresh or control (calls >= 1)`},
+		{name: "unknown clock", table: goodTable(bad(func(r *Row) { r.Clock = "tsc" })), want: `row 1: clock "tsc" with kind "batch": want "replay", or "cuda_events" for a sample with calls`},
+		{name: "no clock", table: goodTable(bad(func(r *Row) { r.Clock = "" })), want: `row 1: clock "" with kind "batch": want "replay", or "cuda_events" for a sample with calls`},
+		{name: "empty sample on CUDA events", table: goodTable(bad(func(r *Row) { r.Kind, r.Calls, r.Clock = "empty", 0, ClockCUDA })), want: `row 1: clock "cuda_events" with kind "empty": want "replay", or "cuda_events" for a sample with calls`},
+		{name: "per_op_ns of the wrong span", table: func() table {
+			tb := goodTable(rows[5:6])
+			tb.perOp = map[int]float64{0: 6250}
+			return tb
+		}(), want: "row 0: per_op_ns 6250 disagrees with its clock's span (cuda_events) over calls: 5000"},
 		{name: "null calls", table: func() table {
 			tb := goodTable(batch)
 			tb.nullCol = 7

@@ -4,16 +4,20 @@ import (
 	"context"
 	"slices"
 
+	"github.com/tilepipe/tilepipe/artifacts"
 	"github.com/tilepipe/tilepipe/capture"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 )
 
-// TestCubinPrepared: a cubin build that capture checked goes through
-// prepare as an explicit unsupported row (exit 3) until the CUDA timer
-// exists, never as something timed on the CPU.
+// TestCubinPrepared: prepare builds the CUDA timer for a cubin build
+// capture checked, writes its launch lines and pins the timer's closure,
+// which loads the GPU driver: on a machine without one (CI) the entry is
+// a failed row naming the driver (exit 1), never something timed on the
+// CPU; with a driver it is prepared.
 func TestCubinPrepared(t *testing.T) {
 	dir := t.TempDir()
 	src := filepath.Join(dir, "src")
@@ -44,12 +48,19 @@ echo '{"protocol": 1, "status": "built", "kind": "cubin", "files": [{"path": "ad
 		t.Fatalf("capture = exit %d\n%s%s", code, out, errs)
 	}
 	code, _, errs := tp(t, "prepare", "--capture", capDir, "--output", prepDir, "--no-sandbox")
-	if code != exitUnsupported {
-		t.Fatalf("prepare = exit %d, want 3\n%s", code, errs)
+	doc := readPrepared(t, prepDir)
+	e := doc.Entries[0]
+	if doc.CUDATimer == nil || doc.CUDASource == nil || e.Kind != "cubin" {
+		t.Fatalf("prepared document: cudaTimer %v, cudaSource %v, entry kind %q: want the timer, its source and a cubin entry", doc.CUDATimer, doc.CUDASource, e.Kind)
 	}
-	e := readPrepared(t, prepDir).Entries[0]
-	if want := "kind cubin: no CUDA timer yet (docs/gpu.md)"; e.Status != "unsupported" || e.Reason != want {
-		t.Errorf("prepared entry = %s %q, want unsupported %q", e.Status, e.Reason, want)
+	if _, err := exec.LookPath("nvidia-smi"); err == nil {
+		if code != 0 || e.Status != "prepared" || len(e.Kernel) != 2 || e.Program.Digest != doc.CUDATimer.Digest {
+			t.Errorf("prepare on a GPU machine = exit %d, entry %s %q kernel %v\n%s", code, e.Status, e.Reason, e.Kernel, errs)
+		}
+		return
+	}
+	if want := "closure: exited: status 2: harness: error: dlopen libcuda.so.1: "; code != exitFailure || e.Status != "failed" || !strings.HasPrefix(e.Reason, want) {
+		t.Errorf("prepare without a driver = exit %d, entry %s %q, want exit 1 and failed %q...", code, e.Status, e.Reason, want)
 	}
 }
 
@@ -67,5 +78,79 @@ func TestTritonDescribe(t *testing.T) {
 	}
 	if d.Kind != "cubin" || !slices.Equal(d.Devices, []string{"cuda"}) || (!d.Available && !strings.HasPrefix(d.Reason, "import triton: ")) {
 		t.Errorf("describe = %+v, want kind cubin for [cuda], available or the import's error", d)
+	}
+}
+
+// gpuCheckpoint is a real checkpoint from the H200 (gpu-quick: triton
+// add, softmax and a bf16 gemm; docs/results/2026-12-01-gpu-chain), which
+// CI audits on a machine without a GPU.
+const gpuCheckpoint = "../../testdata/gpu-checkpoint"
+
+// copyCheckpoint copies the committed GPU checkpoint's three stages into
+// a new directory, writable, so a test can change a byte.
+func copyCheckpoint(t *testing.T) string {
+	t.Helper()
+	dst := t.TempDir()
+	for _, stage := range []string{"capture", "prepared", "replay"} {
+		src := filepath.Join(gpuCheckpoint, stage)
+		err := filepath.WalkDir(src, func(p string, d os.DirEntry, err error) error {
+			if err != nil {
+				return err
+			}
+			rel, _ := filepath.Rel(gpuCheckpoint, p)
+			if d.IsDir() {
+				return os.MkdirAll(filepath.Join(dst, rel), 0o755)
+			}
+			b, err := os.ReadFile(p)
+			if err != nil {
+				return err
+			}
+			return os.WriteFile(filepath.Join(dst, rel), b, 0o644)
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	return dst
+}
+
+// TestGPUCheckpointAudits: the committed GPU checkpoint audits here, with
+// no GPU, intact with every claim supported; one byte of a captured cubin
+// changed breaks it, and the audit names the cubin's blob.
+func TestGPUCheckpointAudits(t *testing.T) {
+	dir := copyCheckpoint(t)
+	audit := func(name string) (int, string) {
+		out := filepath.Join(t.TempDir(), name+".json")
+		code, stdout, errs := tp(t, "audit", "--capture", filepath.Join(dir, "capture"), "--prepared", filepath.Join(dir, "prepared"), "--replay", filepath.Join(dir, "replay"), "--output", out)
+		return code, stdout + errs
+	}
+	code, errs := audit("intact")
+	if want := "audit verdict: PASS (checkpoint intact; 3 of 3 claims supported;"; code != 0 || !strings.Contains(errs, want) {
+		t.Fatalf("audit of the GPU checkpoint = exit %d, want 0 and %q\n%s", code, want, errs)
+	}
+	var cubin artifacts.FileRef
+	for _, c := range readCapture(t, filepath.Join(dir, "capture")).Cases {
+		for _, f := range c.Builds[0].Files {
+			if f.Role == "cubin" && c.Case.Op == "softmax" {
+				cubin = f
+			}
+		}
+	}
+	if cubin.Digest == "" {
+		t.Fatal("no softmax cubin in the GPU checkpoint")
+	}
+	path := filepath.Join(dir, "capture", "blobs", "sha256", cubin.Digest.Encoded())
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b[len(b)/2] ^= 1
+	if err := os.WriteFile(path, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, errs = audit("flipped")
+	want := "blob cases/softmax-3x33-cuda/triton/kernel.cubin (" + path + "): digest mismatch: expected " + string(cubin.Digest)
+	if code != 1 || !strings.Contains(errs, "checkpoint BROKEN") || !strings.Contains(errs, want) {
+		t.Errorf("audit with one byte of the softmax cubin flipped = exit %d, want 1, the checkpoint broken and\n%s\n%s", code, want, errs)
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"github.com/tilepipe/tilepipe/artifacts"
 	"github.com/tilepipe/tilepipe/artifacts/samples"
 	"github.com/tilepipe/tilepipe/internal/visit"
+	"github.com/tilepipe/tilepipe/oracle"
 	"github.com/tilepipe/tilepipe/stats"
 )
 
@@ -28,11 +29,21 @@ const CalibrationSlack = 4
 // kinds are the sample kinds replay takes, in the order it takes them.
 var kinds = []string{visit.KindEmpty, visit.KindBatch, visit.KindSingle, visit.KindControl, visit.KindFresh}
 
+// Clock is the span that is the time of a sample of kind on device (a
+// case's [oracle.Case.DeviceOf]): on a GPU the CUDA-event span of the
+// launches, for every sample that launches; replay's own span otherwise.
+func Clock(device, kind string) string {
+	if device == oracle.DeviceCUDA && kind != visit.KindEmpty {
+		return samples.ClockCUDA
+	}
+	return samples.ClockReplay
+}
+
 // Visit checks a passed visit's record v against its own sample table
 // rows and the replay's configuration cfg (see the package doc). Each
 // problem names the visit and the field; none means the record is one
 // replay's drive could have written.
-func Visit(v artifacts.VisitResult, rows []samples.Row, cfg artifacts.ReplayConfig) []string {
+func Visit(v artifacts.VisitResult, rows []samples.Row, cfg artifacts.ReplayConfig, device string) []string {
 	var p []string
 	bad := func(format string, args ...any) {
 		p = append(p, fmt.Sprintf("visit %d: ", v.Index)+fmt.Sprintf(format, args...))
@@ -59,13 +70,16 @@ func Visit(v artifacts.VisitResult, rows []samples.Row, cfg artifacts.ReplayConf
 				i, r.Visit, r.Round, r.Position, r.Case, r.Route, v.Round, v.Position, v.Case, v.Route)
 			return p
 		}
+		if w := Clock(device, r.Kind); r.Clock != w {
+			bad("%s sample %d: clock %q, want %q for a %s case", r.Kind, r.Index, r.Clock, w, device)
+		}
 		want := int64(-1) // the calls a sample of the row's kind has, where fixed
 		switch r.Kind {
 		case visit.KindEmpty:
 			want = 0
 		case visit.KindBatch:
 			want = n
-			batch = append(batch, visit.Sample{Kind: r.Kind, Index: int(r.Index), Calls: r.Calls, SpanNs: r.TotalNs, TimerNs: r.TimerNs})
+			batch = append(batch, visit.Sample{Kind: r.Kind, Index: int(r.Index), Calls: r.Calls, SpanNs: r.TotalNs, TimerNs: r.TimerNs, Clock: r.Clock})
 		case visit.KindSingle:
 			want = 1
 		case visit.KindFresh:

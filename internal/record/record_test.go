@@ -8,6 +8,7 @@ import (
 	"github.com/tilepipe/tilepipe/artifacts"
 	"github.com/tilepipe/tilepipe/artifacts/samples"
 	"github.com/tilepipe/tilepipe/internal/visit"
+	"github.com/tilepipe/tilepipe/oracle"
 )
 
 var cfg = artifacts.ReplayConfig{Rounds: 2, Samples: 2, Singles: 1, SampleMs: 1, Threads: 2, Sets: 2}
@@ -19,7 +20,7 @@ func honest() (artifacts.VisitResult, []samples.Row) {
 	v := artifacts.VisitResult{Visit: artifacts.Visit{Index: 3, Round: 1, Position: 1, Case: "gemm-16x16x16", Route: "naive"},
 		Status: artifacts.StatusPassed, Threads: 2, Sets: 2, CallsPerSample: 64, FreshSets: 10, FreshCalls: 9}
 	row := func(kind string, i int, calls, span int64) samples.Row {
-		return samples.Row{Visit: 3, Round: 1, Position: 1, Case: "gemm-16x16x16", Route: "naive", Kind: kind, Index: int32(i), Calls: calls, TotalNs: span, TimerNs: span - 20_000}
+		return samples.Row{Visit: 3, Round: 1, Position: 1, Case: "gemm-16x16x16", Route: "naive", Kind: kind, Index: int32(i), Calls: calls, TotalNs: span, TimerNs: span - 20_000, Clock: samples.ClockReplay}
 	}
 	rows := []samples.Row{
 		row(visit.KindEmpty, 0, 0, 30_000), row(visit.KindEmpty, 1, 0, 31_000),
@@ -139,10 +140,64 @@ func TestVisit(t *testing.T) {
 			if tt.cfg != nil {
 				tt.cfg(&c)
 			}
-			if got := Visit(v, rows, c); !reflect.DeepEqual(got, tt.want) {
+			if got := Visit(v, rows, c, oracle.DeviceCPU); !reflect.DeepEqual(got, tt.want) {
 				t.Errorf("Visit(%s) =\n%q\nwant\n%q", tt.name, got, tt.want)
 			}
 		})
+	}
+}
+
+// TestVisitClock: a GPU case's samples are timed by CUDA events, its
+// empty samples and every CPU sample by replay's span; a row that names
+// the other clock (the timer's own number passed off as the time of a CPU
+// sample, or replay's span as a GPU time) is named.
+func TestVisitClock(t *testing.T) {
+	gpu := func() (artifacts.VisitResult, []samples.Row) {
+		v, rows := honest()
+		for i := range rows {
+			if rows[i].Kind != visit.KindEmpty {
+				rows[i].Clock = samples.ClockCUDA
+			}
+		}
+		return v, rows
+	}
+	v, rows := gpu()
+	if got := Visit(v, rows, cfg, oracle.DeviceCUDA); got != nil {
+		t.Errorf("Visit(honest GPU visit) = %q, want none", got)
+	}
+	// The fresh plan follows the batch samples' CUDA-event time per call
+	// (600 us / 64), not replay's span (1.2 ms / 64): 2 ms / 9.4 us + 1 =
+	// 214 calls of the 1000 fresh sets, where the span would give 107.
+	v, rows = gpu()
+	v.FreshSets, v.FreshCalls = 1000, 3*214
+	for i := range rows {
+		switch rows[i].Kind {
+		case visit.KindBatch:
+			rows[i].TimerNs = 600_000
+		case visit.KindControl, visit.KindFresh:
+			rows[i].Calls = 214
+		}
+	}
+	if got := Visit(v, rows, cfg, oracle.DeviceCUDA); got != nil {
+		t.Errorf("Visit(GPU visit, fresh plan from event spans) = %q, want none", got)
+	}
+	v, rows = gpu()
+	rows[2].Clock = samples.ClockReplay
+	want := []string{`visit 3: batch sample 0: clock "replay", want "cuda_events" for a cuda case`}
+	if got := Visit(v, rows, cfg, oracle.DeviceCUDA); !reflect.DeepEqual(got, want) {
+		t.Errorf("Visit(GPU batch sample on replay's clock) = %q, want %q", got, want)
+	}
+	v, rows = honest()
+	rows[2].Clock = samples.ClockCUDA
+	want = []string{`visit 3: batch sample 0: clock "cuda_events", want "replay" for a cpu case`}
+	if got := Visit(v, rows, cfg, oracle.DeviceCPU); !reflect.DeepEqual(got, want) {
+		t.Errorf("Visit(CPU batch sample on the timer's clock) = %q, want %q", got, want)
+	}
+	v, rows = gpu()
+	rows[0].Clock = samples.ClockCUDA
+	want = []string{`visit 3: empty sample 0: clock "cuda_events", want "replay" for a cuda case`}
+	if got := Visit(v, rows, cfg, oracle.DeviceCUDA); !reflect.DeepEqual(got, want) {
+		t.Errorf("Visit(GPU empty sample on CUDA events) = %q, want %q", got, want)
 	}
 }
 

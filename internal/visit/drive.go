@@ -2,6 +2,7 @@ package visit
 
 import (
 	"fmt"
+	"github.com/tilepipe/tilepipe/artifacts/samples"
 	"time"
 
 	"github.com/tilepipe/tilepipe/stats"
@@ -14,6 +15,9 @@ type Plan struct {
 	Samples  int           // batch samples, and as many empty samples
 	Singles  int
 	MaxCalls int64
+	// Clock is the span that is each sample's time (samples.ClockReplay
+	// or samples.ClockCUDA); calibration and warm-up always use replay's.
+	Clock string
 }
 
 // Sample kinds.
@@ -86,7 +90,7 @@ func warmPerCall(ss []Sample) float64 {
 	var calls int64
 	for _, s := range ss {
 		if s.Kind == KindBatch {
-			batch, calls = append(batch, float64(s.SpanNs)), s.Calls
+			batch, calls = append(batch, float64(s.Ns())), s.Calls
 		}
 	}
 	if len(batch) == 0 || calls == 0 {
@@ -102,6 +106,15 @@ type Sample struct {
 	Calls   int64
 	SpanNs  int64
 	TimerNs int64
+	Clock   string // which of the two is the sample's time (samples.Clock*)
+}
+
+// Ns is the sample's time: the span its clock names.
+func (s Sample) Ns() int64 {
+	if s.Clock == samples.ClockCUDA {
+		return s.TimerNs
+	}
+	return s.SpanNs
 }
 
 // CheckClock is the per-sample side of the clock cross-check: the timer's
@@ -170,7 +183,7 @@ func FreshStats(ss []Sample, coldNs float64) (Fresh, error) {
 		if !ok || c.Calls != s.Calls || s.Calls < 1 {
 			return Fresh{}, fmt.Errorf("drive: fresh sample %d (%d calls) has no control of as many calls", s.Index, s.Calls)
 		}
-		excess = append(excess, float64(s.SpanNs-c.SpanNs)/float64(s.Calls))
+		excess = append(excess, float64(s.Ns()-c.Ns())/float64(s.Calls))
 	}
 	if len(excess) == 0 {
 		return Fresh{}, fmt.Errorf("drive: no fresh sample")
@@ -204,12 +217,19 @@ func CheckFresh(ss []Sample, coldNs float64) error {
 // clock, and takes the empty, batch and single samples. It returns the
 // calls per batch sample.
 func (s *Session) Drive(p Plan) ([]Sample, int64, error) {
+	clock := p.Clock
+	if clock == "" {
+		clock = samples.ClockReplay
+	}
 	take := func(kind string, i int, n int64) (Sample, error) {
 		span, tn, err := s.Sample(n)
 		if err != nil {
 			return Sample{}, err
 		}
-		smp := Sample{Kind: kind, Index: i, Calls: n, SpanNs: span.Nanoseconds(), TimerNs: tn}
+		smp := Sample{Kind: kind, Index: i, Calls: n, SpanNs: span.Nanoseconds(), TimerNs: tn, Clock: clock}
+		if n == 0 {
+			smp.Clock = samples.ClockReplay // the channel alone: no launch to time
+		}
 		return smp, CheckClock(smp)
 	}
 	// Warm-up: doubling batches until the warm-up time has passed.

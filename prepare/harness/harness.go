@@ -10,3 +10,10 @@ import _ "embed"
 //
 //go:embed harness.c
 var Source []byte
+
+// CUDABackend is cuda/backend.c, the CUDA back end harness.c includes when
+// built with -DTILEPIPE_CUDA: the CUDA timer that runs a cubin route's
+// kernel (docs/gpu.md). It must sit at cuda/backend.c beside harness.c.
+//
+//go:embed cuda/backend.c
+var CUDABackend []byte
