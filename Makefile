@@ -30,7 +30,7 @@ build: deps routes
 routes:
 	$(MAKE) -C routes/halide BIN=$(BIN)/routes/halide
 	$(MAKE) -C routes/orc BIN=$(BIN)/routes/orc
-	@for r in openblas torch-eager triton; do \
+	@for r in openblas torch-eager triton cublas; do \
 	  mkdir -p $(BIN)/routes/$$r && find routes/$$r -maxdepth 1 -type f -exec cp -p {} $(BIN)/routes/$$r/ \; ; \
 	done
 

@@ -206,9 +206,14 @@ type PreparedDoc struct {
 	HarnessObject FileRef `json:"harnessObject"`
 	// CUDATimer is the CUDA timer (harness.c with cuda/backend.c, built
 	// with -DTILEPIPE_CUDA) and CUDASource its back end's source; both
-	// absent when no entry is a cubin build.
-	CUDATimer  *FileRef   `json:"cudaTimer,omitempty"`
-	CUDASource *FileRef   `json:"cudaSource,omitempty"`
+	// absent when no entry runs on a GPU.
+	CUDATimer  *FileRef `json:"cudaTimer,omitempty"`
+	CUDASource *FileRef `json:"cudaSource,omitempty"`
+	// CUDAObject is the CUDA timer's object, which object builds for a
+	// GPU case link; CUDALib the directory prepare linked the CUDA
+	// libraries from ("" where it found none).
+	CUDAObject *FileRef   `json:"cudaObject,omitempty"`
+	CUDALib    string     `json:"cudaLib,omitempty"`
 	CC         []string   `json:"cc"`
 	CCVersion  string     `json:"ccVersion"`
 	Entries    []Prepared `json:"entries"`

@@ -20,7 +20,7 @@ const harnessEntry = "tilepipe_entry"
 // runtime and the libraries the built-in routes link. Anything else (a -L,
 // -Wl,--wrap, -Wl,--defsym, another library) could put code of the route's
 // choosing between the timer and the C library.
-var linkAllowlist = []string{"-lm", "-lpthread", "-ldl", "-lrt", "-lstdc++", "-lopenblas"}
+var linkAllowlist = append([]string{"-lm", "-lpthread", "-ldl", "-lrt", "-lstdc++", "-lopenblas"}, cudaLibs...)
 
 // loadTimeSections run their code before main, so before the timer starts:
 // a route could patch the timer or start a thread there. (.fini_array and

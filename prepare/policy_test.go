@@ -88,7 +88,7 @@ int tilepipe_entry(void *const *buf) {
   return 0;
 }
 `
-	allow = "(-lm, -lpthread, -ldl, -lrt, -lstdc++, -lopenblas)"
+	allow = "(-lm, -lpthread, -ldl, -lrt, -lstdc++, -lopenblas, -lcublas, -lcublasLt, -lcudart)"
 )
 
 func obj(path, src string) testObject { return testObject{path: path, src: src} }

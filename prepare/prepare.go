@@ -17,6 +17,7 @@ import (
 	"github.com/tilepipe/tilepipe/internal/launch"
 	"github.com/tilepipe/tilepipe/internal/progress"
 	"github.com/tilepipe/tilepipe/internal/visit"
+	"github.com/tilepipe/tilepipe/oracle"
 	"github.com/tilepipe/tilepipe/prepare/harness"
 	"golang.org/x/sync/errgroup"
 )
@@ -78,9 +79,15 @@ type preparer struct {
 	rec     *artifacts.Receipt
 	sandbox *visit.Sandbox     // nil: --no-sandbox
 	harness string             // path of harness.o
-	cuda    *artifacts.FileRef // the CUDA timer in this stage; nil when no entry is a cubin build
-	timer   *timerSymbols      // names route objects may not define
-	mu      sync.Mutex         // guards rec.Commands
+	cuda    *artifacts.FileRef // the CUDA timer in this stage; nil when no entry runs on a GPU
+	// cudaHarness is the CUDA timer's object (path), which object builds
+	// for a GPU case link; cudaSyms its names; cudaLib where the CUDA
+	// libraries an object build may link (-lcublas) are.
+	cudaHarness string
+	cudaSyms    *timerSymbols
+	cudaLib     string
+	timer       *timerSymbols // names route objects may not define
+	mu          sync.Mutex    // guards rec.Commands
 }
 
 // Run verifies every blob of the capture, then links each object build into
@@ -139,7 +146,7 @@ func Run(ctx context.Context, cfg Config) (_ *Result, err error) {
 	}
 	for _, c := range cdoc.Cases {
 		for _, b := range c.Builds {
-			if b.Kind == "cubin" && b.Status == artifacts.StatusBuilt && p.cuda == nil {
+			if (b.Kind == "cubin" || c.Case.DeviceOf() == oracle.DeviceCUDA) && b.Status == artifacts.StatusBuilt && p.cuda == nil {
 				if err := p.compileCUDATimer(ctx, &doc); err != nil {
 					return nil, err
 				}
@@ -293,15 +300,34 @@ func (p *preparer) compileCUDATimer(ctx context.Context, doc *artifacts.Prepared
 			return err
 		}
 	}
-	exe := filepath.Join(dir, "cuda-timer")
-	argv := append(append([]string{p.cfg.CC}, p.cfg.CFlags...), "-DTILEPIPE_CUDA", "-o", exe, src, "-ldl")
-	_, _, reason, err := p.run(ctx, argv, dir, nil)
+	// One object: linked alone it is the cubin timer; object builds for a
+	// GPU case link it with their objects.
+	obj, exe := filepath.Join(dir, "cuda-harness.o"), filepath.Join(dir, "cuda-timer")
+	for _, argv := range [][]string{
+		append(append([]string{p.cfg.CC}, p.cfg.CFlags...), "-DTILEPIPE_CUDA", "-c", src, "-o", obj),
+		{p.cfg.CC, "-o", exe, obj, "-ldl"},
+	} {
+		_, _, reason, err := p.run(ctx, argv, dir, nil)
+		if err != nil {
+			return err
+		}
+		if reason != "" {
+			return fmt.Errorf("build the CUDA timer (%s): %s", strings.Join(argv, " "), reason)
+		}
+	}
+	var err error
+	if p.cudaSyms, err = loadTimerSymbols(ctx, p.cfg.CC, obj); err != nil {
+		return fmt.Errorf("link policy: %w", err)
+	}
+	p.cudaHarness = obj
+	od, err := p.s.PutFile(obj, artifacts.MediaOctet)
 	if err != nil {
 		return err
 	}
-	if reason != "" {
-		return fmt.Errorf("compile the CUDA timer (%s): %s", strings.Join(argv, " "), reason)
-	}
+	p.s.Name("harness/cuda-harness.o", od)
+	doc.CUDAObject = &artifacts.FileRef{Path: "cuda-harness.o", Role: "object", Digest: od.Digest, Size: od.Size}
+	p.cudaLib = cudaLibDir()
+	doc.CUDALib = p.cudaLib
 	bd, err := p.s.PutFile(back, artifacts.MediaText)
 	if err != nil {
 		return err
@@ -316,6 +342,31 @@ func (p *preparer) compileCUDATimer(ctx context.Context, doc *artifacts.Prepared
 	doc.CUDATimer = &artifacts.FileRef{Path: "cuda-timer", Role: "executable", Digest: xd.Digest, Size: xd.Size}
 	p.cuda = doc.CUDATimer
 	return nil
+}
+
+// cudaLibs are the CUDA libraries an object build may link.
+var cudaLibs = []string{"-lcublas", "-lcublasLt", "-lcudart"}
+
+const cudaLibHint = "$TILEPIPE_CUDA_LIB, $CUDA_HOME/lib64, /usr/local/cuda/lib64"
+
+// cudaLibDir is the directory holding libcublas.so: $TILEPIPE_CUDA_LIB,
+// else $CUDA_HOME/lib64, else /usr/local/cuda/lib64; "" if none has it.
+func cudaLibDir() string {
+	var dirs []string
+	if d := os.Getenv("TILEPIPE_CUDA_LIB"); d != "" {
+		dirs = append(dirs, d)
+	}
+	if d := os.Getenv("CUDA_HOME"); d != "" {
+		dirs = append(dirs, filepath.Join(d, "lib64"))
+	}
+	for _, d := range append(dirs, "/usr/local/cuda/lib64") {
+		if _, err := os.Stat(filepath.Join(d, "libcublas.so")); err == nil {
+			if r, err := filepath.EvalSymlinks(d); err == nil {
+				return r
+			}
+		}
+	}
+	return ""
 }
 
 // cubin checks a cubin build's launch manifest again (against the case and
@@ -433,7 +484,13 @@ func (p *preparer) object(ctx context.Context, c artifacts.CapturedCase, b artif
 	if b.Entry == nil {
 		return "entry: an object build without an entry symbol", nil
 	}
-	argv := []string{p.cfg.CC, "-o", filepath.Join(dir, "harness"), p.harness}
+	harnessObj, syms := p.harness, p.timer
+	if c.Case.DeviceOf() == oracle.DeviceCUDA {
+		// The objects' entry takes device buffers and a stream: the CUDA
+		// timer calls it.
+		harnessObj, syms = p.cudaHarness, p.cudaSyms
+	}
+	argv := []string{p.cfg.CC, "-o", filepath.Join(dir, "harness"), harnessObj}
 	if b.Entry.Symbol != harnessEntry {
 		// The harness calls tilepipe_entry; the linker points it at the
 		// build's symbol (a C identifier, checked by capture), so the
@@ -453,8 +510,16 @@ func (p *preparer) object(ctx context.Context, c artifacts.CapturedCase, b artif
 		objs = append(objs, policyObject{Path: f.Path, File: path})
 		e.Objects = append(e.Objects, artifacts.FileRef{Path: f.Path, Role: "object", Digest: f.Digest, Size: f.Size})
 	}
-	if why, err := checkLinkPolicy(objs, b.Link, p.timer); why != "" || err != nil {
+	if why, err := checkLinkPolicy(objs, b.Link, syms); why != "" || err != nil {
 		return why, err
+	}
+	if slices.ContainsFunc(b.Link, func(f string) bool { return slices.Contains(cudaLibs, f) }) {
+		if p.cudaLib == "" {
+			return "link: " + strings.Join(b.Link, " ") + " names a CUDA library, and no CUDA library directory was found (" + cudaLibHint + ")", nil
+		}
+		// The CUDA libraries' directory is prepare's choice, never the
+		// route's (docs/protocol.md).
+		argv = append(argv, "-L"+p.cudaLib, "-Wl,-rpath,"+p.cudaLib)
 	}
 	argv = append(argv, b.Link...)
 	argv = append(argv, "-lpthread", "-ldl", "-lm")

@@ -118,7 +118,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		}
 		r.sandbox = sb
 		for _, e := range r.entries {
-			if e.Kind == "cubin" && e.Status == artifacts.StatusPrepared && r.gpuDevices == nil && r.gpuErr == nil {
+			if r.cases[e.Case].Case.DeviceOf() == oracle.DeviceCUDA && e.Status == artifacts.StatusPrepared && r.gpuDevices == nil && r.gpuErr == nil {
 				r.gpuDevices, r.gpuErr = visit.GPUDevices("/dev")
 			}
 		}

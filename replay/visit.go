@@ -100,6 +100,8 @@ func (r *replayer) layout(v artifacts.Visit, e *artifacts.Prepared, prog program
 		for i, p := range prog.kernel {
 			l.mounts.ReadOnly = append(l.mounts.ReadOnly, visit.Bind{Src: p, Dst: l.inKernel[i]})
 		}
+	}
+	if r.cases[v.Case].Case.DeviceOf() == oracle.DeviceCUDA {
 		// A GPU visit sees the GPU's device nodes, nothing else of /dev.
 		l.mounts.Devices = r.gpuDevices
 	}
@@ -310,7 +312,7 @@ func (r *replayer) visit(ctx context.Context, v artifacts.Visit, programs map[[2
 	defer bufs.close()
 	vr.Sets, vr.FreshSets, vr.Fill = len(in.warm), len(in.fresh), fmt.Sprintf("%016x", bufs.fill)
 	vr.MallocPerturb = r.inputs.seeds.Perturb(v.Round)
-	if len(prog.kernel) > 0 && r.gpuErr != nil {
+	if r.cases[v.Case].Case.DeviceOf() == oracle.DeviceCUDA && r.gpuErr != nil {
 		vr.Status, vr.Reason, vr.End = artifacts.StatusFailed, "no GPU: "+r.gpuErr.Error(), time.Now().UTC()
 		return vr, nil
 	}

@@ -57,7 +57,7 @@ const add5x33 = `{"op": "add", "dims": {"M": 5, "N": 33}, "seed": 3}`
 // 20% of the bound.
 const gemm64 = `{"op": "gemm", "dims": {"M": 64, "N": 64, "K": 64}, "seed": 3}`
 
-const allowlist = "(-lm, -lpthread, -ldl, -lrt, -lstdc++, -lopenblas)"
+const allowlist = "(-lm, -lpthread, -ldl, -lrt, -lstdc++, -lopenblas, -lcublas, -lcublasLt, -lcudart)"
 
 // answersFile is where tmp_answers looks (kernels.c).
 const answersFile = "/tmp/tilepipe-adversary-answers"

@@ -154,3 +154,54 @@ func TestGPUCheckpointAudits(t *testing.T) {
 		t.Errorf("audit with one byte of the softmax cubin flipped = exit %d, want 1, the checkpoint broken and\n%s\n%s", code, want, errs)
 	}
 }
+
+// TestCUDAObjectPrepared: an object build for a cuda case is linked with
+// the CUDA timer (whose closure listing loads the driver: without one the
+// entry fails naming it, where the CPU harness would have listed its
+// closure), and a build that links a CUDA library gets it from the
+// directory prepare finds, never from the route: with none here, the
+// entry fails saying so.
+func TestCUDAObjectPrepared(t *testing.T) {
+	if _, err := exec.LookPath("nvidia-smi"); err == nil {
+		t.Skip("a GPU driver is here: the GPU run covers this (docs/results/2026-12-01-gpu-chain)")
+	}
+	t.Setenv("TILEPIPE_CUDA_LIB", "")
+	t.Setenv("CUDA_HOME", t.TempDir())
+	for _, tc := range []struct{ name, link, want string }{
+		{"no library", `[]`, "closure: exited: status 2: harness: error: dlopen libcuda.so.1: "},
+		{"cublas", `["-lcublas"]`, "link: -lcublas names a CUDA library, and no CUDA library directory was found ($TILEPIPE_CUDA_LIB, $CUDA_HOME/lib64, /usr/local/cuda/lib64)"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if _, err := os.Stat("/usr/local/cuda/lib64/libcublas.so"); err == nil && tc.link != `[]` {
+				t.Skip("/usr/local/cuda has cuBLAS")
+			}
+			dir := t.TempDir()
+			route := filepath.Join(dir, "route")
+			os.WriteFile(route, []byte(`#!/bin/sh
+if [ "$1" = describe ]; then
+  echo '{"protocol": 1, "name": "devobj", "kind": "object", "version": "1", "available": true, "reason": "", "ops": ["add"], "devices": ["cuda"]}'
+  exit 0
+fi
+prev=""; for a; do [ "$prev" = "--workdir" ] && w="$a"; prev="$a"; done
+printf 'int tilepipe_entry(void *const *b, void *s) { (void)b; (void)s; return 0; }\n' > "$w/entry.c"
+cc -c -o "$w/entry.o" "$w/entry.c" || exit 1
+echo '{"protocol": 1, "status": "built", "kind": "object", "files": [{"path": "entry.o", "role": "object"}], "entry": {"symbol": "tilepipe_entry", "params": SIG}, "link": LINK}'
+`), 0o755)
+			b, _ := os.ReadFile(route)
+			sig := `[{"name": "A", "role": "input", "dtype": "f32", "shape": [4, 8]}, {"name": "B", "role": "input", "dtype": "f32", "shape": [4, 8]}, {"name": "C", "role": "output", "dtype": "f32", "shape": [4, 8]}]`
+			os.WriteFile(route, []byte(strings.NewReplacer("LINK", tc.link, "SIG", sig).Replace(string(b))), 0o755)
+			co := filepath.Join(dir, "cohort.json")
+			os.WriteFile(co, []byte(`{"schema": 1, "cases": [{"op": "add", "dims": {"M": 4, "N": 8}, "seed": 7, "device": "cuda"}]}`), 0o644)
+			capDir, prepDir := filepath.Join(dir, "capture"), filepath.Join(dir, "prepared")
+			if code, out, errs := tp(t, "capture", "--cohort", co, "--routes", "", "--route-exec", route, "--no-sandbox", "--output", capDir); code != 0 {
+				t.Fatalf("capture = exit %d\n%s%s", code, out, errs)
+			}
+			code, _, errs := tp(t, "prepare", "--capture", capDir, "--output", prepDir, "--no-sandbox")
+			doc := readPrepared(t, prepDir)
+			e := doc.Entries[0]
+			if code != exitFailure || e.Status != "failed" || !strings.HasPrefix(e.Reason, tc.want) || doc.CUDAObject == nil {
+				t.Errorf("prepare = exit %d, entry %s %q, cudaObject %v; want exit 1, failed %q...\n%s", code, e.Status, e.Reason, doc.CUDAObject, tc.want, errs)
+			}
+		})
+	}
+}

@@ -13,7 +13,7 @@ import (
 )
 
 // builtinRoutes are the routes make build installs under bin/routes.
-var builtinRoutes = []string{"halide", "orc", "openblas", "torch-eager", "triton"}
+var builtinRoutes = []string{"halide", "orc", "openblas", "torch-eager", "triton", "cublas"}
 
 func routesCommand() *cli.Command {
 	return &cli.Command{

@@ -52,8 +52,12 @@ int tilepipe_entry(void *const *buffers);
  */
 static int (*volatile entry_fn)(void *const *) = tilepipe_entry;
 #else
-/* The CUDA timer's kernel and launch (visit keys cubin and launch). */
+/* The CUDA timer runs a cubin (visit keys cubin and launch) or an object
+ * route's entry on device buffers, which the link may leave undefined (a
+ * cubin timer links no route object). */
 static const char *cubin_path, *launch_path;
+int tilepipe_entry(void *const *device_buffers, void *stream) __attribute__((weak));
+static int (*volatile cuda_entry)(void *const *, void *) = tilepipe_entry;
 #endif
 
 /* Return codes of warm-up and timed calls, OR-ed, checked after timing. */

@@ -4,7 +4,9 @@
  *     cc -O2 -DTILEPIPE_CUDA -o cuda-timer harness.c -ldl
  *
  * The visit file names the kernel (`cubin PATH`) and its launch (`launch
- * PATH`, the internal/launch Lines form). Every memory file replay hands
+ * PATH`, the internal/launch Lines form); without them the timer calls an
+ * object route's entry, `int tilepipe_entry(void *const *device_buffers,
+ * void *stream)`, linked with it, on the default stream. Every memory file replay hands
  * over has a device mirror of the same layout (gaps and canaries
  * included); a set's buffers are device pointers into it. Inputs are
  * sealed, so they are uploaded once; after validation and after timing the
@@ -44,6 +46,11 @@ static struct {
 } cu;
 
 static void *cu_lib;
+
+/* ENTRY_FAILED is what gpu_launch returns for an object entry that
+ * returned non-zero: no driver error has this number. */
+enum { ENTRY_FAILED = -1 };
+static int entry_rc;
 
 static void *cu_sym(const char *a, const char *b)
 {
@@ -89,6 +96,10 @@ static const char *cu_error(CUresult rc, const char *what)
 	static char buf[256];
 	if (rc == 0)
 		return "";
+	if (rc == ENTRY_FAILED) {
+		snprintf(buf, sizeof buf, "entry_failed: %s: the entry returned %d", what, entry_rc);
+		return buf;
+	}
 	const char *s = "unknown";
 	cu.GetErrorString(rc, &s);
 	snprintf(buf, sizeof buf, "cuda_error: %s: CUDA error %d: %s", what, rc, s);
@@ -120,6 +131,8 @@ static struct {
 	CUfunction fn;
 	CUdeviceptr *mirror[NPOOLS]; /* mirror[k][i]: param i's device copy of its pool-k file */
 	void ***args[NPOOLS];         /* args[k][s]: the kernel's argument pointers for set s */
+	void ***ptrs[NPOOLS];         /* ptrs[k][s]: an object entry's device buffers for set s */
+	int object;                   /* an object entry, not a cubin */
 	unsigned char *scratch;       /* a host buffer as large as the largest file */
 	CUevent ev0, ev1;
 } gpu;
@@ -196,10 +209,52 @@ static void parse_launch(const char *file)
 /* gpu_init loads the kernel, makes every device mirror (a copy of each
  * memory file: canaries, fill and inputs alike) and every set's
  * argument list. */
+/* gpu_context makes the device's primary context current: the one the
+ * CUDA runtime (and so an object route's libraries) uses too. */
+static void gpu_context(void)
+{
+	cu_load();
+	cu_must(cu.Init(0), "cuInit");
+	CUdevice dev;
+	CUcontext ctx;
+	cu_must(cu.DeviceGet(&dev, 0), "cuDeviceGet");
+	cu_must(cu.PrimaryCtxRetain(&ctx, dev), "cuDevicePrimaryCtxRetain");
+	cu_must(cu.CtxSetCurrent(ctx), "cuCtxSetCurrent");
+	cu_must(cu.EventCreate(&gpu.ev0, 0), "cuEventCreate");
+	cu_must(cu.EventCreate(&gpu.ev1, 0), "cuEventCreate");
+}
+
+/* gpu_mirrors makes every device mirror (a copy of each memory file:
+ * canaries, fill and inputs alike) and returns the largest file's size. */
+static size_t gpu_mirrors(struct visit *v)
+{
+	size_t largest = 0;
+	for (int k = 0; k < NPOOLS; k++) {
+		gpu.mirror[k] = xmalloc(v->nparams * sizeof(CUdeviceptr));
+		for (size_t i = 0; i < v->nparams; i++) {
+			struct region *g = &v->params[i].reg[k];
+			cu_must(cu.MemAlloc(&gpu.mirror[k][i], g->size), "cuMemAlloc");
+			cu_must(cu.MemcpyHtoD(gpu.mirror[k][i], g->map, g->size), "upload a memory file");
+			largest = g->size > largest ? g->size : largest;
+		}
+	}
+	return largest;
+}
+
+static void gpu_init_object(struct visit *v);
+
 static void gpu_init(struct visit *v)
 {
+	if (!cubin_path && !launch_path) {
+		if (!cuda_entry)
+			die("%s: no \"cubin PATH\" and \"launch PATH\", and no object entry linked", v->file);
+		gpu_init_object(v);
+		return;
+	}
 	if (!cubin_path || !launch_path)
 		die("%s: a CUDA timer wants \"cubin PATH\" and \"launch PATH\"", v->file);
+	if (cuda_entry)
+		die("%s: a cubin for a timer linked with an object entry", v->file);
 	parse_launch(launch_path);
 	for (size_t i = 0; i < launch.n; i++)
 		if (launch.kind[i] == LP_TENSOR && launch.tensor[i] >= v->nparams)
@@ -215,29 +270,14 @@ static void gpu_init(struct visit *v)
 		die("read %s", cubin_path);
 	fclose(f);
 
-	cu_load();
-	cu_must(cu.Init(0), "cuInit");
-	CUdevice dev;
-	CUcontext ctx;
+	gpu_context();
 	CUmodule mod;
-	cu_must(cu.DeviceGet(&dev, 0), "cuDeviceGet");
-	cu_must(cu.PrimaryCtxRetain(&ctx, dev), "cuDevicePrimaryCtxRetain");
-	cu_must(cu.CtxSetCurrent(ctx), "cuCtxSetCurrent");
 	cu_must(cu.ModuleLoadData(&mod, cubin), "cuModuleLoadData");
 	cu_must(cu.ModuleGetFunction(&gpu.fn, mod, launch.kernel), "cuModuleGetFunction");
 	if (launch.shared > 48 * 1024)
 		cu_must(cu.FuncSetAttribute(gpu.fn, 8 /* MAX_DYNAMIC_SHARED_SIZE_BYTES */, (int)launch.shared), "cuFuncSetAttribute");
-	cu_must(cu.EventCreate(&gpu.ev0, 0), "cuEventCreate");
-	cu_must(cu.EventCreate(&gpu.ev1, 0), "cuEventCreate");
-	size_t largest = 0;
+	size_t largest = gpu_mirrors(v);
 	for (int k = 0; k < NPOOLS; k++) {
-		gpu.mirror[k] = xmalloc(v->nparams * sizeof(CUdeviceptr));
-		for (size_t i = 0; i < v->nparams; i++) {
-			struct region *g = &v->params[i].reg[k];
-			cu_must(cu.MemAlloc(&gpu.mirror[k][i], g->size), "cuMemAlloc");
-			cu_must(cu.MemcpyHtoD(gpu.mirror[k][i], g->map, g->size), "upload a memory file");
-			largest = g->size > largest ? g->size : largest;
-		}
 		uint64_t sets = v->pools[k].sets;
 		gpu.args[k] = xmalloc(sets * sizeof(void **));
 		for (uint64_t s = 0; s < sets; s++) {
@@ -259,8 +299,36 @@ static void gpu_init(struct visit *v)
 	gpu.scratch = xmalloc(largest);
 }
 
+/* gpu_init_object prepares an object entry's calls: per set, the device
+ * pointers of its buffers in signature order. */
+static void gpu_init_object(struct visit *v)
+{
+	gpu.object = 1;
+	gpu_context();
+	size_t largest = gpu_mirrors(v);
+	for (int k = 0; k < NPOOLS; k++) {
+		uint64_t sets = v->pools[k].sets;
+		gpu.ptrs[k] = xmalloc(sets * sizeof(void **));
+		for (uint64_t s = 0; s < sets; s++) {
+			void **p = xmalloc(v->nparams * sizeof(void *));
+			for (size_t i = 0; i < v->nparams; i++)
+				p[i] = (void *)(uintptr_t)(gpu.mirror[k][i] + set_offset(v->params[i].bytes, &v->pools[k], s));
+			gpu.ptrs[k][s] = p;
+		}
+	}
+	gpu.scratch = xmalloc(largest);
+}
+
 static CUresult gpu_launch(int k, uint64_t s)
 {
+	if (gpu.object) {
+		int rc = cuda_entry(gpu.ptrs[k][s], 0);
+		if (rc != 0) {
+			entry_rc = rc;
+			return ENTRY_FAILED;
+		}
+		return 0;
+	}
 	return cu.LaunchKernel(gpu.fn, launch.grid[0], launch.grid[1], launch.grid[2], launch.block[0], launch.block[1],
 			       launch.block[2], launch.shared, 0, gpu.args[k][s], 0);
 }
