@@ -205,3 +205,49 @@ echo '{"protocol": 1, "status": "built", "kind": "object", "files": [{"path": "e
 		})
 	}
 }
+
+// TestGPUAdversaries runs add kernels that cheat (routes/testdata/
+// triton-adversary) through capture, prepare and replay on the GPU
+// (skipped without one, or without Triton) and expects each visit to fail
+// naming what it did.
+func TestGPUAdversaries(t *testing.T) {
+	if _, err := exec.LookPath("nvidia-smi"); err != nil {
+		t.Skip("no GPU here")
+	}
+	if err := exec.Command("python3", "-c", "import triton").Run(); err != nil {
+		t.Skip("no Triton here")
+	}
+	route, err := filepath.Abs("../../routes/testdata/triton-adversary/route")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct{ name, want string }{
+		{"input_write", "input_written: A warm byte "},
+		{"guard_after", "guard_overwritten: C warm byte "},
+		{"write_before", "input_written: A warm byte "},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Setenv("TILEPIPE_TEST_GPU_ADVERSARY", tc.name)
+			dir := t.TempDir()
+			co := filepath.Join(dir, "cohort.json")
+			os.WriteFile(co, []byte(`{"schema": 1, "rounds": 1, "cases": [{"op": "add", "dims": {"M": 64, "N": 1000}, "seed": 7, "device": "cuda"}]}`), 0o644)
+			capDir, prepDir, repDir := filepath.Join(dir, "capture"), filepath.Join(dir, "prepared"), filepath.Join(dir, "replay")
+			if code, out, errs := tp(t, "capture", "--cohort", co, "--routes", "", "--route-exec", route, "--output", capDir); code != 0 {
+				t.Fatalf("capture = exit %d\n%s%s", code, out, errs)
+			}
+			if code, _, errs := tp(t, "prepare", "--capture", capDir, "--output", prepDir); code != 0 {
+				t.Fatalf("prepare = exit %d\n%s", code, errs)
+			}
+			code, _, errs := tp(t, "replay", "--prepared", prepDir, "--output", repDir, "--baseline", "triton-adversary", "--samples", "3")
+			doc := readReplay(t, repDir)
+			if len(doc.Visits) != 1 {
+				t.Fatalf("replay = exit %d, %d visits\n%s", code, len(doc.Visits), errs)
+			}
+			v := doc.Visits[0]
+			if code != exitFailure || v.Status != "failed" || !strings.HasPrefix(v.Reason, tc.want) || !strings.HasSuffix(v.Reason, "(device)") {
+				t.Errorf("replay = exit %d, visit %s %q; want exit 1, failed %q... (device)", code, v.Status, v.Reason, tc.want)
+			}
+			t.Logf("%s: %s", tc.name, v.Reason)
+		})
+	}
+}
