@@ -1863,6 +1863,30 @@ func TestOpenBLASDescribeUnavailable(t *testing.T) {
 	}
 }
 
+// TestTorchEagerCUDA runs routes/torch-eager/cuda_test.py, the driver of
+// whole --device cuda visits, under the interpreter the route builds with.
+// Without a usable GPU (CI) it checks only that describe, build and
+// --closure refuse cuda with "CUDA unavailable"; on a GPU it runs every op
+// on the device with the checks its docstring lists (docs/gpu.md).
+func TestTorchEagerCUDA(t *testing.T) {
+	t.Parallel()
+	requireRoute(t, "torch-eager")
+	dims := dimsFor("add")
+	b, _ := build(t, "torch-eager", "add", dims, signature("add", dims))
+	checkProcessBuild(t, "add", b)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, b.Process.Interpreter, filepath.Join("torch-eager", "cuda_test.py"), "-j", "4")
+	out, err := cmd.CombinedOutput()
+	t.Logf("%s", out)
+	if err != nil {
+		t.Fatalf("cuda_test.py: %v", err)
+	}
+	if !bytes.Contains(out, []byte("\nall passed\n")) && !bytes.Contains(out, []byte("\nCUDA unavailable here (")) {
+		t.Errorf("cuda_test.py printed neither \"all passed\" nor \"CUDA unavailable here\"")
+	}
+}
+
 // TestTorchEagerInterpreterOverride checks that $TILEPIPE_TORCH_PYTHON is
 // probed before PATH, with a stand-in interpreter that answers the probe
 // without importing anything.

@@ -1,9 +1,10 @@
 """tilepipe timer for the torch-eager route (docs/protocol.md, "visit (timers),
 protocol 3" and "closure").
 
-    python wrapper.py --op OP --device cpu --dims NAME=V,... [--dtype f32|f16|bf16]
-                      [--ranking stable|standard] [--eps EPS] --visit VISIT.txt
-    python wrapper.py [--op OP ...] --closure
+    python wrapper.py --op OP --device cpu|cuda --dims NAME=V,... [--dtype f32|f16|bf16]
+                      [--ranking stable|standard] [--eps EPS] [--policy strict|tf32]
+                      --visit VISIT.txt
+    python wrapper.py [--op OP ...] [--device cpu|cuda] --closure
 
 --visit runs one visit exactly as the C harness (prepare/harness/harness.c)
 does. Replay owns the buffers: every (param, pool) is a memory file that
@@ -26,13 +27,14 @@ stdout in --visit mode. Exit 2 is a usage, parse or I/O error, explained
 on stderr.
 
 The route's probe calls probe() at build time: it runs every op in every
-dtype it may take on small tensors and records output_policy(), so build
-and visit cannot disagree on an op's output policy (`out` or `copy`), and
-an op this torch lacks in some dtype is `unsupported` at build time.
---closure prints the files mapped into a process that has imported torch
-and run every op once, and every module file (and its cached .pyc) that
-process imported: prepare pins them, and replay's sandbox shows only the
-directories that hold them.
+dtype it may take on small tensors on the case's device and records
+output_policy(), so build and visit cannot disagree on an op's output
+policy (`out` or `copy`), and an op this torch lacks in some dtype is
+`unsupported` at build time. --closure prints the files mapped into a
+process that has imported torch and run every op once (on the GPU, after
+initialising CUDA, for --device cuda), and every module file (and its
+cached .pyc) that process imported: prepare pins them, and replay's
+sandbox shows only the directories that hold them.
 
 f16 and bf16 tensors are computed the way torch computes that dtype on the
 device (intermediates of composite ops are rounded to the storage dtype).
@@ -41,6 +43,21 @@ Ops whose name starts with an underscore exist only for tests: each one
 breaks exactly one rule the visit checks (see TEST_OPS). The route never
 offers them; a test selects one with `--op _NAME` in the wrapper's argv
 (each takes add's signature and dims M,N).
+
+--device cuda (docs/gpu.md) runs the same visit on the GPU, as the C CUDA
+timer (prepare/harness/cuda/backend.c) does: every memory file gets one
+device mirror of the whole file (canary gaps included), uploaded once, and
+each set's tensors are views of its mirror (class Device). A validation
+call uploads the set's poisoned outputs, calls, synchronizes the whole
+device and downloads the set's outputs into the memory file before the
+host checks; after every validation call and after timing every mirror is
+downloaded and compared with its file (inputs whole, outputs in the canary
+gaps). A sample is timed with two CUDA events around its calls; a fresh
+sample's outputs are downloaded before its answer, and "end" downloads
+every warm set's outputs before the final checks. --policy tf32 allows
+TF32 in cuBLAS and cuDNN; strict (the default) forbids it. --device cuda
+never falls back to the CPU: without a usable GPU it exits 2 with "CUDA
+unavailable: ...", in --closure mode too.
 
 torch is imported only after the visit file is read, because the thread
 environment variables must be set before the libraries start their pools.
@@ -115,6 +132,7 @@ HALF_OPS = ("gemm", "gemm_relu", "gemm_gelu", "bmm", "gemv", "add", "gelu_add",
 RANKED_OPS = ("topk", "sort")
 RANKINGS = ("stable", "standard")
 DTYPES = ("f32", "f16", "bf16")
+POLICIES = ("strict", "tf32")  # --policy: TF32 allowed (on the GPU) under tf32 alone
 EPS_OPS = ("rmsnorm", "layernorm", "residual_layernorm")
 
 CHECKS = ("guards", "poison", "inputs", "repeat")
@@ -229,6 +247,25 @@ def torch_dtype(torch, dtype):
             "i64": torch.int64}[dtype]
 
 
+def cuda_unavailable(torch):
+    """Why this torch cannot run ops on the GPU here, or '' when it can:
+    a torch built without CUDA, or torch.cuda.is_available() False (with
+    the warning torch gave about it, e.g. no driver or no device)."""
+    if not torch.version.cuda:
+        return "torch %s was built without CUDA" % torch.__version__
+    with warnings.catch_warnings(record=True) as seen:
+        warnings.simplefilter("always")
+        ok = torch.cuda.is_available()
+    if ok:
+        return ""
+    why = "torch %s (CUDA %s): torch.cuda.is_available() is False" % (torch.__version__, torch.version.cuda)
+    if seen:
+        lines = str(seen[0].message).strip().splitlines()
+        if lines:
+            why += " (%s)" % lines[0][:MAX_ERROR]
+    return why
+
+
 def softmax_out(torch):
     """aten::_softmax.out if this torch has it (a structured kernel that
     writes straight into out), else None."""
@@ -301,7 +338,8 @@ def make_entry(op, t, o, torch, buffers):
     the visit's shared call count ("calls", a one-element list) and its
     warm set count ("warm_sets"); buffers maps each param to its Buffer of
     the same set. Workspaces are allocated here, outside the timed calls;
-    nothing here reads the inputs' values."""
+    nothing here reads the inputs' values. The tensors of t may live on
+    the CPU or the GPU; every workspace is made on their device."""
     F = torch.nn.functional
     eps, ranking, dims = o["eps"], o.get("ranking"), o["dims"]
     if op == "gemm":
@@ -312,7 +350,7 @@ def make_entry(op, t, o, torch, buffers):
         # applied to the accumulated product, as the table says); the
         # activation then runs in place on C.
         addmm, A, B, C = torch.addmm, t["A"], t["B"], t["C"]
-        bias = torch.full((), 0.25, dtype=C.dtype)
+        bias = torch.full((), 0.25, dtype=C.dtype, device=C.device)
         act = (lambda: C.relu_()) if op == "gemm_relu" else (lambda g=gelu_inplace(torch): g(C))
 
         def gemm_act():
@@ -454,7 +492,7 @@ def make_entry(op, t, o, torch, buffers):
         K = V.shape[1]
         if ranking == "stable":
             sort = torch.sort
-            sv, si = torch.empty_like(X), torch.empty(X.shape, dtype=torch.int64)
+            sv, si = torch.empty_like(X), torch.empty(X.shape, dtype=torch.int64, device=X.device)
             svk, sik = sv[:, :K], si[:, :K]
 
             def topk_stable():
@@ -554,8 +592,8 @@ def attention_entry(t, dims, torch):
     B, Hq, Hkv, Q, K, D, Dv = (dims[n] for n in ("B", "Hq", "Hkv", "Q", "K", "D", "Dv"))
     G = Hq // Hkv
     scale = 1.0 / (D ** 0.5)
-    q = torch.arange(Q).view(Q, 1)
-    k = torch.arange(K).view(1, K)
+    q = torch.arange(Q, device=Qt.device).view(Q, 1)
+    k = torch.arange(K, device=Qt.device).view(1, K)
     f = sdpa(torch)
     if f is not None:
         keep = k <= q + (K - Q)  # True: attends
@@ -574,7 +612,7 @@ def attention_entry(t, dims, torch):
     # Zeros, not empty: torch 1.13's CPU baddbmm propagates NaN from its
     # input even with beta=0, so uninitialized memory that happens to hold
     # a NaN pattern made the first call's row NaN now and then.
-    S = torch.zeros(B * Hkv, G * Q, K, dtype=Qt.dtype)
+    S = torch.zeros(B * Hkv, G * Q, K, dtype=Qt.dtype, device=Qt.device)
     P = torch.empty_like(S)
     baddbmm, bmm, sm = torch.baddbmm, torch.bmm, softmax_out(torch)
     ninf = float("-inf")
@@ -596,36 +634,40 @@ def probe_dims(op):
     return {"B": 2, "M": 2, "N": 4, "K": 3, "R": 2}
 
 
-def try_variant(torch, op, dtype, ranking):
-    """Runs op once on small tensors of dtype; returns '' or why it failed."""
+def try_variant(torch, op, dtype, ranking, device="cpu"):
+    """Runs op once on small tensors of dtype on device (cpu or cuda,
+    synchronized); returns '' or why it failed."""
     dims = probe_dims(op)
     t = {}
     for name, role, dt, shape in signature(op, dims, dtype):
         tdt = torch_dtype(torch, dt)
         if dt == "i64":
-            t[name] = torch.zeros(shape, dtype=tdt)
+            t[name] = torch.zeros(shape, dtype=tdt, device=device)
         elif role == "input":
-            t[name] = torch.full(shape, 0.5, dtype=tdt)
+            t[name] = torch.full(shape, 0.5, dtype=tdt, device=device)
         else:
-            t[name] = torch.empty(shape, dtype=tdt)
+            t[name] = torch.empty(shape, dtype=tdt, device=device)
     try:
         make_entry(op, t, {"eps": 1e-5, "ranking": ranking, "dims": dims}, torch, {})()
+        if device == "cuda":
+            torch.cuda.synchronize()  # a kernel's error surfaces here
     except Exception as e:  # the library cannot run it: the build's reason
         lines = str(e).strip().splitlines()
         return "%s: %s" % (type(e).__name__, lines[0] if lines else "")
     return ""
 
 
-def probe(torch):
+def probe(torch, device="cpu"):
     """For every op and variant, {"policy": out|copy, "schedule": ...} when
-    this torch runs it, else {"error": why}. The route calls this at build
-    time, so an op the library lacks in some dtype is `unsupported` then,
-    not a failed visit later."""
+    this torch runs it on device (cpu or cuda), else {"error": why}. The
+    route calls this at build time on the case's device, so an op the
+    library lacks in some dtype is `unsupported` then, not a failed visit
+    later."""
     res = {}
     for op in OPS:
         res[op] = {}
         for dtype, ranking in variants(op):
-            err = try_variant(torch, op, dtype, ranking)
+            err = try_variant(torch, op, dtype, ranking, device)
             key = variant_key(dtype, ranking)
             if err:
                 res[op][key] = {"error": err}
@@ -682,6 +724,7 @@ class MemFile:
             raise Usage("%s: map %s: %s" % (where, how, getattr(e, "strerror", None) or e))
         os.set_inheritable(self.fd, False)
         self.whole = self.canary_at = self.canary = None
+        self.host = self.mirror = None  # --device cuda: see Device
 
     def offset(self, s):
         """OFFSET(s): where set s's data starts in the file."""
@@ -707,10 +750,12 @@ class Buffer:
     typed is the data with the param's dtype and shape, ints the same bytes
     as integers of the element's size (for the poison), data the same bytes
     as uint8, after the canary bytes from the end of the data to the next
-    set (or the end of the file)."""
+    set (or the end of the file). dev is None on the CPU; with --device
+    cuda it is the same set's DeviceView, which the entry is given."""
 
     def __init__(self, torch, f, s):
         self.name, self.role, self.dtype, self.nbytes, self.set = f.name, f.role, f.dtype, f.nbytes, s
+        self.file, self.dev = f, None
         off = f.offset(s)
         tdt = torch_dtype(torch, f.dtype)
         idt = {4: torch.int32, 8: torch.int64, 2: torch.int16}[DTYPE_SIZE[f.dtype]]
@@ -726,6 +771,102 @@ class Buffer:
 
     def poison(self, value):
         self.ints.fill_(value)
+
+
+def callee(b):
+    """What the entry of b's set computes on: b's views of the memory file
+    on the CPU, its views of the device mirror with --device cuda."""
+    return b if b.dev is None else b.dev
+
+
+class DeviceView:
+    """Set s of a MemFile's device mirror, as views (nothing is copied):
+    data (uint8), typed (the param's dtype and shape) and after (the canary
+    bytes up to the next set or the end of the file), at the same offsets
+    as the Buffer of the set in the memory file."""
+
+    def __init__(self, torch, f, s):
+        off = f.offset(s)
+        end = f.offset(s + 1) if s + 1 < f.sets else f.size
+        self.data = f.mirror[off:off + f.nbytes]
+        self.typed = self.data.view(torch_dtype(torch, f.dtype)).view(list(f.shape))
+        self.after = f.mirror[off + f.nbytes:end]
+        self.ptr = self.typed.data_ptr()
+        assert self.typed.is_contiguous() and self.ptr % ALIGN == 0
+
+
+class Device:
+    """The GPU side of a --device cuda visit, as the C CUDA timer
+    (prepare/harness/cuda/backend.c) does it. Every memory file gets one
+    device mirror of the WHOLE file (f.mirror, canary gaps included),
+    uploaded once at the start; every set's Buffer gets a DeviceView of its
+    mirror (b.dev), which the entries compute on. Every copy between host
+    and device, and every synchronisation, is one of the calls below."""
+
+    def __init__(self, torch, files, sets):
+        """files: per param, {pool: MemFile}; sets: per pool, the sets'
+        {name: Buffer}."""
+        self.torch, self.files = torch, files
+        for per_pool in files:
+            for f in per_pool.values():
+                f.host = torch.frombuffer(f.map, dtype=torch.uint8)  # the whole memory file
+                f.mirror = torch.empty(f.size, dtype=torch.uint8, device="cuda")
+                f.mirror.copy_(f.host)  # upload, canaries and all
+        for pool in POOLS:
+            for bs in sets[pool]:
+                for b in bs.values():
+                    b.dev = DeviceView(torch, b.file, b.set)
+        torch.cuda.synchronize()
+        self.start = torch.cuda.Event(enable_timing=True)
+        self.end = torch.cuda.Event(enable_timing=True)
+
+    def sync(self):
+        """Waits for the whole device (every stream), not one stream."""
+        self.torch.cuda.synchronize()
+
+    def upload(self, outs):
+        """Copies these outputs (one set's Buffers) from the memory file up
+        to the mirror: the poison before a validation call."""
+        for b in outs:
+            b.dev.data.copy_(b.data)
+
+    def download(self, outs):
+        """Copies these outputs (one set's Buffers) from the mirror down
+        into the memory file, where replay reads them."""
+        for b in outs:
+            b.data.copy_(b.dev.data)
+
+    def check(self, suffix):
+        """Downloads every mirror and compares it with its memory file: an
+        input's every byte (the file is sealed), an output's canary gaps
+        (MemFile.watch). Reasons as backend.c's gpu_check words them."""
+        for per_pool in self.files:
+            for pool in POOLS:
+                f = per_pool[pool]
+                d = f.mirror.cpu()  # download the whole mirror
+                if f.role == "input":
+                    o = first_diff(d, f.host)
+                    if o >= 0:
+                        raise CheckFailed("guards", "input_written: %s %s byte %d (device)%s" % (f.name, f.pool, o, suffix))
+                    continue
+                ne = (d[f.canary_at] != f.canary).nonzero()
+                if ne.numel():
+                    o = int(f.canary_at[int(ne[0, 0])])
+                    raise CheckFailed("guards", "guard_overwritten: %s %s byte %d (device)%s" % (f.name, f.pool, o, suffix))
+
+    def sample(self, calls):
+        """The calls between two CUDA events, then the whole device
+        synchronized: (ns between the events, None), or (0, the exception)
+        when a call or CUDA raised."""
+        try:
+            self.start.record()
+            for entry in calls:
+                entry()
+            self.end.record()
+            self.torch.cuda.synchronize()
+            return int(self.start.elapsed_time(self.end) * 1e6), None
+        except Exception as e:  # fails the final report, as on the CPU
+            return 0, e
 
 
 def first_diff(a, b):
@@ -744,10 +885,12 @@ def check_guards(files, suffix=""):
 
 
 def check_outputs(outs, poison):
-    """The outputs of one set: still the mapped buffers, no element left
-    bit-equal to the poison."""
+    """The outputs of one set: still the buffers the entry was given (the
+    mapped ones, or on the GPU the mirror's views), no element left
+    bit-equal to the poison (in the memory file)."""
     for b in outs:
-        if b.typed.data_ptr() != b.ptr or list(b.typed.shape) != b.shape:
+        v = callee(b)
+        if v.typed.data_ptr() != v.ptr or list(v.typed.shape) != b.shape:
             raise CheckFailed("poison", "output_reallocated: %s set %d" % (b.name, b.set))
         ne = (b.ints == poison[b.dtype]).nonzero()
         if ne.numel():
@@ -785,15 +928,25 @@ class Checks:
         return {c: "pass" if j < i else "fail" if j == i else "not_run" for j, c in enumerate(CHECKS)}
 
 
-def call_checked(entry, s, outs, files, poison, checks):
+def call_checked(entry, s, outs, files, poison, checks, gpu=None):
     """Steps 2-5 on warm set s: one call and the checks after it. The
     inputs check always passes here: every input is a read-only mapping of
     a file replay sealed, so no write can reach it (a write to the mapping
-    faults)."""
+    faults). With a gpu (Device), the poisoned outputs go up first, the
+    call is followed by a synchronisation of the whole device, the outputs
+    come down into the memory file, and every mirror is checked before the
+    host checks."""
+    if gpu is not None:
+        gpu.upload(outs)
     try:
         entry()
+        if gpu is not None:
+            gpu.sync()  # a CUDA error of the call surfaces here
     except Exception as e:  # the library raised: the entry failed
         raise CheckFailed(None, "entry_failed: raised %s (set %d)" % (describe_error(e), s))
+    if gpu is not None:
+        gpu.download(outs)
+        gpu.check("")
     check_guards(files)
     checks.passed("guards")
     check_outputs(outs, poison)
@@ -801,17 +954,18 @@ def call_checked(entry, s, outs, files, poison, checks):
     checks.passed("inputs")
 
 
-def validate_set(entry, s, outs, files, checks):
+def validate_set(entry, s, outs, files, checks, gpu=None):
     """Steps 1-6 on warm set s: poison, call and check, keep the output,
     poison again, call and check, compare. The second call's outputs
-    (equal to the first's) stay in the set's buffers."""
+    (equal to the first's) stay in the set's buffers (and, with a gpu, in
+    its mirrors)."""
     for b in outs:
         b.poison(POISON1[b.dtype])
-    call_checked(entry, s, outs, files, POISON1, checks)
+    call_checked(entry, s, outs, files, POISON1, checks, gpu)
     first = [b.data.clone() for b in outs]
     for b in outs:
         b.poison(POISON2[b.dtype])
-    call_checked(entry, s, outs, files, POISON2, checks)
+    call_checked(entry, s, outs, files, POISON2, checks, gpu)
     for b, kept in zip(outs, first):
         i = first_diff(b.data, kept)
         if i >= 0:
@@ -1029,12 +1183,16 @@ def parse_command(line):
     raise Usage('command "%s": want "run SEQ N", "fresh SEQ N" or "end"' % line.decode("ascii", "backslashreplace"))
 
 
-def serve(warm, fresh, sync, divisor):
+def serve(warm, fresh, divisor, gpu=None, fresh_outs=None):
     """Answers "run SEQ N" and "fresh SEQ N" until "end": N back-to-back
-    calls between two clock reads (one sync after them), answered with the
-    timer's own span. Call i of the run samples, counted across them, is
-    warm[i mod K]; fresh samples call the fresh sets in order, each once.
-    Returns the reason of the first call that raised, or ''."""
+    calls between two clock reads, answered with the timer's own span.
+    Call i of the run samples, counted across them, is warm[i mod K];
+    fresh samples call the fresh sets in order, each once. With a gpu
+    (Device) the span is two CUDA events' (Device.sample), and a fresh
+    sample's outputs (fresh_outs[f]: fresh set f's output Buffers) are
+    downloaded into the memory files before the answer, which is when
+    replay reads them. Returns the reason of the first call that raised,
+    or ''."""
     clock, cycle, islice = time.perf_counter_ns, itertools.cycle, itertools.islice
     # rotations[c]: the warm entries starting at set c, so a sample starts
     # where the last one stopped without skipping through a cycle.
@@ -1056,18 +1214,27 @@ def serve(warm, fresh, sync, divisor):
                 raise Usage('command "%s": want 1 <= N <= %d (the fresh sets not yet used)' % (what, len(fresh) - used))
             calls = fresh[used:used + n]
             used += n
-        err = None
-        t0 = clock()
-        try:
-            for entry in calls:
-                entry()
-            sync()
-        except Exception as e:  # fails the final report, as a non-zero return does in C
-            err = e
-        t1 = clock()
+        if gpu is not None:
+            ns, err = gpu.sample(calls)
+            if err is None and kind == b"fresh":
+                try:
+                    for outs in fresh_outs[used - n:used]:
+                        gpu.download(outs)
+                except Exception as e:
+                    err = e
+        else:
+            err = None
+            t0 = clock()
+            try:
+                for entry in calls:
+                    entry()
+            except Exception as e:  # fails the final report, as a non-zero return does in C
+                err = e
+            t1 = clock()
+            ns = t1 - t0
         if err is not None and not failure:
             failure = "entry_failed: raised %s (during timing)" % describe_error(err)
-        send({"type": "sample", "seq": seq, "calls": n, "ns": (t1 - t0) // divisor})
+        send({"type": "sample", "seq": seq, "calls": n, "ns": ns // divisor})
 
 
 def finish():
@@ -1119,6 +1286,18 @@ def visit(opts):
 
     import torch
 
+    cuda = opts["device"] == "cuda"
+    if cuda:
+        why = cuda_unavailable(torch)
+        if why:
+            raise Usage("--device cuda: CUDA unavailable: " + why)
+        # Before anything runs: TF32 in cuBLAS and cuDNN only under the
+        # tf32 policy. The fp16/bf16 reduced-precision reduction flags
+        # stay torch's defaults.
+        tf32 = opts["policy"] == "tf32"
+        torch.backends.cuda.matmul.allow_tf32 = tf32
+        torch.backends.cudnn.allow_tf32 = tf32
+
     # Inputs are read-only mappings; torch warns that it cannot make a
     # read-only tensor of one. No input is written (a write would fault).
     warnings.filterwarnings("ignore", message="The given buffer is not writable", category=UserWarning)
@@ -1136,18 +1315,21 @@ def visit(opts):
     outfiles = [f[pool] for f in files for pool in POOLS if f[pool].role == "output"]
     for f in outfiles:
         f.watch(torch)
+    # --device cuda: every memory file mirrored on the GPU, every set's
+    # Buffer given its DeviceView (b.dev), which the entries compute on.
+    gpu = Device(torch, files, sets) if cuda else None
+    outs = {pool: [[b for b in bs.values() if b.role == "output"] for bs in sets[pool]] for pool in POOLS}
 
     # One entry per set; the test ops count calls over all of them.
     eo = dict(opts, calls=[0], warm_sets=len(sets["warm"]))
-    entries = {pool: [make_entry(op, {n: b.typed for n, b in bs.items()}, eo, torch, bs) for bs in sets[pool]]
+    entries = {pool: [make_entry(op, {n: callee(b).typed for n, b in bs.items()}, eo, torch,
+                                 {n: callee(b) for n, b in bs.items()}) for bs in sets[pool]]
                for pool in POOLS}
-    cuda = opts["device"] == "cuda"
-    sync = torch.cuda.synchronize if cuda else (lambda: None)
 
     checks = Checks()
     try:
-        for s, (entry, bs) in enumerate(zip(entries["warm"], sets["warm"])):
-            validate_set(entry, s, [b for b in bs.values() if b.role == "output"], outfiles, checks)
+        for s, entry in enumerate(entries["warm"]):
+            validate_set(entry, s, outs["warm"][s], outfiles, checks, gpu)
     except CheckFailed as e:
         send(status_report("validated", e.reason, checks.failed(e.check), nthreads, policy))
         finish()
@@ -1156,11 +1338,25 @@ def visit(opts):
     ctypes.CDLL(None).mallopt(-6, 0)
     send(status_report("validated", "", None, nthreads, policy))
 
-    failure = serve(entries["warm"], entries["fresh"], sync, LIAR_DIVISOR if op == "_liar" else 1)
+    failure = serve(entries["warm"], entries["fresh"], LIAR_DIVISOR if op == "_liar" else 1, gpu, outs["fresh"])
 
     # After timing: the timed calls, then the guards again. The inputs
     # check passes: the input mappings are read-only views of sealed files.
     reason, states = failure, checks.failed(None)
+    if not reason and gpu is not None:
+        # The warm outputs come down for replay to compare with the
+        # validated ones; then every mirror is checked again.
+        try:
+            gpu.sync()
+            for o in outs["warm"]:
+                gpu.download(o)
+        except Exception as e:
+            reason = "entry_failed: raised %s (during timing)" % describe_error(e)
+        if not reason:
+            try:
+                gpu.check(" (after timing)")
+            except CheckFailed as e:
+                reason, states = e.reason, checks.failed(e.check)
     if not reason:
         try:
             check_guards(outfiles, " (after timing)")
@@ -1197,10 +1393,21 @@ def closure(opts):
     """Paths of every regular file mapped after torch ran every op in
     every variant once (what any visit could map), and of every module file
     (with its .pyc) that run imported: replay's sandbox shows a visit only
-    the directories holding these."""
+    the directories holding these. With --device cuda, CUDA is initialised
+    first and the ops run on the GPU, so libcuda and the CUDA libraries
+    torch loads (cuBLAS, cuDNN, ...) are mapped; without a usable GPU this
+    is a usage error ("CUDA unavailable"), never a CPU listing."""
     import torch
 
-    probe(torch)
+    if opts["device"] == "cuda":
+        why = cuda_unavailable(torch)
+        if why:
+            raise Usage("--device cuda: CUDA unavailable: " + why)
+        torch.zeros(1, device="cuda")  # the driver and the CUDA context
+        probe(torch, "cuda")
+        torch.cuda.synchronize()
+    else:
+        probe(torch)
     paths = set()
     with open("/proc/self/maps") as f:
         for ln in f:
@@ -1217,13 +1424,21 @@ def closure(opts):
                 pass
     paths |= module_files()
     paths.add(os.path.realpath(sys.executable))
+    # A virtual environment's pyvenv.cfg: Python run by the venv's name
+    # (bin/python3, a symlink) finds the environment's site-packages only
+    # through it, so replay's sandbox must show it, and with it the venv's
+    # directory (seen on the H200's /opt/torch/.venv).
+    cfg = os.path.join(sys.prefix, "pyvenv.cfg")
+    if sys.prefix != sys.base_prefix and os.path.isfile(cfg):
+        paths.add(os.path.realpath(cfg))
     paths.add(os.path.realpath(os.path.abspath(__file__)))
     return sorted(paths)
 
 
 def parse_args(argv):
     opts = {"op": None, "device": "cpu", "dims": None, "eps": 1e-5,
-            "dtype": "f32", "ranking": None, "visit": None, "mode": None}
+            "dtype": "f32", "ranking": None, "visit": None, "mode": None,
+            "policy": "strict"}
     i = 0
     while i < len(argv):
         a = argv[i]
@@ -1241,6 +1456,10 @@ def parse_args(argv):
             if val not in ("cpu", "cuda"):
                 raise Usage("--device: want cpu or cuda, got %r" % val)
             opts["device"] = val
+        elif a == "--policy":
+            if val not in POLICIES:
+                raise Usage("--policy: want one of %s, got %r" % (", ".join(POLICIES), val))
+            opts["policy"] = val
         elif a == "--dtype":
             if val not in DTYPES:
                 raise Usage("--dtype: want one of %s, got %r" % (", ".join(DTYPES), val))
@@ -1296,8 +1515,6 @@ def main(argv):
                 print(p)
             return 0
         check_fds()
-        if opts["device"] == "cuda":
-            raise Usage("--device cuda: cuda not implemented yet")
         visit(opts)  # ends the process
         raise AssertionError("visit returned")
     except Usage as e:

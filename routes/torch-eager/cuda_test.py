@@ -1,0 +1,549 @@
+#!/usr/bin/env python3
+"""Drives wrapper.py through whole visits the way replay does (docs/protocol.md,
+"visit (timers), protocol 3"), for the CUDA path of issue 11.
+
+    python3 routes/torch-eager/cuda_test.py [--device cuda|cpu] [-j JOBS]
+
+Needs torch in the interpreter that runs it (the wrapper runs under the same
+one). With --device cuda (the default) and no usable GPU it prints why and
+exits 0 having checked only that the route and the wrapper refuse cuda
+("CUDA unavailable"); --device cpu runs the same visits on the CPU (a check
+of this driver itself, and of the CPU path).
+
+Each visit: replay's memory files (memfds, canaries, inputs sealed) on
+fds 5 and up, commands on fd 3, reports on fd 4. The driver reads the
+validated outputs of every warm set from the memory files and compares them
+with the same op computed by torch on the CPU in f32, overwrites them with a
+fill pattern, asks for empty, batch and fresh samples (the fresh outputs are
+read and checked as soon as the answer arrives), sends "end", and checks
+that the warm outputs came back equal to the validated ones, that no canary
+of a memory file changed and that nothing came on stdout. On the GPU it
+also checks that the timer's event span lies inside the driver's own span,
+that strict FP32 gemm is far closer to an FP64 product than tf32 gemm,
+each test op's exact failure, and that every regular file the visit process
+maps was listed by wrapper.py --closure (replay's sandbox shows nothing
+else). Exit 1 on any problem, each printed.
+"""
+
+import argparse
+import concurrent.futures
+import fcntl
+import json
+import os
+import select
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+
+HERE = os.path.dirname(os.path.realpath(__file__))
+sys.path.insert(0, HERE)
+import wrapper  # noqa: E402
+
+# The CPU references run one thread each: a threaded BLAS called from
+# several of the driver's threads at once livelocks (OpenBLAS). The
+# wrapper sets its own thread variables from the visit file.
+for _k in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS"):
+    os.environ[_k] = "1"
+import torch  # noqa: E402
+
+torch.set_num_threads(1)
+
+WRAPPER = os.path.join(HERE, "wrapper.py")
+ROUTE = os.path.join(HERE, "route")
+WARM_SETS, FRESH_SETS = 3, 2     # as routes_test.go: C of add 5x33 is warm byte 4756, 8895
+WARM_GAP, FRESH_GAP = 4096, 64
+REPORT_TIMEOUT = 300
+SLACK_NS = 50_000                # replay's allowance of the timer's ns over its span
+FILL = {"f32": 0x7FC01234, "f16": 0x7E12, "bf16": 0x7F12, "i64": -0x1234}  # replay's fill: no poison
+INT = {"f32": torch.int32, "f16": torch.int16, "bf16": torch.int16, "i64": torch.int64}
+
+# op, dims, dtype, ranking, policy
+CASES = [
+    ("add", {"M": 5, "N": 33}, "f32", None, "strict"),
+    ("add", {"M": 300, "N": 1000}, "bf16", None, "strict"),
+    ("add", {"M": 4096, "N": 4096}, "f32", None, "strict"),  # 64 MiB a set: the mirror checks' cost
+    ("gemm", {"M": 64, "N": 48, "K": 1024}, "f32", None, "strict"),
+    ("gemm", {"M": 64, "N": 48, "K": 1024}, "f32", None, "tf32"),
+    ("gemm", {"M": 128, "N": 96, "K": 64}, "bf16", None, "strict"),
+    ("gemm_relu", {"M": 7, "N": 12, "K": 5}, "f32", None, "strict"),
+    ("gemm_gelu", {"M": 33, "N": 17, "K": 9}, "f16", None, "strict"),
+    ("bmm", {"B": 2, "M": 3, "N": 5, "K": 4}, "f32", None, "strict"),
+    ("gemv", {"M": 9, "K": 13}, "f32", None, "strict"),
+    ("gelu_pair", {"M": 5, "N": 33}, "f32", None, "strict"),
+    ("rope", {"M": 3, "N": 10, "R": 6}, "f32", None, "strict"),
+    ("sum", {"M": 5, "N": 33}, "f32", None, "strict"),
+    ("softmax", {"M": 5, "N": 33}, "f32", None, "strict"),
+    ("rmsnorm", {"M": 5, "N": 33}, "bf16", None, "strict"),
+    ("layernorm", {"M": 64, "N": 768}, "f16", None, "strict"),
+    ("residual_layernorm", {"M": 5, "N": 33}, "f32", None, "strict"),
+    ("cross_entropy", {"M": 5, "N": 33}, "f32", None, "strict"),
+    ("scan_ordered", {"M": 5, "N": 33}, "f32", None, "strict"),
+    ("scan", {"M": 5, "N": 33}, "f32", None, "strict"),
+    ("argmax", {"M": 5, "N": 33}, "f32", None, "strict"),
+    ("topk", {"M": 5, "N": 33, "K": 4}, "f32", "stable", "strict"),
+    ("topk", {"M": 5, "N": 33, "K": 4}, "f32", "standard", "strict"),
+    ("sort", {"M": 5, "N": 33}, "f32", "stable", "strict"),
+    ("embedding", {"V": 7, "D": 5, "M": 9}, "f32", None, "strict"),
+    ("attention", {"B": 2, "Hq": 4, "Hkv": 2, "Q": 3, "K": 5, "D": 4, "Dv": 3}, "f32", None, "strict"),
+    ("attention", {"B": 1, "Hq": 8, "Hkv": 2, "Q": 128, "K": 256, "D": 64, "Dv": 64}, "f32", None, "strict"),
+]
+# The CPU run (torch 1.13 here) skips what that torch cannot compute.
+CPU_CASES = [c for c in CASES if c[2] == "f32" or c[0] in ("add", "rmsnorm")]
+
+ADD = {"M": 5, "N": 33}
+# Each test op's failure: (where, reason, checks) per device; "crash" is a
+# wrapper killed by SIGSEGV before any report.
+P, F, N = "pass", "fail", "not_run"
+TEST_OPS = {
+    "_overrun_output": {"cuda": ("validated", "guard_overwritten: C warm byte 4756 (device)", (F, N, N, N)),
+                        "cpu": ("validated", "guard_overwritten: C warm byte 4756", (F, N, N, N))},
+    "_mutate_input": {"cuda": ("validated", "input_written: A warm byte 4096 (device)", (F, N, N, N)),
+                      "cpu": ("crash", "", None)},
+    "_skip_output": ("validated", "output_not_overwritten: C set 0 element 0", (P, F, N, N)),
+    "_realloc_output": ("validated", "output_reallocated: C set 0", (P, F, N, N)),
+    "_unrepeatable": ("validated", "not_repeatable: C set 0 byte 0", (P, P, P, F)),
+    "_late_overrun": {"cuda": ("final", "guard_overwritten: C warm byte 8895 (device) (after timing)", (F, N, N, N)),
+                      "cpu": ("final", "guard_overwritten: C warm byte 8895 (after timing)", (F, N, N, N))},
+    "_late_raise": ("final", "entry_failed: raised RuntimeError: _late_raise: first timed call (during timing)", (P, P, P, P)),
+}
+
+
+def align64(n):
+    return -(-n // 64) * 64
+
+
+def canary(size):
+    pat = bytes(0xA5 ^ i for i in range(256))
+    return bytearray((pat * (size // 256 + 1))[:size])
+
+
+def to_bytes(t):
+    return t.contiguous().view(-1).view(torch.uint8).numpy().tobytes()
+
+
+def from_bytes(b, dtype, shape):
+    return torch.frombuffer(bytearray(b), dtype=wrapper.torch_dtype(torch, dtype)).view(shape)
+
+
+class MemFile:
+    """One (param, pool) memory file as replay makes it."""
+
+    def __init__(self, name, nbytes, sets, gap, data, seal):
+        self.name, self.nbytes, self.sets, self.gap = name, nbytes, sets, gap
+        self.size = -(-self.offset(sets) // 4096) * 4096
+        self.fd = os.memfd_create("%s" % name, os.MFD_CLOEXEC | os.MFD_ALLOW_SEALING)
+        buf = canary(self.size)
+        for s in range(sets):
+            o = self.offset(s)
+            buf[o:o + nbytes] = data[s] if data else bytes(nbytes)
+        os.ftruncate(self.fd, self.size)
+        os.pwrite(self.fd, bytes(buf), 0)
+        if seal:
+            fcntl.fcntl(self.fd, fcntl.F_ADD_SEALS, fcntl.F_SEAL_WRITE | fcntl.F_SEAL_SHRINK | fcntl.F_SEAL_GROW | fcntl.F_SEAL_SEAL)
+
+    def offset(self, s):
+        return self.gap + s * (align64(self.nbytes) + self.gap)
+
+    def read(self, s):
+        return os.pread(self.fd, self.nbytes, self.offset(s))
+
+    def write(self, s, b):
+        os.pwrite(self.fd, b, self.offset(s))
+
+    def canary_error(self):
+        b = os.pread(self.fd, self.size, 0)
+        want = canary(self.size)
+        o = 0
+        for s in range(self.sets + 1):
+            end = self.offset(s) if s < self.sets else self.size
+            if b[o:end] != want[o:end]:
+                i = next(i for i in range(o, end) if b[i] != want[i])
+                return "canary changed: %s byte %d" % (self.name, i)
+            o = end + self.nbytes
+        return ""
+
+
+def make_inputs(op, dims, dtype, seed):
+    """One set's inputs: name -> CPU tensor of the param's dtype."""
+    g = torch.Generator().manual_seed(seed)
+    t = {}
+    for name, role, dt, shape in wrapper.signature(op, dims, dtype):
+        if role != "input":
+            continue
+        if dt == "i64":
+            hi = dims["V"] if op == "embedding" else dims["N"]
+            t[name] = torch.randint(0, hi, shape, generator=g, dtype=torch.int64)
+        else:
+            t[name] = torch.randn(shape, generator=g).to(wrapper.torch_dtype(torch, dt))
+    return t
+
+
+REF_LOCK = threading.Lock()  # one CPU reference at a time: OpenBLAS livelocks on concurrent callers
+
+
+def reference(op, dims, dtype, ranking, inputs, eps=1e-5):
+    """The op computed by wrapper.make_entry on the CPU in f32 (i64 kept)."""
+    with REF_LOCK:
+        return _reference(op, dims, dtype, ranking, inputs, eps)
+
+
+def _reference(op, dims, dtype, ranking, inputs, eps):
+    t = {}
+    for name, role, dt, shape in wrapper.signature(op, dims, dtype):
+        if role == "input":
+            x = inputs[name]
+            t[name] = x if dt == "i64" else x.float()
+        else:
+            t[name] = torch.empty(shape, dtype=torch.int64 if dt == "i64" else torch.float32)
+    wrapper.make_entry(op, t, {"eps": eps, "ranking": ranking, "dims": dims}, torch, {})()
+    return {n: t[n] for n, r, _, _ in wrapper.signature(op, dims, dtype) if r == "output"}
+
+
+TOL = {"f32": 2e-4, "bf16": 3e-2, "f16": 5e-3, "tf32": 3e-3}  # of max(1, max |ref|)
+
+
+def compare(what, got, want, tol):
+    """'' or how got (any dtype) misses want (f32 or i64) by more than tol
+    (a TOL key)."""
+    if want.dtype == torch.int64:
+        if not torch.equal(got, want):
+            i = int((got != want).view(-1).nonzero()[0, 0])
+            return "%s: element %d = %d, want %d" % (what, i, int(got.view(-1)[i]), int(want.view(-1)[i]))
+        return ""
+    g, w = got.double(), want.double()
+    scale = max(1.0, float(w.abs().max()))
+    err = float((g - w).abs().max()) / scale
+    if not err <= TOL[tol]:  # NaN too
+        return "%s: max error %.3g of max |ref| %.3g, want <= %.3g" % (what, err, scale, TOL[tol])
+    return ""
+
+
+class Timer:
+    """One wrapper process, fds 3 and 4 and the memory files laid out as
+    replay lays them out."""
+
+    def __init__(self, argv, fds, tmp):
+        cmd_r, self.cmd_w = os.pipe()
+        self.rep_r, rep_w = os.pipe()
+        order = [cmd_r, rep_w] + fds
+
+        def child():
+            tmp_fds = [fcntl.fcntl(fd, fcntl.F_DUPFD_CLOEXEC, 200) for fd in order]
+            for i, fd in enumerate(tmp_fds):
+                os.dup2(fd, 3 + i)  # inheritable
+        self.out = open(os.path.join(tmp, "stdout"), "w+b")
+        self.err = open(os.path.join(tmp, "stderr"), "w+b")
+        self.p = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=self.out, stderr=self.err,
+                                  close_fds=False, preexec_fn=child)
+        os.close(cmd_r)
+        os.close(rep_w)
+        self.buf = b""
+
+    def report(self):
+        """The next report line (a dict), or None when fd 4 closed."""
+        deadline = time.monotonic() + REPORT_TIMEOUT
+        while b"\n" not in self.buf:
+            left = deadline - time.monotonic()
+            if left <= 0 or not select.select([self.rep_r], [], [], left)[0]:
+                raise RuntimeError("no report within %d s" % REPORT_TIMEOUT)
+            b = os.read(self.rep_r, 65536)
+            if not b:
+                return None
+            self.buf += b
+        line, self.buf = self.buf.split(b"\n", 1)
+        return json.loads(line)
+
+    def command(self, line):
+        """Sends line; returns (the report, the span from writing to reading in ns)."""
+        t0 = time.perf_counter_ns()
+        os.write(self.cmd_w, (line + "\n").encode())
+        r = self.report()
+        return r, time.perf_counter_ns() - t0
+
+    def mapped_files(self):
+        """The regular files the process maps now."""
+        out = set()
+        with open("/proc/%d/maps" % self.p.pid) as f:
+            for ln in f:
+                parts = ln.split(None, 5)
+                if len(parts) == 6 and parts[5].startswith("/") and not parts[5].strip().endswith("(deleted)"):
+                    p = parts[5].strip()
+                    if os.path.isfile(p):
+                        out.add(os.path.realpath(p))
+        return out
+
+    def close(self):
+        """Closes fd 3, waits for the exit; (exit status, stdout, stderr)."""
+        os.close(self.cmd_w)
+        try:
+            rc = self.p.wait(timeout=60)
+        except subprocess.TimeoutExpired:
+            self.p.kill()
+            rc = self.p.wait()
+        os.close(self.rep_r)
+        self.out.seek(0)
+        self.err.seek(0)
+        return rc, self.out.read(), self.err.read().decode("utf-8", "replace")
+
+
+def wrapper_args(op, dims, dtype, ranking, device, policy):
+    args = ["--op", op, "--device", device, "--policy", policy,
+            "--dims", ",".join("%s=%d" % (d, dims[d]) for d in wrapper.dim_names(op)), "--dtype", dtype]
+    if ranking:
+        args += ["--ranking", ranking]
+    return args
+
+
+def run_visit(op, dims, dtype, ranking, device, policy, seed=1, closure=None):
+    """One visit as replay drives it; returns (problems, info)."""
+    sig_op = "add" if op in wrapper.TEST_OPS else op
+    sig = wrapper.signature(sig_op, dims, dtype)
+    sets = {"warm": [make_inputs(sig_op, dims, dtype, seed + s) for s in range(WARM_SETS)],
+            "fresh": [make_inputs(sig_op, dims, dtype, seed + 100 + s) for s in range(FRESH_SETS)]}
+    gaps = {"warm": WARM_GAP, "fresh": FRESH_GAP}
+    files, lines, fds = {}, [], []
+    for name, role, dt, shape in sig:
+        nbytes = wrapper.DTYPE_SIZE[dt]
+        for d in shape:
+            nbytes *= d
+        fdnums = []
+        for pool in ("warm", "fresh"):
+            data = [to_bytes(x[name]) for x in sets[pool]] if role == "input" else None
+            m = MemFile("%s.%s" % (name, pool), nbytes, len(sets[pool]), gaps[pool], data, role == "input")
+            files[name, pool] = m
+            fdnums.append(5 + len(fds))
+            fds.append(m.fd)
+        lines.append("param %s %s %s %d %d %d %s" % (role, name, dt, nbytes, fdnums[0], fdnums[1], " ".join(map(str, shape))))
+    problems, info = [], {}
+    t0 = time.monotonic()
+    with tempfile.TemporaryDirectory() as tmp:
+        vf = os.path.join(tmp, "visit.txt")
+        with open(vf, "w") as f:
+            f.write("tilepipe-visit 3\nthreads 1\npool warm %d %d\npool fresh %d %d\n%s\n" % (
+                WARM_SETS, WARM_GAP, FRESH_SETS, FRESH_GAP, "\n".join(lines)))
+        argv = [sys.executable, WRAPPER] + wrapper_args(op, dims, dtype, ranking, device, policy) + ["--visit", vf]
+        tm = Timer(argv, fds, tmp)
+        try:
+            tol = "tf32" if policy == "tf32" else dtype
+            problems, info = drive(tm, op, sig_op, dims, tol, ranking, device, sets, files, sig, closure)
+        finally:
+            rc, out, err = tm.close()
+            for fd in fds:
+                os.close(fd)
+    info["exit"], info["stderr"], info["wall"] = rc, err, time.monotonic() - t0
+    if out:
+        problems.append("stdout: %r, want nothing" % out[:200])
+    if info.get("want_crash"):
+        if rc != -11:
+            problems.append("exit %d, want SIGSEGV (-11)" % rc)
+    elif rc != 0:
+        problems.append("exit %d, want 0; stderr: %s" % (rc, err.strip()[-2000:]))
+    return problems, info
+
+
+def drive(tm, op, sig_op, dims, tol, ranking, device, sets, files, sig, closure):
+    """Replay's side of one visit; tol is the outputs' TOL key."""
+    dtype = "f32" if tol == "tf32" else tol
+    problems, info = [], {}
+    outs = [(n, dt, sh) for n, r, dt, sh in sig if r == "output"]
+    test = op in wrapper.TEST_OPS
+    want = None
+    if test:
+        want = TEST_OPS[op]
+        want = want[device] if isinstance(want, dict) else want
+    v = tm.report()
+    if want and want[0] == "crash":
+        info["want_crash"] = True
+        if v is not None:
+            problems.append("validated %r, want the wrapper killed by SIGSEGV" % v)
+        return problems, info
+    if v is None:
+        return ["fd 4 closed before the validated report"], info
+    info["validated"] = v
+    if want and want[0] == "validated":
+        if v["status"] != "failed" or v["reason"] != want[1] or tuple(v["checks"][c] for c in wrapper.CHECKS) != want[2]:
+            problems.append("validated %s, want failed %r %s" % (v, want[1], want[2]))
+        return problems, info
+    if v["status"] != "ok":
+        return ["validated %s, want ok" % v], info
+    # Replay: every warm set's outputs against the oracle, kept, then filled.
+    validated = {}
+    for s, ins in enumerate(sets["warm"]):
+        ref = None if test else reference(sig_op, dims, dtype, ranking, ins)
+        for n, dt, sh in outs:
+            b = files[n, "warm"].read(s)
+            validated[n, s] = b
+            if ref is not None:
+                e = compare("warm set %d %s" % (s, n), from_bytes(b, dt, sh), ref[n], tol)
+                if e:
+                    problems.append(e)
+            files[n, "warm"].write(s, to_bytes(torch.full(sh, FILL[dt], dtype=INT[dt])))
+    info["warm"] = validated
+    # Samples: empty, batches, a control and the fresh sample.
+    seq, samples = 0, []
+    for n in (0, 0, 1, 2, 4, 16, 3, FRESH_SETS):
+        kind = "fresh" if len(samples) == 7 else "run"
+        r, span = tm.command("%s %d %d" % (kind, seq, n))
+        if r is None or r.get("type") != "sample" or r.get("seq") != seq or r.get("calls") != n:
+            return problems + ["%s %d %d: answer %r" % (kind, seq, n, r)], info
+        samples.append((kind, n, r["ns"], span))
+        if r["ns"] > span + SLACK_NS and op != "_liar":
+            problems.append("%s %d %d: the timer says %d ns, the driver's span is %d ns" % (kind, seq, n, r["ns"], span))
+        if n > 0 and r["ns"] <= 0 and op != "_late_raise":
+            problems.append("%s %d %d: %d ns" % (kind, seq, n, r["ns"]))
+        if kind == "fresh" and not test:
+            for s, ins in enumerate(sets["fresh"]):
+                ref = reference(sig_op, dims, dtype, ranking, ins)
+                for nm, dt, sh in outs:
+                    e = compare("fresh set %d %s" % (s, nm), from_bytes(files[nm, "fresh"].read(s), dt, sh), ref[nm], tol)
+                    if e:
+                        problems.append(e)
+        seq += 1
+    info["samples"] = samples
+    r, _ = tm.command("end")
+    if closure is not None:
+        missing = sorted(tm.mapped_files() - closure)
+        if missing:
+            problems.append("mapped by the visit, not in the closure listing: %s" % missing)
+    info["final"] = r
+    if want and want[0] == "final":
+        if r is None or r["status"] != "failed" or r["reason"] != want[1] or tuple(r["checks"][c] for c in wrapper.CHECKS) != want[2]:
+            problems.append("final %s, want failed %r %s" % (r, want[1], want[2]))
+        return problems, info
+    if r is None or r.get("type") != "final" or r.get("status") != "ok":
+        return problems + ["final %r, want ok" % r], info
+    for (n, s), b in validated.items():
+        if files[n, "warm"].read(s) != b:
+            problems.append("warm set %d %s after timing differs from the validated output" % (s, n))
+    for m in files.values():
+        e = m.canary_error()
+        if e:
+            problems.append(e)
+    return problems, info
+
+
+def route_build(case, work):
+    p = subprocess.run([ROUTE, "build", "--case", case, "--workdir", work], stdout=subprocess.PIPE,
+                       stderr=subprocess.PIPE, timeout=600)
+    if p.returncode != 0:
+        raise RuntimeError("route build: exit %d: %s" % (p.returncode, p.stderr.decode()))
+    return json.loads(p.stdout)
+
+
+def check_route(cuda_ok):
+    """describe's devices, and a cuda build: built with --device cuda
+    --policy where CUDA works, else failed "CUDA unavailable"."""
+    problems = []
+    d = json.loads(subprocess.run([ROUTE, "describe"], stdout=subprocess.PIPE, check=True).stdout)
+    want = ["cpu", "cuda"] if torch.version.cuda else None
+    if d.get("devices") != want:
+        problems.append("describe devices %r, want %r" % (d.get("devices"), want))
+    dims = {"M": 7, "N": 12, "K": 5}
+    sig = [{"name": n, "role": r, "dtype": dt, "shape": sh} for n, r, dt, sh in wrapper.signature("gemm", dims)]
+    with tempfile.TemporaryDirectory() as tmp:
+        for policy in ("tf32", None):
+            case = {"id": "gemm", "op": "gemm", "dims": dims, "dtype": "f32", "pattern": "normal",
+                    "seed": 1, "device": "cuda", "signature": sig}
+            if policy:
+                case["policy"] = policy
+            cf = os.path.join(tmp, "case.json")
+            with open(cf, "w") as f:
+                json.dump(case, f)
+            work = tempfile.mkdtemp(dir=tmp)
+            b = route_build(cf, work)
+            if not cuda_ok:
+                if b["status"] != "failed" or not b["reason"].startswith("CUDA unavailable: "):
+                    problems.append("cuda build without CUDA: %s %r, want failed \"CUDA unavailable: ...\"" % (b["status"], b["reason"]))
+                continue
+            args = b["process"]["args"] if b["process"] else []
+            if b["status"] != "built" or args[:6] != ["--op", "gemm", "--device", "cuda", "--policy", policy or "strict"]:
+                problems.append("cuda build (policy %s): status %s reason %r args %s" % (policy, b["status"], b["reason"], args))
+    return problems
+
+
+def closure_files(args):
+    p = subprocess.run([sys.executable, WRAPPER] + args + ["--closure"], stdout=subprocess.PIPE,
+                       stderr=subprocess.PIPE, timeout=600)
+    return p.returncode, set(p.stdout.decode().split()), p.stderr.decode()
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--device", default="cuda", choices=("cuda", "cpu"))
+    ap.add_argument("-j", type=int, default=4)
+    ap.add_argument("-v", action="store_true", help="print each visit's stderr")
+    a = ap.parse_args()
+    why = wrapper.cuda_unavailable(torch)
+    failed = []
+
+    def report(name, probs):
+        print("%s %s" % ("FAIL" if probs else "ok  ", name))
+        for p in probs:
+            print("      " + p)
+        if probs:
+            failed.append(name)
+
+    report("route describe and cuda build", check_route(not why))
+    rc, closure, err = closure_files(wrapper_args("gemm", {"M": 7, "N": 12, "K": 5}, "f32", None, a.device, "strict"))
+    if a.device == "cuda" and why:
+        report("closure --device cuda without CUDA", [] if rc == 2 and "CUDA unavailable" in err else
+               ["exit %d stderr %r, want 2 and CUDA unavailable" % (rc, err)])
+        print("CUDA unavailable here (%s): no cuda visits run" % why)
+        return 1 if failed else 0
+    report("closure listing (%d files)" % len(closure), [] if rc == 0 and closure else ["exit %d: %s" % (rc, err.strip()[-2000:])])
+
+    jobs = []
+    for op, dims, dtype, ranking, policy in (CASES if a.device == "cuda" else CPU_CASES):
+        name = "%s %s %s%s %s" % (op, ",".join("%s=%d" % kv for kv in dims.items()), dtype, " " + ranking if ranking else "", policy)
+        jobs.append((name, (op, dims, dtype, ranking, a.device, policy)))
+    for op in TEST_OPS:
+        jobs.append((op, (op, ADD, "f32", None, a.device, "strict")))
+    with concurrent.futures.ThreadPoolExecutor(a.j) as ex:
+        futs = [(name, args, ex.submit(run_visit, *args, closure=closure if a.device == "cuda" else None))
+                for name, args in jobs]
+        results = {}
+        for name, args, fut in futs:
+            try:
+                probs, info = fut.result()
+            except Exception as e:
+                probs, info = ["driver: %s: %s" % (type(e).__name__, e)], {}
+            results[name] = info
+            if info.get("samples"):
+                name += "  (ns of 16 calls: %d, span %d)" % (info["samples"][5][2], info["samples"][5][3])
+            if info.get("wall"):
+                name += "  %.1f s" % info["wall"]
+            report(name, probs)
+            if a.v and info.get("stderr", "").strip():
+                print("      stderr: " + info["stderr"].strip().replace("\n", "\n      stderr: "))
+    # TF32: the strict product must be far closer to FP64 than the tf32 one.
+    if a.device == "cuda":
+        errs = {}
+        dims = {"M": 64, "N": 48, "K": 1024}
+        try:
+            for policy in ("strict", "tf32"):
+                errs[policy] = tf32_error(dims, policy)
+        except Exception as e:
+            report("tf32 policy", ["%s: %s" % (type(e).__name__, e)])
+            return 1
+        print("gemm 64x48x1024 f32 error against FP64: strict %.3g, tf32 %.3g" % (errs["strict"], errs["tf32"]))
+        report("tf32 policy", [] if errs["strict"] * 8 < errs["tf32"] else ["strict %.3g is not far below tf32 %.3g" % (errs["strict"], errs["tf32"])])
+    print("%d failed: %s" % (len(failed), failed) if failed else "all passed")
+    return 1 if failed else 0
+
+
+def tf32_error(dims, policy):
+    """A gemm visit's warm set 0 output, as validated, against the FP64
+    product of its inputs, relative to the product's largest element."""
+    probs, info = run_visit("gemm", dims, "f32", None, "cuda", policy)
+    if probs:
+        raise RuntimeError("gemm visit (policy %s): %s" % (policy, probs))
+    ins = make_inputs("gemm", dims, "f32", 1)  # warm set 0's seed
+    exact = ins["A"].double() @ ins["B"].double()
+    got = from_bytes(info["warm"]["C", 0], "f32", [dims["M"], dims["N"]]).double()
+    return float((got - exact).abs().max()) / float(exact.abs().max())
+
+
+if __name__ == "__main__":
+    sys.exit(main())
