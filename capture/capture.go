@@ -199,12 +199,13 @@ func Run(ctx context.Context, cfg Config) (_ *Result, err error) {
 	keep := slices.ContainsFunc(doc.Routes, func(r artifacts.Route) bool { return r.Validates && r.Available })
 
 	res := &Result{Counts: map[string]int{}}
+	var gpu visit.CaseDevices
 	cases := make([]*artifacts.CapturedCase, len(co.Cases))
 	cmds := make([][]*artifacts.Command, len(co.Cases))
 	jobs := make([]*job, len(co.Cases))
 	for i, c := range co.Cases {
 		cfg.Progress.Step("capture", i+1, len(co.Cases), c.ID+" packet")
-		j := &job{c: c, tmp: tmp, threads: cfg.Threads, caseFile: filepath.Join(tmp, c.ID+".json"), store: s.Dir(), env: routeEnv, sandbox: sb}
+		j := &job{c: c, tmp: tmp, threads: cfg.Threads, caseFile: filepath.Join(tmp, c.ID+".json"), store: s.Dir(), env: routeEnv, sandbox: sb, devices: &gpu}
 		if cases[i], j.inputs, j.expected, err = packet(s, c); err != nil {
 			return nil, err
 		}
@@ -381,9 +382,10 @@ func writeCaseFile(path string, cf caseFile) error {
 
 // job is one case as its builds need it.
 type job struct {
-	store    string            // the capture's own directory: hidden from builds
-	env      map[string]string // --route-env
-	sandbox  *visit.Sandbox    // nil: --no-sandbox
+	store    string             // the capture's own directory: hidden from builds
+	env      map[string]string  // --route-env
+	sandbox  *visit.Sandbox     // nil: --no-sandbox
+	devices  *visit.CaseDevices // the GPU's nodes, shown to a cuda case's builds
 	c        oracle.Case
 	sig      []oracle.Param
 	caseFile string // for routes that take neither inputs nor IR
@@ -439,7 +441,8 @@ func (j *job) routeCaseFile(r artifacts.Route, ir *caseIR) (path, scratch string
 // (other cases' inputs and work, every expected output; the scratch path
 // becomes a private tmpfs, the build's TMPDIR), the build's own work
 // directory writable, its case file, its own inputs and the IR visible
-// read-only, and every namespace unshared.
+// read-only, the GPU's device nodes for a cuda case, and every namespace
+// unshared.
 func (j *job) buildArgv(r artifacts.Route, caseFile, scratch string, ir *caseIR, work string) []string {
 	argv := []string{r.Exec, "build", "--case", caseFile, "--workdir", work}
 	ro := []visit.Bind{{Src: filepath.Dir(r.Exec), Dst: filepath.Dir(r.Exec)}, {Src: caseFile, Dst: caseFile}}
@@ -451,7 +454,7 @@ func (j *job) buildArgv(r artifacts.Route, caseFile, scratch string, ir *caseIR,
 			ro = append(ro, visit.Bind{Src: f, Dst: f})
 		}
 	}
-	return j.sandbox.Wrap([]string{j.store, j.tmp}, ro, []visit.Bind{{Src: work, Dst: work}}, work, argv)
+	return j.sandbox.Wrap([]string{j.store, j.tmp}, ro, []visit.Bind{{Src: work, Dst: work}}, j.devices.For(j.c.DeviceOf() == oracle.DeviceCUDA), work, argv)
 }
 
 // parseRouteEnv reads --route-env KEY=VALUE pairs.
@@ -753,6 +756,10 @@ func fill(s *artifacts.Store, b *artifacts.Build, resp response, r artifacts.Rou
 		if p.OutputPolicy != "out" && p.OutputPolicy != "copy" {
 			return fmt.Errorf("response process.output_policy %q: want out or copy", p.OutputPolicy)
 		}
+		// The path is kept as the route named it: a virtual environment's
+		// bin/python3 is a symlink, and Python finds the environment (its
+		// pyvenv.cfg, its site-packages) only when run by that name. The
+		// digest is of the file it resolves to.
 		real, err := filepath.EvalSymlinks(p.Interpreter)
 		if err != nil {
 			return fmt.Errorf("response process.interpreter %q: %w", p.Interpreter, err)
@@ -761,7 +768,7 @@ func fill(s *artifacts.Store, b *artifacts.Build, resp response, r artifacts.Rou
 		if err != nil {
 			return fmt.Errorf("response process.interpreter %q: %w", p.Interpreter, err)
 		}
-		b.Process = &artifacts.Process{Interpreter: real, InterpreterDigest: dg, Script: p.Script, Args: p.Args, Env: p.Env, OutputPolicy: p.OutputPolicy}
+		b.Process = &artifacts.Process{Interpreter: filepath.Clean(p.Interpreter), InterpreterDigest: dg, Script: p.Script, Args: p.Args, Env: p.Env, OutputPolicy: p.OutputPolicy}
 	case "cubin":
 		if err := checkCubin(resp.Files, work, sig); err != nil {
 			return err

@@ -78,6 +78,7 @@ type preparer struct {
 	tmp     string
 	rec     *artifacts.Receipt
 	sandbox *visit.Sandbox     // nil: --no-sandbox
+	gpu     visit.CaseDevices  // the GPU's nodes, shown to a cuda case's closure listing
 	harness string             // path of harness.o
 	cuda    *artifacts.FileRef // the CUDA timer in this stage; nil when no entry runs on a GPU
 	// cudaHarness is the CUDA timer's object (path), which object builds
@@ -434,7 +435,7 @@ func (p *preparer) cubin(ctx context.Context, c artifacts.CapturedCase, b artifa
 	if err := p.s.CopyOut(prog.Digest, exe, 0o555); err != nil {
 		return "", err
 	}
-	return p.closure(ctx, []string{exe, "--closure"}, dir, nil, e)
+	return p.closure(ctx, []string{exe, "--closure"}, dir, nil, c.Case.DeviceOf() == oracle.DeviceCUDA, e)
 }
 
 // rawInputs stores each packet input as raw little-endian bytes, which the
@@ -547,7 +548,7 @@ func (p *preparer) object(ctx context.Context, c artifacts.CapturedCase, b artif
 	}
 	p.s.Name(fmt.Sprintf("cases/%s/%s/harness", c.Case.ID, b.Route), d)
 	e.Program = &artifacts.FileRef{Path: "harness", Role: "executable", Digest: d.Digest, Size: d.Size}
-	return p.closure(ctx, []string{exe, "--closure"}, dir, nil, e)
+	return p.closure(ctx, []string{exe, "--closure"}, dir, nil, c.Case.DeviceOf() == oracle.DeviceCUDA, e)
 }
 
 // process pins the wrapper script, the interpreter and what they map.
@@ -556,7 +557,13 @@ func (p *preparer) process(ctx context.Context, c artifacts.CapturedCase, b arti
 	if pr == nil {
 		return "process: capture recorded no process description", nil
 	}
-	got, _, err := artifacts.HashFile(pr.Interpreter)
+	// The interpreter is run by the name the route gave (a venv's
+	// bin/python3 may be a symlink); its digest is of the file it resolves to.
+	real, err := filepath.EvalSymlinks(pr.Interpreter)
+	var got artifacts.Digest
+	if err == nil {
+		got, _, err = artifacts.HashFile(real)
+	}
 	if err != nil {
 		return fmt.Sprintf("process: interpreter %s: %v", pr.Interpreter, err), nil
 	}
@@ -584,16 +591,17 @@ func (p *preparer) process(ctx context.Context, c artifacts.CapturedCase, b arti
 	e.Process = pr
 	e.Env = pr.Env
 	argv := append([]string{pr.Interpreter, path}, pr.Args...)
-	return p.closure(ctx, append(argv, "--closure"), dir, pr.Env, e)
+	return p.closure(ctx, append(argv, "--closure"), dir, pr.Env, c.Case.DeviceOf() == oracle.DeviceCUDA, e)
 }
 
 // closure runs the timer's --closure and pins every file it maps, except
 // the program itself (pinned as Program) and files in the work directory.
 // It is route code, so it runs in the sandbox: the file system read-only,
 // the capture, this stage and prepare's scratch hidden, its own directory
-// visible.
-func (p *preparer) closure(ctx context.Context, argv []string, dir string, env map[string]string, e *artifacts.Prepared) (string, error) {
-	argv = p.sandbox.Wrap([]string{p.cap.Store.Dir(), p.s.Dir(), p.tmp}, []visit.Bind{{Src: dir, Dst: dir}}, nil, dir, argv)
+// visible, and for a cuda case the GPU's device nodes (a timer that
+// initialises CUDA maps what a visit on the GPU maps).
+func (p *preparer) closure(ctx context.Context, argv []string, dir string, env map[string]string, cuda bool, e *artifacts.Prepared) (string, error) {
+	argv = p.sandbox.Wrap([]string{p.cap.Store.Dir(), p.s.Dir(), p.tmp}, []visit.Bind{{Src: dir, Dst: dir}}, nil, p.gpu.For(cuda), dir, argv)
 	_, out, reason, err := p.run(ctx, argv, dir, env)
 	if err != nil {
 		return "", err

@@ -605,13 +605,19 @@ func copyFile(src, dst string, mode os.FileMode) error {
 }
 
 // checkClosure re-hashes every program and every closure file (each path
-// once) and compares with what prepare pinned.
+// once) and compares with what prepare pinned; a process entry's
+// interpreter, run by the name the route gave (which may be a symlink),
+// must still resolve to a file with the captured digest.
 func (r *replayer) checkClosure(round int, when string, programs map[[2]string]program) artifacts.ClosureCheck {
 	cc := artifacts.ClosureCheck{Round: round, When: when, Status: artifacts.StatusPassed}
 	want := map[string]artifacts.Digest{}
 	var problems []string
+	interps := map[string]artifacts.Digest{}
 	for k, p := range programs {
 		want[p.path] = p.digest
+		if pr := r.entries[k].Process; pr != nil {
+			interps[pr.Interpreter] = pr.InterpreterDigest
+		}
 		for _, f := range r.entries[k].Closure {
 			if d, ok := want[f.Path]; ok && d != f.Digest {
 				problems = append(problems, fmt.Sprintf("%s pinned with two digests", f.Path))
@@ -633,7 +639,20 @@ func (r *replayer) checkClosure(round int, when string, programs map[[2]string]p
 			problems = append(problems, fmt.Sprintf("%s changed: prepared %s, now %s", p, artifacts.Short(want[p]), artifacts.Short(got)))
 		}
 	}
-	cc.At, cc.Files = time.Now().UTC(), len(paths)
+	for _, p := range slices.Sorted(maps.Keys(interps)) {
+		real, err := filepath.EvalSymlinks(p)
+		var got artifacts.Digest
+		if err == nil {
+			got, _, err = artifacts.HashFile(real)
+		}
+		switch {
+		case err != nil:
+			problems = append(problems, fmt.Sprintf("interpreter %s: %v", p, err))
+		case got != interps[p]:
+			problems = append(problems, fmt.Sprintf("interpreter %s (now %s) changed: captured %s, now %s", p, real, artifacts.Short(interps[p]), artifacts.Short(got)))
+		}
+	}
+	cc.At, cc.Files = time.Now().UTC(), len(paths)+len(interps)
 	if len(problems) > 0 {
 		cc.Status = artifacts.StatusFailed
 		cc.Reason = fmt.Sprintf("binary closure %s round %d: %s", when, round, problems[0])

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
@@ -207,6 +208,90 @@ func TestClosureChangeFailsReplay(t *testing.T) {
 	for _, v := range doc.Visits {
 		if v.Status != artifacts.StatusFailed || !strings.HasPrefix(v.Reason, "not_run:") {
 			t.Errorf("visit %d = %s %q, want failed not_run (nothing is timed on a changed binary)", v.Index, v.Status, v.Reason)
+		}
+	}
+}
+
+// TestInterpreterRetargetedFailsReplay: a process route's interpreter is
+// run by the name the route gave, which may be a symlink (a virtual
+// environment's bin/python3). Named by a symlink outside every closure
+// directory, it still runs inside the visit's sandbox (the symlink is
+// recreated there); pointed at another file after prepare, the closure
+// check before the first round refuses it, naming the link, where it now
+// leads and both digests, and nothing is timed.
+func TestInterpreterRetargetedFailsReplay(t *testing.T) {
+	routes := os.Getenv("TILEPIPE_ROUTES")
+	if routes == "" {
+		t.Skip("TILEPIPE_ROUTES is not set (make test sets it): the imposter runs torch-eager")
+	}
+	route := filepath.Join(routes, "torch-eager", "route")
+	out, err := exec.Command(route, "describe").Output()
+	if err != nil {
+		t.Fatalf("torch-eager describe: %v", err)
+	}
+	var d struct {
+		Available bool   `json:"available"`
+		Version   string `json:"version"`
+	}
+	if err := json.Unmarshal(out, &d); err != nil || !d.Available {
+		t.Skipf("torch-eager unavailable: %s", out)
+	}
+	// "torch VERSION (Python VERSION, INTERPRETER)"
+	i := strings.LastIndex(d.Version, ", ")
+	if i < 0 || !strings.HasSuffix(d.Version, ")") {
+		t.Fatalf("torch-eager version %q names no interpreter", d.Version)
+	}
+	interp := d.Version[i+2 : len(d.Version)-1]
+	lib, err := filepath.EvalSymlinks(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	link := filepath.Join(lib, "python3")
+	if err := os.Symlink(interp, link); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("TILEPIPE_TEST_TORCH_ROUTE", route)
+	t.Setenv("TILEPIPE_TEST_INTERPRETER", link)
+	dir := t.TempDir()
+	capDir, prepDir := filepath.Join(dir, "capture"), filepath.Join(dir, "prepared")
+	if code, _, errs := tp(t, "capture", "--cohort", tinyCohort(t, add5x33), "--routes", "", "--route-exec", testroute.Imposter(t), "--output", capDir); code != 0 {
+		t.Fatalf("capture = exit %d: %s", code, errs)
+	}
+	if code, _, errs := tp(t, "prepare", "--capture", capDir, "--output", prepDir); code != 0 {
+		t.Fatalf("prepare = exit %d: %s", code, errs)
+	}
+	e := readPrepared(t, prepDir).Entries[0]
+	if e.Status != artifacts.StatusPrepared || e.Process == nil || e.Process.Interpreter != link {
+		t.Fatalf("prepared entry = %s %q, want prepared with interpreter %s (%+v)", e.Status, e.Reason, link, e.Process)
+	}
+	replay := func(name string) (int, artifacts.ReplayDoc) {
+		code, out, errs := tp(t, append([]string{"replay", "--prepared", prepDir, "--output", filepath.Join(dir, name), "--baseline", "imposter", "--rounds", "1"}, fast...)...)
+		if code != exitOK && code != exitFailure {
+			t.Fatalf("replay = exit %d\n%s%s", code, out, errs)
+		}
+		return code, readReplay(t, filepath.Join(dir, name))
+	}
+	if code, doc := replay("honest"); code != exitOK {
+		t.Fatalf("replay with the interpreter named by a symlink = exit %d, want 0: %+v %+v", code, doc.Closure, doc.Visits)
+	}
+	other, err := filepath.EvalSymlinks("/bin/true")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Remove(link); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(other, link); err != nil {
+		t.Fatal(err)
+	}
+	code, doc := replay("retargeted")
+	want := fmt.Sprintf("binary closure before round 0: interpreter %s (now %s) changed: captured %s, now ", link, other, artifacts.Short(e.Process.InterpreterDigest))
+	if code != exitFailure || len(doc.Closure) != 1 || doc.Closure[0].Status != artifacts.StatusFailed || !strings.HasPrefix(doc.Closure[0].Reason, want) {
+		t.Errorf("replay with a retargeted interpreter = exit %d, closure checks %+v; want exit 1 and one failed check starting %q", code, doc.Closure, want)
+	}
+	for _, v := range doc.Visits {
+		if v.Status != artifacts.StatusFailed || !strings.HasPrefix(v.Reason, "not_run:") {
+			t.Errorf("visit %d = %s %q, want failed not_run", v.Index, v.Status, v.Reason)
 		}
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 
 	"golang.org/x/sys/unix"
@@ -52,5 +53,22 @@ func TestGPUDevices(t *testing.T) {
 	}
 	if slices.Contains(s.Argv(Mounts{}, "/visit", []string{"timer"}), "--dev-bind") {
 		t.Error("a visit without devices got --dev-bind")
+	}
+	// Route code of a case (builds, closure listings): the GPU's nodes for
+	// a cuda case alone.
+	cd := CaseDevices{Dev: dev}
+	if n := cd.For(false); n != nil {
+		t.Errorf("CaseDevices.For(a CPU case) = %v, want none", n)
+	}
+	if n := cd.For(true); !slices.Equal(n, want) {
+		t.Errorf("CaseDevices.For(a cuda case) = %v, want %v", n, want)
+	}
+	w := s.Wrap(nil, nil, nil, cd.For(true), "/work", []string{"route", "build"})
+	if n := strings.Count(strings.Join(w, " "), "--dev-bind "); n != len(want) {
+		t.Errorf("Wrap with a cuda case's devices = %v: %d --dev-bind, want %d", w, n, len(want))
+	}
+	none := CaseDevices{Dev: t.TempDir()}
+	if n := none.For(true); n != nil || none.err == nil {
+		t.Errorf("CaseDevices.For(a cuda case, no GPU) = %v, %v; want none and why", n, none.err)
 	}
 }

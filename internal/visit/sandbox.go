@@ -10,6 +10,7 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/tilepipe/tilepipe/artifacts"
@@ -164,13 +165,42 @@ func (s *Sandbox) Argv(m Mounts, dir string, timer []string) []string {
 // Wrap runs argv in a sandbox that shows the whole file system read-only
 // except hide (each replaced by an empty, private, writable tmpfs) and the
 // writable binds, with the read-only binds on top (a stage's scratch files
-// the command needs): how route builds and closure listings run. A nil
-// sandbox (--no-sandbox) returns argv unchanged.
-func (s *Sandbox) Wrap(hide []string, ro, rw []Bind, dir string, argv []string) []string {
+// the command needs): how route builds and closure listings run. devices
+// are shown as they are: the GPU's nodes (GPUDevices) for route code of a
+// cuda case, nothing otherwise. A nil sandbox (--no-sandbox) returns argv
+// unchanged.
+func (s *Sandbox) Wrap(hide []string, ro, rw []Bind, devices []string, dir string, argv []string) []string {
 	if s == nil {
 		return argv
 	}
-	return s.Argv(Mounts{System: true, Hide: hide, ReadOnly: ro, Writable: rw}, dir, argv)
+	return s.Argv(Mounts{System: true, Hide: hide, ReadOnly: ro, Writable: rw, Devices: devices}, dir, argv)
+}
+
+// CaseDevices is what route code of a case may open besides the sandbox's
+// own /dev: this machine's GPU nodes for a cuda case (a build that probes
+// the GPU, a closure listing that initialises CUDA), none for a CPU case.
+// A machine without a GPU shows none, and the route says what it lacks
+// ("CUDA unavailable: ..."); the error is why, for the record.
+type CaseDevices struct {
+	Dev   string // where to look: "" is /dev
+	once  sync.Once
+	nodes []string
+	err   error
+}
+
+// For returns the device nodes for a case, cuda when it runs on the GPU.
+func (d *CaseDevices) For(cuda bool) []string {
+	if !cuda {
+		return nil
+	}
+	d.once.Do(func() {
+		dev := d.Dev
+		if dev == "" {
+			dev = "/dev"
+		}
+		d.nodes, d.err = GPUDevices(dev)
+	})
+	return d.nodes
 }
 
 // ClosureMounts makes the mounts of a timer whose closure (the files it
@@ -179,15 +209,18 @@ func (s *Sandbox) Wrap(hide []string, ro, rw []Bind, dir string, argv []string) 
 // of directories that holds every closure file, read-only, plus what the
 // dynamic loader looks up on the way to them (/etc/ld.so.cache,
 // /etc/alternatives, the symlinks at / and on the path of exe's ELF
-// interpreter).
+// interpreter), and the symlinks on the path of exe itself (a virtual
+// environment's bin/python3), so exe is run by the same name inside.
 func ClosureMounts(closure []string, exe string) Mounts {
 	m := Mounts{ReadOnly: systemBinds(closure)}
 	m.Links = rootLinks()
+	chain := linkChain(exe)
 	if interp := elfInterp(exe); interp != "" {
-		for _, l := range linkChain(interp) {
-			if !slices.Contains(m.Links, l) {
-				m.Links = append(m.Links, l)
-			}
+		chain = append(chain, linkChain(interp)...)
+	}
+	for _, l := range chain {
+		if !slices.Contains(m.Links, l) {
+			m.Links = append(m.Links, l)
 		}
 	}
 	return m
