@@ -237,7 +237,18 @@ type ReplayConfig struct {
 	NoSandbox bool `json:"noSandbox,omitempty"`
 	// Sets is the warm buffer sets of every visit (--sets).
 	Sets int `json:"sets"`
+	// L2 is the GPU visits' L2 policy (--l2): "warm", or "flush": a
+	// buffer of twice the device's L2 is written before every sample,
+	// outside its span (docs/gpu.md). Absent (replays made before it) is
+	// warm. CPU visits are never flushed.
+	L2 string `json:"l2,omitempty"`
 }
+
+// L2 policies of GPU visits (ReplayConfig.L2).
+const (
+	L2Warm  = "warm"
+	L2Flush = "flush"
+)
 
 // Sandbox is the bubblewrap that contained every visit of a replay
 // (docs/threat-model.md).
@@ -277,6 +288,39 @@ type Session struct {
 	// Floors every case's physical floors measured as the session began.
 	ClockHz float64     `json:"clockHz"`
 	Floors  []CaseFloor `json:"floors"`
+	// GPU is what the GPU delivered, measured by the prepared CUDA timer
+	// (`cuda-timer --ceilings`) as the session began, when a GPU case was
+	// planned; the GPU cases' floors follow from it. GPUError says why it
+	// was not measured (no GPU, no CUDA timer, a driver error).
+	GPU      *GPUCeilings `json:"gpu,omitempty"`
+	GPUError string       `json:"gpuError,omitempty"`
+}
+
+// GPUCeilings is one GPU's measured ceilings (docs/gpu.md, "Ceilings"):
+// the device-to-device copy bandwidth over CopyBytes (read plus written)
+// and the cublasGemmEx rate per dtype and policy. GemmError says why no
+// rate was measured (cuBLAS not found or failing).
+type GPUCeilings struct {
+	Device        string     `json:"device"`
+	L2Bytes       int64      `json:"l2Bytes"`
+	CopyBytes     int64      `json:"copyBytes"`
+	CopyReps      int64      `json:"copyReps"`
+	CopyNs        float64    `json:"copyNs"`
+	CopyBandwidth float64    `json:"copyBandwidth"` // bytes/s
+	Gemm          []GemmRate `json:"gemm"`
+	GemmError     string     `json:"gemmError,omitempty"`
+}
+
+// GemmRate is the rate of an N^3 cublasGemmEx (Reps of them in Ns, the
+// best of five) in one dtype and policy ("strict" or "tf32" for f32, ""
+// for the half types).
+type GemmRate struct {
+	Dtype  string  `json:"dtype"`
+	Policy string  `json:"policy"`
+	N      int     `json:"n"`
+	Reps   int64   `json:"reps"`
+	Ns     float64 `json:"ns"`
+	Flops  float64 `json:"flops"` // flop/s
 }
 
 // CaseFloor is how fast one case can possibly run on the replay machine
@@ -284,7 +328,10 @@ type Session struct {
 // working set, its flops at the measured clock times the flags' vector
 // width, each divided by a slack. A row faster than either fails.
 type CaseFloor struct {
-	Case       string  `json:"case"`
+	Case string `json:"case"`
+	// Device is "cuda" for a GPU case's floor, from the session's GPU
+	// ceilings (internal/floors.GPUCase); absent for the CPU's.
+	Device     string  `json:"device,omitempty"`
 	Bytes      int     `json:"bytes"`      // what one call must read and write
 	WorkingSet int     `json:"workingSet"` // every warm set's bytes
 	Bandwidth  float64 `json:"bandwidth"`  // bytes/s, measured for the working set

@@ -2,6 +2,7 @@ package audit
 
 import (
 	"fmt"
+	"maps"
 	"math"
 	"slices"
 	"strings"
@@ -20,6 +21,10 @@ import (
 // 1.25x its own or a vector instruction set it lacks is a warning (the
 // machines differ, or the number was forged: each lowers a floor); a
 // recorded clock no CPU sustains, or above twice this machine's, fails.
+// A GPU case's floor must follow from its session's GPU ceilings, which
+// must agree with themselves and stay below what any GPU delivers
+// (floors.CheckCeilings); the GPU is not measured again here (the auditor
+// may have none).
 func (a *auditor) floors() {
 	var p, w []string
 	cases := map[string]artifacts.CapturedCase{}
@@ -31,9 +36,19 @@ func (a *auditor) floors() {
 		flags = r.Predicate.Environment.CPUFlags
 	}
 	var all [][]artifacts.CaseFloor
+	var gpus []string
+	noGPU := map[string]bool{} // why sessions measured no GPU ceilings
 	for _, s := range a.rdoc.Sessions {
 		if s.ClockHz <= 0 {
 			p = append(p, fmt.Sprintf("session %d: no measured clock", s.Index))
+		}
+		if s.GPU != nil {
+			if err := floors.CheckCeilings(s.GPU); err != nil {
+				p = append(p, fmt.Sprintf("session %d GPU %v", s.Index, err))
+			}
+			gpus = append(gpus, fmt.Sprintf("%s copies %.2f TB/s", s.GPU.Device, s.GPU.CopyBandwidth/1e12))
+		} else if s.GPUError != "" {
+			noGPU[s.GPUError] = true
 		}
 		for _, f := range s.Floors {
 			c, ok := cases[f.Case]
@@ -41,7 +56,16 @@ func (a *auditor) floors() {
 				p = append(p, fmt.Sprintf("session %d floor: case %s is not in the capture", s.Index, f.Case))
 				continue
 			}
-			if why := checkFloor(f, c, a.rdoc.Config, s.ClockHz, flags); why != "" {
+			why := ""
+			switch {
+			case c.Case.DeviceOf() != oracle.DeviceCUDA:
+				why = checkFloor(f, c, a.rdoc.Config, s.ClockHz, flags)
+			case s.GPU == nil:
+				why = "a GPU case's floor, but the session recorded no GPU ceilings"
+			default:
+				why = checkGPUFloor(f, floors.GPUCase(c.Case, c.Signature, a.rdoc.Config.Sets, s.GPU))
+			}
+			if why != "" {
 				p = append(p, fmt.Sprintf("session %d floor of %s: %s", s.Index, f.Case, why))
 			}
 		}
@@ -55,7 +79,10 @@ func (a *auditor) floors() {
 		}
 		f, ok := fl[s.Case]
 		if !ok && cases[s.Case].Case.DeviceOf() != oracle.DeviceCPU {
-			continue // replay measures CPU floors only (docs/gpu.md)
+			// No session measured the GPU's ceilings (a replay made before
+			// they were, or the GPU could not be measured).
+			w = append(w, fmt.Sprintf("%s/%s: timed on the GPU without a GPU floor%s", s.Case, s.Route, reasons(noGPU)))
+			continue
 		}
 		if !ok {
 			p = append(p, fmt.Sprintf("%s/%s: timed, but no session recorded its floor", s.Case, s.Route))
@@ -88,6 +115,9 @@ func (a *auditor) floors() {
 	}
 	mine := map[int]float64{}
 	for _, f := range fl {
+		if cases[f.Case].Case.DeviceOf() == oracle.DeviceCUDA {
+			continue // a GPU's bandwidth, not this CPU's
+		}
 		if _, ok := mine[f.WorkingSet]; !ok {
 			mine[f.WorkingSet] = floors.TouchBandwidth(f.WorkingSet, a.rdoc.Config.Threads)
 		}
@@ -95,8 +125,36 @@ func (a *auditor) floors() {
 			w = append(w, fmt.Sprintf("%s: the replay recorded %.1f GB/s for a %d-byte working set, this machine measures %.1f GB/s", f.Case, f.Bandwidth/1e9, f.WorkingSet, mine[f.WorkingSet]/1e9))
 		}
 	}
-	a.add("physical floor", p, w, fmt.Sprintf("%d timed rows against the floors replay measured (memory bandwidth per working set, clock x vector width), slack %d; clock: recorded %s, this machine %.2f GHz; vector flags: recorded %s, this machine %s",
-		n, floors.Slack, ghz(recorded), clock/1e9, vectorFlags(flags), vectorFlags(own)))
+	gpu := ""
+	if len(gpus) > 0 {
+		gpu = "; GPU ceilings as recorded (not measured here): " + strings.Join(slices.Compact(gpus), ", ")
+	}
+	a.add("physical floor", p, w, fmt.Sprintf("%d timed rows against the floors replay measured (memory bandwidth per working set, clock x vector width), slack %d; clock: recorded %s, this machine %.2f GHz; vector flags: recorded %s, this machine %s%s",
+		n, floors.Slack, ghz(recorded), clock/1e9, vectorFlags(flags), vectorFlags(own), gpu))
+}
+
+// reasons is ": " and the distinct reasons, or "".
+func reasons(why map[string]bool) string {
+	if len(why) == 0 {
+		return ""
+	}
+	return ": " + strings.Join(slices.Sorted(maps.Keys(why)), "; ")
+}
+
+// checkGPUFloor compares a recorded GPU floor with the one its session's
+// ceilings give (floors.GPUCase); "" when they agree.
+func checkGPUFloor(f, want artifacts.CaseFloor) string {
+	switch {
+	case f.Device != want.Device:
+		return fmt.Sprintf("device %q, want %q", f.Device, want.Device)
+	case f.Bytes != want.Bytes || f.WorkingSet != want.WorkingSet:
+		return fmt.Sprintf("bytes %d, working set %d; the case gives %d and %d", f.Bytes, f.WorkingSet, want.Bytes, want.WorkingSet)
+	case f.Bandwidth != want.Bandwidth || !close(f.MemoryNs, want.MemoryNs):
+		return fmt.Sprintf("memory floor %g ns at %g B/s; the session's GPU ceilings give %g ns at %g B/s", f.MemoryNs, f.Bandwidth, want.MemoryNs, want.Bandwidth)
+	case f.Flops != want.Flops || f.PeakFlops != want.PeakFlops || !close(f.ComputeNs, want.ComputeNs) || f.ISA != want.ISA:
+		return fmt.Sprintf("compute floor %g ns at %g flop/s (%s); the session's GPU ceilings give %g ns at %g flop/s (%s)", f.ComputeNs, f.PeakFlops, f.ISA, want.ComputeNs, want.PeakFlops, want.ISA)
+	}
+	return ""
 }
 
 // MaxClockHz is more than any CPU sustains on one core: a recorded clock
@@ -193,6 +251,8 @@ func ghz(hz []float64) string {
 func checkFloor(f artifacts.CaseFloor, c artifacts.CapturedCase, cfg artifacts.ReplayConfig, clockHz float64, flags []string) string {
 	want := floors.Case(c.Case, c.Signature, cfg.Sets, cfg.Threads, clockHz, flags, func(int) float64 { return f.Bandwidth })
 	switch {
+	case f.Device != "":
+		return fmt.Sprintf("device %q on a CPU case", f.Device)
 	case f.Bytes != want.Bytes || f.WorkingSet != want.WorkingSet:
 		return fmt.Sprintf("bytes %d, working set %d; the case gives %d and %d", f.Bytes, f.WorkingSet, want.Bytes, want.WorkingSet)
 	case f.Bandwidth <= 0 || !close(f.MemoryNs, want.MemoryNs):

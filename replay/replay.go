@@ -11,11 +11,13 @@ import (
 	"io/fs"
 	"maps"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"reflect"
 	"runtime"
 	"slices"
 	"sort"
+	"strings"
 	"time"
 
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
@@ -46,6 +48,7 @@ type Config struct {
 var DefaultConfig = Config{ReplayConfig: artifacts.ReplayConfig{
 	Samples: 5, Singles: 5, SampleMs: 20, WarmupMs: 50, TimeoutS: 300,
 	Threads: runtime.NumCPU(), Baseline: "torch-eager", Seed: 1, Bootstrap: 2000, Sets: sets.DefaultWarm,
+	L2: artifacts.L2Warm,
 }}
 
 const (
@@ -268,15 +271,92 @@ func (r *replayer) measureFloors(sess *artifacts.Session, cases []string) error 
 		}
 		return bw[n]
 	}
+	gpu := false
 	for _, id := range cases {
 		c := r.cases[id]
 		if c.Case.DeviceOf() != oracle.DeviceCPU {
-			continue // a CPU floor says nothing of a GPU (docs/gpu.md)
+			gpu = true
+			continue // a CPU floor says nothing of a GPU: below, from the GPU's ceilings
 		}
 		sess.Floors = append(sess.Floors, floors.Case(c.Case, c.Signature, r.cfg.Sets, r.cfg.Threads, sess.ClockHz, flags, measure))
 	}
 	r.cfg.Progress.Printf("replay: one core runs at %.2f GHz; %d cases' floors measured", sess.ClockHz/1e9, len(sess.Floors))
+	if !gpu {
+		return nil
+	}
+	if sess.GPU, err = r.gpuCeilings(); err != nil {
+		sess.GPUError = err.Error()
+		r.cfg.Progress.Printf("replay: no GPU ceilings, so no GPU floors: %s", sess.GPUError)
+		return nil
+	}
+	g := sess.GPU
+	for _, id := range cases {
+		if c := r.cases[id]; c.Case.DeviceOf() == oracle.DeviceCUDA {
+			sess.Floors = append(sess.Floors, floors.GPUCase(c.Case, c.Signature, r.cfg.Sets, g))
+		}
+	}
+	r.cfg.Progress.Printf("replay: %s copies %.2f TB/s (read+write, %d GiB); cuBLAS %s", g.Device, g.CopyBandwidth/1e12, g.CopyBytes>>30, gemmRates(g))
 	return nil
+}
+
+// gpuCeilings runs the prepared CUDA timer's --ceilings (tilepipe's own
+// code, checked by digest, outside the sandbox) with the cuBLAS of the
+// directory prepare linked CUDA objects against, if any.
+func (r *replayer) gpuCeilings() (*artifacts.GPUCeilings, error) {
+	t := r.pdoc.CUDATimer
+	if t == nil {
+		return nil, errors.New("the prepared stage has no CUDA timer")
+	}
+	if !r.prep.Has(t.Digest) {
+		return nil, fmt.Errorf("CUDA timer %s is not a verified layer", artifacts.Short(t.Digest))
+	}
+	bin := filepath.Join(r.s.Dir(), workDir, "bin")
+	if err := os.MkdirAll(bin, 0o755); err != nil {
+		return nil, err
+	}
+	exe := filepath.Join(bin, t.Digest.Encoded())
+	if _, err := os.Lstat(exe); err != nil {
+		if err := copyFile(r.prep.Store.Path(t.Digest), exe, 0o555); err != nil {
+			return nil, err
+		}
+	}
+	if got, _, err := artifacts.HashFile(exe); err != nil || got != t.Digest {
+		return nil, fmt.Errorf("CUDA timer copy %s: %v (digest %s, want %s)", exe, err, artifacts.Short(got), artifacts.Short(t.Digest))
+	}
+	argv := []string{exe, "--ceilings"}
+	if lib := filepath.Join(r.pdoc.CUDALib, "libcublas.so"); r.pdoc.CUDALib != "" {
+		argv = append(argv, lib)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), CeilingsTimeout)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
+	cmd.Env = artifacts.Env(nil)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		return nil, fmt.Errorf("%s: %v: %s", strings.Join(argv[1:], " "), err, strings.TrimSpace(stderr.String()))
+	}
+	return floors.ParseCeilings(out)
+}
+
+// CeilingsTimeout bounds `cuda-timer --ceilings` (about a second on the H200).
+const CeilingsTimeout = 2 * time.Minute
+
+// gemmRates lists the measured cuBLAS rates, for the progress line.
+func gemmRates(g *artifacts.GPUCeilings) string {
+	if len(g.Gemm) == 0 {
+		return "not measured: " + g.GemmError
+	}
+	var s []string
+	for _, r := range g.Gemm {
+		k := r.Dtype
+		if r.Policy != "" {
+			k += " " + r.Policy
+		}
+		s = append(s, fmt.Sprintf("%s %.0f TFLOP/s", k, r.Flops/1e12))
+	}
+	return strings.Join(s, ", ")
 }
 
 // open verifies the prepared stage, finds its capture and verifies that.

@@ -32,12 +32,17 @@ import (
 // the next, ...).
 //
 // A cubin entry's visit also names its kernel as the timer sees it:
-// `cubin PATH` and `launch PATH` (kernel holds the two paths).
-func VisitFile(threads, warm, fresh int, e *artifacts.Prepared, kernel []string) string {
+// `cubin PATH` and `launch PATH` (kernel holds the two paths). A GPU
+// visit's file says its L2 policy, `l2 warm` or `l2 flush` (l2; "" for a
+// CPU visit, whose timer knows no such key).
+func VisitFile(threads, warm, fresh int, e *artifacts.Prepared, kernel []string, l2 string) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "tilepipe-visit 3\nthreads %d\npool warm %d %d\npool fresh %d %d\n", threads, warm, visit.WarmGap, fresh, visit.FreshGap)
 	if len(kernel) == 2 {
 		fmt.Fprintf(&b, "cubin %s\nlaunch %s\n", kernel[0], kernel[1])
+	}
+	if l2 != "" {
+		fmt.Fprintf(&b, "l2 %s\n", l2)
 	}
 	fd := 5
 	param := func(role string, name, dtype string, shape []int, bytes int64) {
@@ -327,7 +332,11 @@ func (r *replayer) visit(ctx context.Context, v artifacts.Visit, programs map[[2
 	}
 	defer os.RemoveAll(l.dir)
 	defer os.Remove(l.visitFile)
-	if err := os.WriteFile(l.visitFile, []byte(VisitFile(r.cfg.Threads, len(in.warm), len(in.fresh), e, l.inKernel)), 0o444); err != nil {
+	l2 := ""
+	if r.cases[v.Case].Case.DeviceOf() == oracle.DeviceCUDA {
+		l2 = r.cfg.L2
+	}
+	if err := os.WriteFile(l.visitFile, []byte(VisitFile(r.cfg.Threads, len(in.warm), len(in.fresh), e, l.inKernel, l2)), 0o444); err != nil {
 		return nil, err
 	}
 	var argv []string

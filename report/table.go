@@ -10,14 +10,16 @@ import (
 	"strings"
 
 	"github.com/tilepipe/tilepipe/artifacts"
+	"github.com/tilepipe/tilepipe/internal/floors"
+	"github.com/tilepipe/tilepipe/oracle"
 )
 
 // Table renders the summaries as a markdown table, for people.
 func Table(doc artifacts.ReplayDoc) string {
 	var b bytes.Buffer
 	c := doc.Config
-	fmt.Fprintf(&b, "# tilepipe replay results\n\n%d rounds x %d routes, %d samples of >= %g ms after %g ms warm-up, %d threads; ratio = route time / %s time per round (below 1 is faster), 95%% bootstrap interval of the median ratio. A sample's time is replay's own span of it, except on a GPU: there it is the CUDA-event span of the launches, which must lie inside replay's span. Channel = median span of an empty sample (no call), which each CPU batch sample includes once.\n\n",
-		c.Rounds, len(doc.Routes), c.Samples, c.SampleMs, c.WarmupMs, c.Threads, c.Baseline)
+	fmt.Fprintf(&b, "# tilepipe replay results\n\n%d rounds x %d routes, %d samples of >= %g ms after %g ms warm-up, %d threads; ratio = route time / %s time per round (below 1 is faster), 95%% bootstrap interval of the median ratio. A sample's time is replay's own span of it, except on a GPU: there it is the CUDA-event span of the launches, which must lie inside replay's span%s. Channel = median span of an empty sample (no call), which each CPU batch sample includes once.\n\n",
+		c.Rounds, len(doc.Routes), c.Samples, c.SampleMs, c.WarmupMs, c.Threads, c.Baseline, l2Note(c.L2))
 	fmt.Fprintf(&b, "| case | route | status | median per op | min – max | channel | ratio vs %s [min – max] | 95%% interval | verdict |\n", c.Baseline)
 	b.WriteString("|---|---|---|---:|---|---:|---|---|---|\n")
 	for _, s := range doc.Summary {
@@ -35,6 +37,7 @@ func Table(doc artifacts.ReplayDoc) string {
 		}
 		fmt.Fprintf(&b, "| %s | %s | %s | %s | %s – %s | %s | %s | %s | %s |\n", s.Case, s.Route, s.Status, Duration(s.MedianNs), Duration(s.MinNs), Duration(s.MaxNs), Duration(s.ChannelNs), ratio, interval, verdict)
 	}
+	b.WriteString(gpuCeilings(doc))
 	var failedClosure []string
 	for _, cc := range doc.Closure {
 		if cc.Status != artifacts.StatusPassed {
@@ -64,4 +67,69 @@ func Duration(ns float64) string {
 		return fmt.Sprintf("%.3g µs", ns/1e3)
 	}
 	return fmt.Sprintf("%.3g ns", ns)
+}
+
+// l2Note says the GPU visits' L2 policy (replay --l2) in the table's
+// header; nothing for a replay made before the policy was recorded.
+func l2Note(l2 string) string {
+	switch l2 {
+	case artifacts.L2Flush:
+		return "; the GPU's L2 was flushed before every sample (twice its size written, outside the span)"
+	case artifacts.L2Warm:
+		return "; the GPU's L2 was left warm between samples"
+	}
+	return ""
+}
+
+// gpuCeilings is the GPU's ceilings each session measured and, for every
+// passed GPU row, the fraction of its binding ceiling its median reached
+// (internal/floors.Fraction); "" when no session measured a GPU.
+func gpuCeilings(doc artifacts.ReplayDoc) string {
+	var b strings.Builder
+	var all [][]artifacts.CaseFloor
+	for _, s := range doc.Sessions {
+		all = append(all, s.Floors)
+		g := s.GPU
+		if g == nil {
+			continue
+		}
+		fmt.Fprintf(&b, "\nGPU ceilings (session %d): %s copies %.2f TB/s (read+write, %d MiB)", s.Index, g.Device, g.CopyBandwidth/1e12, g.CopyBytes>>20)
+		for i, r := range g.Gemm {
+			kind := r.Dtype
+			if r.Policy != "" {
+				kind += " " + r.Policy
+			}
+			sep := ", "
+			if i == 0 {
+				sep = "; cuBLAS GemmEx "
+			}
+			fmt.Fprintf(&b, "%s%s %.0f TFLOP/s", sep, kind, r.Flops/1e12)
+		}
+		if g.GemmError != "" {
+			fmt.Fprintf(&b, "; no cuBLAS rate: %s", g.GemmError)
+		}
+		b.WriteString(".\n")
+	}
+	if b.Len() == 0 {
+		return ""
+	}
+	fl := floors.Lowest(all)
+	b.WriteString("\n| case | route | median per op | of ceiling |\n|---|---|---:|---|\n")
+	for _, s := range doc.Summary {
+		f, ok := fl[s.Case]
+		if !ok || f.Device != oracle.DeviceCUDA || s.Status != artifacts.StatusPassed {
+			continue
+		}
+		frac, what := floors.Fraction(f, s.MedianNs)
+		ceiling := fmt.Sprintf("%.2f TB/s", f.Bandwidth/1e12)
+		if what == "compute" {
+			ceiling = fmt.Sprintf("%.0f TFLOP/s", f.PeakFlops/1e12)
+		}
+		pct := fmt.Sprintf("%.0f%%", 100*frac)
+		if frac < 0.1 {
+			pct = fmt.Sprintf("%.2g%%", 100*frac)
+		}
+		fmt.Fprintf(&b, "| %s | %s | %s | %s of %s (%s) |\n", s.Case, s.Route, Duration(s.MedianNs), pct, what, ceiling)
+	}
+	return b.String()
 }

@@ -1531,6 +1531,12 @@ func TestTorchEagerProtocol(t *testing.T) {
 	}{
 		{"protocol2", "tilepipe-visit 3", "tilepipe-visit 2", nil, `VISIT:1: bad header, want "tilepipe-visit 3"`},
 		{"warmup_ms", "threads 1\n", "threads 1\nwarmup_ms 1\n", nil, `VISIT:3: unknown key "warmup_ms"`},
+		// The L2 policy is a GPU visit's key (rows named cuda_ run the
+		// wrapper with --device cuda; the file is read before CUDA is
+		// touched, so no GPU is needed).
+		{"l2_on_cpu", "threads 1\n", "threads 1\nl2 flush\n", nil, `VISIT:3: unknown key "l2"`},
+		{"cuda_l2_cold", "threads 1\n", "threads 1\nl2 cold\n", nil, `VISIT:3: l2: want "l2 warm" or "l2 flush"`},
+		{"cuda_l2_twice", "threads 1\n", "threads 1\nl2 warm\nl2 flush\n", nil, `VISIT:4: duplicate key "l2"`},
 		{"samples", "threads 1\n", "samples 3\nthreads 1\n", nil, `VISIT:2: unknown key "samples"`},
 		{"threads0", "threads 1", "threads 0", nil, `VISIT:2: threads: want one integer in [1, 1048576]`},
 		{"threads_twice", "threads 1\n", "threads 1\nthreads 1\n", nil, `VISIT:3: duplicate key "threads"`},
@@ -1577,6 +1583,14 @@ func TestTorchEagerProtocol(t *testing.T) {
 			spec := visitSpec(work, b.Process, vc)
 			if tc.files != nil {
 				spec.Files = tc.files(t, spec.Files)
+			}
+			if strings.HasPrefix(tc.name, "cuda_") {
+				i := slices.Index(spec.Argv, "--device")
+				if i < 0 || spec.Argv[i+1] != "cpu" {
+					t.Fatalf("argv %q has no --device cpu", spec.Argv)
+				}
+				spec.Argv = slices.Clone(spec.Argv)
+				spec.Argv[i+1] = "cuda"
 			}
 			sess, err := visit.Start(context.Background(), spec)
 			if err != nil {

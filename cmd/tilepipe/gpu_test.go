@@ -6,6 +6,8 @@ import (
 
 	"github.com/tilepipe/tilepipe/artifacts"
 	"github.com/tilepipe/tilepipe/capture"
+	"github.com/tilepipe/tilepipe/internal/floors"
+	"github.com/tilepipe/tilepipe/report"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -248,6 +250,133 @@ func TestGPUAdversaries(t *testing.T) {
 				t.Errorf("replay = exit %d, visit %s %q; want exit 1, failed %q... (device)", code, v.Status, v.Reason, tc.want)
 			}
 			t.Logf("%s: %s", tc.name, v.Reason)
+		})
+	}
+}
+
+// gpuCeilings is a `cuda-timer --ceilings` answer of the H200's order.
+const gpuCeilings = `{"device": "NVIDIA H200", "l2_bytes": 62914560, "copy_bytes": 2147483648, "copy_reps": 40, "copy_ns": 20000000, "copy_bandwidth": 4.294967e+12, "gemm": [` +
+	`{"dtype": "f32", "policy": "strict", "n": 8192, "reps": 1, "ns": 22000000, "flops": 4.997780e+13}, ` +
+	`{"dtype": "f32", "policy": "tf32", "n": 8192, "reps": 6, "ns": 21000000, "flops": 3.141462e+14}, ` +
+	`{"dtype": "f16", "policy": "", "n": 8192, "reps": 14, "ns": 20000000, "flops": 7.696581e+14}, ` +
+	`{"dtype": "bf16", "policy": "", "n": 8192, "reps": 14, "ns": 20000000, "flops": 7.696581e+14}], "gemm_error": ""}`
+
+// TestGPUFloorsAudited gives the committed GPU checkpoint (made before
+// replay measured GPU ceilings) the ceilings and GPU floors a replay
+// would record, and forges them one way at a time: the audit re-derives
+// every GPU floor from its session's ceilings, refuses ceilings that
+// disagree with themselves or exceed any GPU, and fails a row faster
+// than its GPU floor, each with the reason. Without ceilings, a timed GPU
+// row is a warning naming why none were measured.
+func TestGPUFloorsAudited(t *testing.T) {
+	g, err := floors.ParseCeilings([]byte(gpuCeilings))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// sessions edits the replay's sessions in the document, the journal
+	// and the results table, as a replay that measured them would have.
+	sessions := func(t *testing.T, dir string, edit func(d *artifacts.ReplayDoc)) {
+		forgeStage(t, filepath.Join(dir, "replay"), artifacts.ReplayType, nil, func(st *artifacts.Stage, d *artifacts.ReplayDoc, _ *artifacts.Receipt) {
+			edit(d)
+			rejournal(t, st, func(l *artifacts.JournalLine) {
+				if l.Session != nil {
+					*l.Session = d.Sessions[l.Session.Index]
+				}
+			})
+			if old, err := readLayer(st, "results.md"); err != nil {
+				t.Fatal(err)
+			} else if table := report.Table(*d); table != string(old) {
+				relayer(t, st, "results.md", func([]byte) []byte { return []byte(table) })
+			}
+		})
+	}
+	withCeilings := func(t *testing.T, dir string, edit func(d *artifacts.ReplayDoc)) {
+		caps := map[string]artifacts.CapturedCase{}
+		for _, c := range readCapture(t, filepath.Join(dir, "capture")).Cases {
+			caps[c.Case.ID] = c
+		}
+		sessions(t, dir, func(d *artifacts.ReplayDoc) {
+			for i := range d.Sessions {
+				gc := *g
+				d.Sessions[i].GPU = &gc
+				for _, id := range d.Cases {
+					c := caps[id]
+					d.Sessions[i].Floors = append(d.Sessions[i].Floors, floors.GPUCase(c.Case, c.Signature, d.Config.Sets, &gc))
+				}
+			}
+			if edit != nil {
+				edit(d)
+			}
+		})
+	}
+	gemm := func(d *artifacts.ReplayDoc) int {
+		for i, f := range d.Sessions[0].Floors {
+			if strings.HasPrefix(f.Case, "gemm-") {
+				return i
+			}
+		}
+		t.Fatal("no gemm floor")
+		return -1
+	}
+	for _, tc := range []struct {
+		name         string
+		forge        func(t *testing.T, dir string)
+		status, want string
+	}{
+		{"no ceilings", func(t *testing.T, dir string) {
+			sessions(t, dir, func(d *artifacts.ReplayDoc) {
+				d.Sessions[0].GPUError = "cuda-timer --ceilings: exit status 2: harness: error: dlopen libcuda.so.1"
+			})
+		}, "WARNED", "add-2x64-cuda/triton: timed on the GPU without a GPU floor: cuda-timer --ceilings: exit status 2: harness: error: dlopen libcuda.so.1"},
+		// PASSED, or WARNED where this CPU lacks the H200 host's vector
+		// flags (the CPU rows' check, not the GPU's).
+		{"honest ceilings", func(t *testing.T, dir string) { withCeilings(t, dir, nil) },
+			"", "GPU ceilings as recorded (not measured here): NVIDIA H200 copies 4.29 TB/s"},
+		{"bandwidth forged", func(t *testing.T, dir string) {
+			withCeilings(t, dir, func(d *artifacts.ReplayDoc) {
+				d.Sessions[0].GPU.CopyReps *= 10
+				d.Sessions[0].GPU.CopyBandwidth *= 10
+			})
+		}, "FAILED", "session 0 GPU ceilings: copy bandwidth 42.9 TB/s, above what any GPU delivers (30 TB/s)"},
+		{"rate raised", func(t *testing.T, dir string) {
+			withCeilings(t, dir, func(d *artifacts.ReplayDoc) { d.Sessions[0].GPU.Gemm[3].Flops *= 2 })
+		}, "FAILED", "session 0 GPU ceilings: gemm bf16 : 1.5393162e+15 flop/s, but 8192^3 x 14 in 2e+07 ns is "},
+		{"floor lowered", func(t *testing.T, dir string) {
+			withCeilings(t, dir, func(d *artifacts.ReplayDoc) {
+				f := &d.Sessions[0].Floors[gemm(d)]
+				f.PeakFlops *= 10
+				f.ComputeNs /= 10
+			})
+		}, "FAILED", "session 0 floor of gemm-4x8x6-bf16-cuda: compute floor "},
+		{"floor without ceilings", func(t *testing.T, dir string) {
+			withCeilings(t, dir, func(d *artifacts.ReplayDoc) { d.Sessions[0].GPU = nil })
+		}, "FAILED", "session 0 floor of add-2x64-cuda: a GPU case's floor, but the session recorded no GPU ceilings"},
+		{"faster than the GPU allows", func(t *testing.T, dir string) {
+			withCeilings(t, dir, func(d *artifacts.ReplayDoc) {
+				for i := range d.Summary {
+					if d.Summary[i].Case == "add-2x64-cuda" {
+						d.Summary[i].MinNs = 0.01
+					}
+				}
+			})
+		}, "FAILED", "add-2x64-cuda/triton passed in replay, but below_physical_floor: fastest sample 0 ns per call, memory floor "},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := copyCheckpoint(t)
+			tc.forge(t, dir)
+			code, out, _ := tp(t, auditArgs(dir)...)
+			row := "| physical floor | " + tc.status + " |"
+			if tc.status == "" && strings.Contains(out, "| physical floor | WARNED |") {
+				row = "| physical floor | WARNED |"
+			} else if tc.status == "" {
+				row = "| physical floor | PASSED |"
+			}
+			if !strings.Contains(out, row) || !strings.Contains(out, tc.want) {
+				t.Errorf("audit after %s = exit %d, want row %q with evidence %q:\n%s", tc.name, code, row, tc.want, out)
+			}
+			if (tc.status == "FAILED") != (code == exitFailure) {
+				t.Errorf("audit after %s = exit %d", tc.name, code)
+			}
 		})
 	}
 }

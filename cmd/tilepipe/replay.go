@@ -23,6 +23,7 @@ func replayFlags() []cli.Flag {
 		&cli.Float64Flag{Name: "timeout-s", Value: d.TimeoutS, Usage: fmt.Sprintf("per-visit timeout, covering validation, warm-up, calibration, every sample and the final report (%g to %g)", replay.MinTimeoutS, replay.MaxTimeoutS)},
 		&cli.StringFlag{Name: "baseline", Value: d.Baseline, Usage: "route the paired ratios compare against"},
 		&cli.Uint64Flag{Name: "seed", Value: d.Seed, Usage: "bootstrap seed"},
+		&cli.StringFlag{Name: "l2", Value: d.L2, Usage: "L2 policy of GPU visits: warm, or flush (twice the L2 written before every sample, outside its span; recorded)"},
 	}
 }
 
@@ -39,7 +40,7 @@ func replayConfig(c *cli.Context, prepared, output string) replay.Config {
 	cfg.Prepared, cfg.Output = prepared, output
 	cfg.Rounds, cfg.Samples, cfg.Singles, cfg.Sets = c.Int("rounds"), c.Int("samples"), c.Int("singles"), c.Int("sets")
 	cfg.SampleMs, cfg.WarmupMs, cfg.TimeoutS = c.Float64("sample-ms"), c.Float64("warmup-ms"), c.Float64("timeout-s")
-	cfg.Baseline, cfg.Seed = c.String("baseline"), c.Uint64("seed")
+	cfg.Baseline, cfg.Seed, cfg.L2 = c.String("baseline"), c.Uint64("seed"), c.String("l2")
 	cfg.NoSandbox, cfg.Bwrap = c.Bool("no-sandbox"), c.String("bwrap")
 	if c.IsSet("threads") {
 		cfg.Threads = c.Int("threads")

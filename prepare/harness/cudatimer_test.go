@@ -27,15 +27,48 @@ func cudaTimer(t *testing.T) string {
 }
 
 // TestCudaTimerBuilds: CI (no GPU) builds the CUDA timer; its closure
-// listing loads the driver first, so without one it says so and exits 2.
+// listing and its ceilings load the driver first, so without one they say
+// so and exit 2.
 func TestCudaTimerBuilds(t *testing.T) {
 	exe := cudaTimer(t)
 	if _, err := exec.LookPath("nvidia-smi"); err == nil {
 		t.Skip("a GPU driver is here")
 	}
-	_, stderr, err := run(t, exe, "--closure")
-	if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != 2 || !strings.HasPrefix(string(stderr), "harness: error: dlopen libcuda.so.1: ") {
-		t.Errorf("cuda-timer --closure without a driver = %v %q, want exit 2 naming dlopen", err, stderr)
+	for _, args := range [][]string{{"--closure"}, {"--ceilings"}, {"--ceilings", "/usr/lib/libcublas.so"}} {
+		_, stderr, err := run(t, exe, args...)
+		if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != 2 || !strings.HasPrefix(string(stderr), "harness: error: dlopen libcuda.so.1: ") {
+			t.Errorf("cuda-timer %s without a driver = %v %q, want exit 2 naming dlopen", strings.Join(args, " "), err, stderr)
+		}
+	}
+	_, stderr, err := run(t, exe, "--ceilings", "a", "b")
+	if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != 2 || string(stderr) != "harness: error: usage: cuda-timer --ceilings [LIBCUBLAS]\n" {
+		t.Errorf("cuda-timer --ceilings a b = %v %q, want exit 2 and its usage", err, stderr)
+	}
+}
+
+// TestCudaTimerVisitFile: the CUDA timer's own visit keys are read before
+// anything touches the driver, so CI checks them: an L2 policy other than
+// warm or flush, or given twice, is refused naming the line (a CPU
+// harness refuses the key altogether: TestVisitMalformed).
+func TestCudaTimerVisitFile(t *testing.T) {
+	exe := cudaTimer(t)
+	for _, tc := range []struct{ name, l2, want string }{
+		{"unknown policy", "l2 cold\n", `VISIT:3: l2: want "l2 warm" or "l2 flush"`},
+		{"no policy", "l2\n", `VISIT:3: l2: want "l2 warm" or "l2 flush"`},
+		{"twice", "l2 warm\nl2 flush\n", `VISIT:4: duplicate key "l2"`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := newGemmCase(t)
+			text := strings.Replace(c.visitText(), "threads 2\n", "threads 2\n"+tc.l2, 1)
+			if err := os.WriteFile(c.visit, []byte(text), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			want := strings.ReplaceAll(tc.want, "VISIT", c.visit)
+			r := runVisit(t, exe, c)
+			if !strings.HasPrefix(r.Reason, "exited: status 2: harness: error: ") || !strings.Contains(r.Reason, want) {
+				t.Errorf("cuda-timer --visit (%s) = %q, want exit status 2 naming %q", tc.name, r.Reason, want)
+			}
+		})
 	}
 }
 

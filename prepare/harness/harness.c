@@ -56,6 +56,9 @@ static int (*volatile entry_fn)(void *const *) = tilepipe_entry;
  * route's entry on device buffers, which the link may leave undefined (a
  * cubin timer links no route object). */
 static const char *cubin_path, *launch_path;
+/* l2_flush: the visit's "l2 flush" (replay --l2 flush): a buffer of twice
+ * the L2 is written before every sample, outside its span; 0 is "l2 warm". */
+static int l2_flush = -1;
 int tilepipe_entry(void *const *device_buffers, void *stream) __attribute__((weak));
 static int (*volatile cuda_entry)(void *const *, void *) = tilepipe_entry;
 #endif
@@ -370,6 +373,14 @@ static void parse_visit(const char *file, struct visit *v)
 			if (*dst)
 				die("%s:%d: duplicate key \"%s\"", file, lineno, tok[0]);
 			*dst = xstrdup(tok[1]);
+			continue;
+		}
+		if (strcmp(tok[0], "l2") == 0) {
+			if (l2_flush >= 0)
+				die("%s:%d: duplicate key \"l2\"", file, lineno);
+			if (ntok != 2 || (strcmp(tok[1], "warm") != 0 && strcmp(tok[1], "flush") != 0))
+				die("%s:%d: l2: want \"l2 warm\" or \"l2 flush\"", file, lineno);
+			l2_flush = strcmp(tok[1], "flush") == 0;
 			continue;
 		}
 #endif
@@ -855,6 +866,7 @@ static void serve(FILE *in, struct visit *v)
 		int64_t ns;
 		if (parse_command(cmd, "run", &s, &n)) {
 #ifdef TILEPIPE_CUDA
+			gpu_flush();
 			ns = gpu_sample(WARM, 0, n, v->pools[WARM].sets, &cursor);
 #else
 			ns = run_sample(n, v->sets[WARM], v->nparams, v->pools[WARM].sets, &cursor);
@@ -865,6 +877,7 @@ static void serve(FILE *in, struct visit *v)
 				die("command \"%s\": want 1 to %" PRIu64 " fresh calls (the fresh sets not yet used)", cmd, left);
 			/* The next n sets, each called once in the whole visit. */
 #ifdef TILEPIPE_CUDA
+			gpu_flush();
 			ns = gpu_sample(FRESH, used, n, n, &(uint64_t){0});
 			/* Replay reads them when the answer arrives: they are in the
 			 * memory files before it does. */
@@ -1083,5 +1096,10 @@ int main(int argc, char **argv)
 		return run_visit(argv[2]);
 	if (argc == 2 && strcmp(argv[1], "--closure") == 0)
 		return run_closure();
+#ifdef TILEPIPE_CUDA
+	if (argc >= 2 && strcmp(argv[1], "--ceilings") == 0)
+		return run_ceilings(argc - 2, argv + 2);
+	die("usage: cuda-timer --visit VISIT.txt | cuda-timer --closure | cuda-timer --ceilings [LIBCUBLAS]");
+#endif
 	die("usage: harness --visit VISIT.txt | harness --closure");
 }

@@ -376,6 +376,9 @@ func TestVisitMalformed(t *testing.T) {
 		{"unknown key", func(c *gemmCase) string {
 			return strings.Replace(c.visitText(), "threads 2\n", "threads 2\nsamples 3\n", 1)
 		}, `VISIT:3: unknown key "samples"`},
+		{"l2 on the CPU", func(c *gemmCase) string {
+			return strings.Replace(c.visitText(), "threads 2\n", "threads 2\nl2 flush\n", 1)
+		}, `VISIT:3: unknown key "l2"`},
 		{"duplicate key", func(c *gemmCase) string {
 			return strings.Replace(c.visitText(), "threads 2\n", "threads 2\nthreads 4\n", 1)
 		}, `VISIT:3: duplicate key "threads"`},

@@ -803,10 +803,21 @@ class Device:
     mirror (b.dev), which the entries compute on. Every copy between host
     and device, and every synchronisation, is one of the calls below."""
 
-    def __init__(self, torch, files, sets):
+    def __init__(self, torch, files, sets, l2_flush=False):
         """files: per param, {pool: MemFile}; sets: per pool, the sets'
-        {name: Buffer}."""
+        {name: Buffer}. l2_flush (the visit's "l2 flush"): a buffer of
+        twice the device's L2 is written before every sample, on the
+        stream the sample's first event is recorded on, so the flush ends
+        before the span begins."""
         self.torch, self.files = torch, files
+        self.flush, self.flushes = None, 0
+        if l2_flush:
+            l2 = torch.cuda.get_device_properties(torch.cuda.current_device()).L2_cache_size
+            if l2 <= 0:
+                raise Usage("l2 flush: the device reports an L2 of %d bytes" % l2)
+            self.flush = torch.empty((2 * l2 + 3) // 4, dtype=torch.int32, device="cuda")
+            sys.stderr.write("torch-eager: l2 flush: %d bytes written before every sample (L2: %d bytes)\n"
+                             % (self.flush.numel() * 4, l2))
         for per_pool in files:
             for f in per_pool.values():
                 f.host = torch.frombuffer(f.map, dtype=torch.uint8)  # the whole memory file
@@ -857,8 +868,12 @@ class Device:
     def sample(self, calls):
         """The calls between two CUDA events, then the whole device
         synchronized: (ns between the events, None), or (0, the exception)
-        when a call or CUDA raised."""
+        when a call or CUDA raised. Under "l2 flush" the flush buffer is
+        written first, outside the span."""
         try:
+            if self.flush is not None:
+                self.flushes += 1
+                self.flush.fill_(self.flushes)
             self.start.record()
             for entry in calls:
                 entry()
@@ -1047,9 +1062,11 @@ def parse_param(path, n, tok, params):
                    "fds": fds, "shape": shape})
 
 
-def parse_visit(path):
+def parse_visit(path, device="cpu"):
     """VISIT.txt of protocol 3: the header, `threads` once, `pool warm` then
-    `pool fresh`, then the param lines."""
+    `pool fresh`, then the param lines; on the GPU also `l2 warm` or
+    `l2 flush` (at most once; a CPU visit knows no such key, as the C
+    harness)."""
     try:
         with open(path, "rb") as f:
             data = f.read()
@@ -1085,6 +1102,12 @@ def parse_visit(path):
             if t is None or t < 1:
                 raise Usage("%s:%d: threads: want one integer in [1, %d]" % (path, n, MAX_THREADS))
             v["threads"] = t
+        elif tok[0] == "l2" and device == "cuda":
+            if "l2" in v:
+                raise Usage('%s:%d: duplicate key "l2"' % (path, n))
+            if len(tok) != 2 or tok[1] not in ("warm", "flush"):
+                raise Usage('%s:%d: l2: want "l2 warm" or "l2 flush"' % (path, n))
+            v["l2"] = tok[1]
         else:
             raise Usage('%s:%d: unknown key "%s"' % (path, n, tok[0]))
     if "threads" not in v:
@@ -1274,7 +1297,7 @@ def check_params(v, op, sig):
 
 
 def visit(opts):
-    v = parse_visit(opts["visit"])
+    v = parse_visit(opts["visit"], opts["device"])
     op, dims = opts["op"], opts["dims"]
     check_params(v, op, signature(op, dims, opts["dtype"]))
     # Every memory file, mapped, before torch starts: a wrong descriptor is
@@ -1317,7 +1340,7 @@ def visit(opts):
         f.watch(torch)
     # --device cuda: every memory file mirrored on the GPU, every set's
     # Buffer given its DeviceView (b.dev), which the entries compute on.
-    gpu = Device(torch, files, sets) if cuda else None
+    gpu = Device(torch, files, sets, v.get("l2") == "flush") if cuda else None
     outs = {pool: [[b for b in bs.values() if b.role == "output"] for bs in sets[pool]] for pool in POOLS}
 
     # One entry per set; the test ops count calls over all of them.

@@ -11,8 +11,11 @@
  * included); a set's buffers are device pointers into it. Inputs are
  * sealed, so they are uploaded once; after validation and after timing the
  * whole of every input mirror is compared with its file, and every output
- * mirror's gaps with the canaries. The driver is loaded at run time, so
- * this compiles anywhere. */
+ * mirror's gaps with the canaries. With "l2 flush" a buffer of twice the
+ * device's L2 is written before every sample, on the stream the sample's
+ * first event is recorded on, so the flush is done before the span starts
+ * and never inside it. The driver is loaded at run time, so this compiles
+ * anywhere. */
 
 #include <dlfcn.h>
 
@@ -43,6 +46,10 @@ static struct {
 	CUresult (*EventSynchronize)(CUevent);
 	CUresult (*EventElapsedTime)(float *, CUevent, CUevent);
 	CUresult (*FuncSetAttribute)(CUfunction, int, int);
+	CUresult (*DeviceGetAttribute)(int *, int, CUdevice);
+	CUresult (*MemsetD32)(CUdeviceptr, unsigned, size_t);
+	CUresult (*DeviceGetName)(char *, int, CUdevice);
+	CUresult (*MemcpyDtoDAsync)(CUdeviceptr, CUdeviceptr, size_t, CUstream);
 } cu;
 
 static void *cu_lib;
@@ -88,6 +95,10 @@ static void cu_load(void)
 	cu.EventSynchronize = cu_sym("cuEventSynchronize", 0);
 	cu.EventElapsedTime = cu_sym("cuEventElapsedTime_v2", "cuEventElapsedTime");
 	cu.FuncSetAttribute = cu_sym("cuFuncSetAttribute", 0);
+	cu.DeviceGetAttribute = cu_sym("cuDeviceGetAttribute", 0);
+	cu.MemsetD32 = cu_sym("cuMemsetD32_v2", 0);
+	cu.DeviceGetName = cu_sym("cuDeviceGetName", 0);
+	cu.MemcpyDtoDAsync = cu_sym("cuMemcpyDtoDAsync_v2", 0);
 }
 
 /* cu_error names a driver error; "" for success. */
@@ -135,6 +146,9 @@ static struct {
 	int object;                   /* an object entry, not a cubin */
 	unsigned char *scratch;       /* a host buffer as large as the largest file */
 	CUevent ev0, ev1;
+	CUdeviceptr flush;            /* l2 flush: the buffer written before every sample */
+	size_t flush_words;           /* its size in 4-byte words (twice the L2) */
+	unsigned flushes;             /* how many so far: each writes another value */
 } gpu;
 
 static void parse_launch(const char *file)
@@ -222,6 +236,26 @@ static void gpu_context(void)
 	cu_must(cu.CtxSetCurrent(ctx), "cuCtxSetCurrent");
 	cu_must(cu.EventCreate(&gpu.ev0, 0), "cuEventCreate");
 	cu_must(cu.EventCreate(&gpu.ev1, 0), "cuEventCreate");
+	if (l2_flush == 1) {
+		int l2 = 0;
+		cu_must(cu.DeviceGetAttribute(&l2, 38 /* CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE */, dev), "cuDeviceGetAttribute");
+		if (l2 <= 0)
+			die("l2 flush: the device reports an L2 of %d bytes", l2);
+		gpu.flush_words = (2 * (size_t)l2 + 3) / 4;
+		cu_must(cu.MemAlloc(&gpu.flush, gpu.flush_words * 4), "cuMemAlloc (the L2 flush buffer)");
+		fprintf(stderr, "cuda-timer: l2 flush: %zu bytes written before every sample (L2: %d bytes)\n",
+			gpu.flush_words * 4, l2);
+	}
+}
+
+/* gpu_flush writes the flush buffer ("l2 flush"), queued on the stream
+ * the next sample's first event is recorded on, so the flush ends before
+ * the span begins; a no-op under "l2 warm". */
+static void gpu_flush(void)
+{
+	if (l2_flush != 1)
+		return;
+	cu_must(cu.MemsetD32(gpu.flush, 0x9E3779B9u + ++gpu.flushes, gpu.flush_words), "cuMemsetD32 (the L2 flush)");
 }
 
 /* gpu_mirrors makes every device mirror (a copy of each memory file:
@@ -427,4 +461,213 @@ static int64_t gpu_sample(int k, uint64_t first, uint64_t n, uint64_t nsets, uin
 	*cursor = s;
 	timed_rc |= rc;
 	return (int64_t)((double)ms * 1e6);
+}
+
+/* --ceilings [LIBCUBLAS]: what this GPU delivers, for replay's GPU floors
+ * and each row's fraction of them (docs/gpu.md, "Ceilings"): the
+ * device-to-device copy bandwidth (1 GiB copied between two buffers,
+ * bytes read plus written) and, where cuBLAS loads from LIBCUBLAS, the
+ * rate of an 8192^3 cublasGemmEx on pseudo-random data for each dtype
+ * and policy a case may have: f32 strict (CUBLAS_COMPUTE_32F_PEDANTIC),
+ * f32 tf32 (CUBLAS_COMPUTE_32F_FAST_TF32), f16 and bf16 (CUBLAS_COMPUTE_32F).
+ * Each is timed between two events on the default stream: a calibration
+ * run sets the repetitions to fill about 20 ms, then the best of five.
+ * One JSON object on stdout; a driver error exits 2, a cuBLAS that does
+ * not load or fails is "gemm_error" with no rates. */
+
+typedef int cublasStatus_t;
+typedef struct cublasContext *cublasHandle_t;
+
+static void json_str(const char *s)
+{
+	putchar('"');
+	for (; *s; s++) {
+		unsigned char c = (unsigned char)*s;
+		if (c == '"' || c == '\\')
+			printf("\\%c", c);
+		else if (c < 0x20)
+			printf("\\u%04x", c);
+		else
+			putchar(c);
+	}
+	putchar('"');
+}
+
+enum { CEIL_TRIALS = 5 };
+static const double ceil_target_ms = 20;
+
+/* ceil_time runs op(arg) reps times between two events, CEIL_TRIALS times
+ * after a calibration run that sets reps; the best span in ms. */
+static double ceil_time(CUresult (*op)(void *), void *arg, unsigned *reps, const char *what)
+{
+	double best = 1e30;
+	*reps = 1;
+	for (int t = -1; t < CEIL_TRIALS; t++) {
+		cu_must(cu.EventRecord(gpu.ev0, 0), "cuEventRecord");
+		for (unsigned r = 0; r < *reps; r++)
+			cu_must(op(arg), what);
+		cu_must(cu.EventRecord(gpu.ev1, 0), "cuEventRecord");
+		cu_must(cu.EventSynchronize(gpu.ev1), "cuEventSynchronize");
+		float ms = 0;
+		cu_must(cu.EventElapsedTime(&ms, gpu.ev0, gpu.ev1), "cuEventElapsedTime");
+		if (t < 0) {
+			double r = ceil_target_ms / (ms > 0 ? ms : 1e-3);
+			*reps = r < 1 ? 1 : r > 100000 ? 100000 : (unsigned)r;
+			continue;
+		}
+		best = ms < best ? ms : best;
+	}
+	return best;
+}
+
+static struct {
+	CUdeviceptr src, dst;
+	size_t bytes;
+} ceil_copy;
+
+static CUresult ceil_copy_op(void *arg)
+{
+	(void)arg;
+	return cu.MemcpyDtoDAsync(ceil_copy.dst, ceil_copy.src, ceil_copy.bytes, 0);
+}
+
+static struct {
+	cublasStatus_t (*Create)(cublasHandle_t *);
+	cublasStatus_t (*GemmEx)(cublasHandle_t, int, int, int, int, int, const void *, const void *, int, int,
+				 const void *, int, int, const void *, void *, int, int, int, int);
+	cublasHandle_t h;
+	int n, type, compute;
+	CUdeviceptr a, b, c;
+} cb;
+
+enum { CUDA_R_32F = 0, CUDA_R_16F = 2, CUDA_R_16BF = 14 };
+
+static CUresult ceil_gemm_op(void *arg)
+{
+	(void)arg;
+	const float one = 1, zero = 0;
+	cublasStatus_t st = cb.GemmEx(cb.h, 0, 0, cb.n, cb.n, cb.n, &one, (const void *)(uintptr_t)cb.a, cb.type, cb.n,
+				      (const void *)(uintptr_t)cb.b, cb.type, cb.n, &zero, (void *)(uintptr_t)cb.c, cb.type,
+				      cb.n, cb.compute, -1 /* CUBLAS_GEMM_DEFAULT */);
+	if (st != 0) {
+		entry_rc = st;
+		return ENTRY_FAILED;
+	}
+	return 0;
+}
+
+/* ceil_fill uploads n elements of size esz of pseudo-random values in
+ * about [-2, 2] (never zero: zeros run faster) to d. */
+static void ceil_fill(CUdeviceptr d, size_t n, int type)
+{
+	size_t esz = type == CUDA_R_32F ? 4 : 2;
+	unsigned char *h = xmalloc(n * esz);
+	uint64_t x = 0x9E3779B97F4A7C15u;
+	for (size_t i = 0; i < n; i++) {
+		x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+		unsigned sign = (unsigned)(x >> 63), m = (unsigned)(x >> 32);
+		if (type == CUDA_R_32F) {
+			uint32_t v = sign << 31 | (uint32_t)(126 + (m & 1)) << 23 | (m >> 9 & 0x7FFFFF);
+			memcpy(h + 4 * i, &v, 4);
+		} else {
+			uint16_t v = type == CUDA_R_16BF ? (uint16_t)(sign << 15 | (126 + (m & 1)) << 7 | (m >> 9 & 0x7F))
+							 : (uint16_t)(sign << 15 | (14 + (m & 1)) << 10 | (m >> 9 & 0x3FF));
+			memcpy(h + 2 * i, &v, 2);
+		}
+	}
+	cu_must(cu.MemcpyHtoD(d, h, n * esz), "upload a ceiling's matrix");
+	free(h);
+}
+
+static int run_ceilings(int argc, char **argv)
+{
+	if (argc > 1)
+		die("usage: cuda-timer --ceilings [LIBCUBLAS]");
+	gpu_context();
+	CUdevice dev;
+	cu_must(cu.DeviceGet(&dev, 0), "cuDeviceGet");
+	char name[256] = "";
+	cu_must(cu.DeviceGetName(name, sizeof name - 1, dev), "cuDeviceGetName");
+	int l2 = 0;
+	cu_must(cu.DeviceGetAttribute(&l2, 38 /* CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE */, dev), "cuDeviceGetAttribute");
+
+	ceil_copy.bytes = (size_t)1 << 30;
+	cu_must(cu.MemAlloc(&ceil_copy.src, ceil_copy.bytes), "cuMemAlloc (copy source)");
+	cu_must(cu.MemAlloc(&ceil_copy.dst, ceil_copy.bytes), "cuMemAlloc (copy destination)");
+	cu_must(cu.MemsetD32(ceil_copy.src, 0x3F800000u, ceil_copy.bytes / 4), "cuMemsetD32");
+	unsigned reps;
+	double ms = ceil_time(ceil_copy_op, 0, &reps, "cuMemcpyDtoDAsync");
+	printf("{\"device\": ");
+	json_str(name);
+	printf(", \"l2_bytes\": %d, \"copy_bytes\": %zu, \"copy_reps\": %u, \"copy_ns\": %.0f, \"copy_bandwidth\": %.6e",
+	       l2, 2 * ceil_copy.bytes, reps, ms * 1e6, 2.0 * (double)ceil_copy.bytes * reps / (ms * 1e-3));
+
+	char err[512] = "";
+	void *lib = argc == 1 ? dlopen(argv[0], RTLD_NOW | RTLD_LOCAL) : NULL;
+	if (argc == 0)
+		snprintf(err, sizeof err, "no cuBLAS library given: no compute ceilings");
+	else if (!lib)
+		snprintf(err, sizeof err, "dlopen %s: %s", argv[0], dlerror());
+	else {
+		cb.Create = dlsym(lib, "cublasCreate_v2");
+		cb.GemmEx = dlsym(lib, "cublasGemmEx");
+		if (!cb.Create || !cb.GemmEx)
+			snprintf(err, sizeof err, "%s: no cublasCreate_v2 or cublasGemmEx", argv[0]);
+		else if (cb.Create(&cb.h) != 0)
+			snprintf(err, sizeof err, "cublasCreate_v2 failed");
+	}
+	printf(", \"gemm\": [");
+	static const struct {
+		const char *dtype, *policy;
+		int type, compute;
+	} kinds[] = {
+		{"f32", "strict", CUDA_R_32F, 69 /* CUBLAS_COMPUTE_32F_PEDANTIC */},
+		{"f32", "tf32", CUDA_R_32F, 77 /* CUBLAS_COMPUTE_32F_FAST_TF32 */},
+		{"f16", "", CUDA_R_16F, 68 /* CUBLAS_COMPUTE_32F */},
+		{"bf16", "", CUDA_R_16BF, 68},
+	};
+	if (!*err) {
+		cb.n = 8192;
+		size_t n2 = (size_t)cb.n * cb.n;
+		cu_must(cu.MemAlloc(&cb.a, 4 * n2), "cuMemAlloc (A)");
+		cu_must(cu.MemAlloc(&cb.b, 4 * n2), "cuMemAlloc (B)");
+		cu_must(cu.MemAlloc(&cb.c, 4 * n2), "cuMemAlloc (C)");
+		for (size_t k = 0; k < sizeof kinds / sizeof kinds[0] && !*err; k++) {
+			cb.type = kinds[k].type;
+			cb.compute = kinds[k].compute;
+			ceil_fill(cb.a, n2, cb.type);
+			ceil_fill(cb.b, n2, cb.type);
+			CUresult rc = 0;
+			double best = 1e30;
+			reps = 1;
+			/* ceil_time dies on a driver error; a cuBLAS error ends here. */
+			for (int t = -1; t < CEIL_TRIALS && rc == 0; t++) {
+				cu_must(cu.EventRecord(gpu.ev0, 0), "cuEventRecord");
+				for (unsigned r = 0; r < reps && rc == 0; r++)
+					rc = ceil_gemm_op(0);
+				cu_must(cu.EventRecord(gpu.ev1, 0), "cuEventRecord");
+				cu_must(cu.EventSynchronize(gpu.ev1), "cuEventSynchronize");
+				float f = 0;
+				cu_must(cu.EventElapsedTime(&f, gpu.ev0, gpu.ev1), "cuEventElapsedTime");
+				if (t < 0) {
+					double r = ceil_target_ms / (f > 0 ? f : 1e-3);
+					reps = r < 1 ? 1 : r > 100000 ? 100000 : (unsigned)r;
+				} else if (f < best)
+					best = f;
+			}
+			if (rc != 0) {
+				snprintf(err, sizeof err, "cublasGemmEx %s %s: status %d", kinds[k].dtype, kinds[k].policy, entry_rc);
+				break;
+			}
+			double flops = 2.0 * cb.n * (double)cb.n * cb.n * reps / (best * 1e-3);
+			printf("%s{\"dtype\": \"%s\", \"policy\": \"%s\", \"n\": %d, \"reps\": %u, \"ns\": %.0f, \"flops\": %.6e}",
+			       k ? ", " : "", kinds[k].dtype, kinds[k].policy, cb.n, reps, best * 1e6, flops);
+		}
+	}
+	printf("], \"gemm_error\": ");
+	json_str(err);
+	printf("}\n");
+	if (fflush(stdout) != 0 || ferror(stdout))
+		die("write ceilings: %s", strerror(errno));
+	return 0;
 }

@@ -1,0 +1,27 @@
+package replay
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/tilepipe/tilepipe/artifacts"
+	"github.com/tilepipe/tilepipe/oracle"
+)
+
+// TestVisitFileL2: a GPU visit's file states the L2 policy once, after the
+// kernel's lines; a CPU visit's never does (its timer refuses the key:
+// prepare/harness TestVisitMalformed).
+func TestVisitFileL2(t *testing.T) {
+	e := &artifacts.Prepared{
+		Inputs:  []artifacts.TensorRef{{Name: "A", Dtype: "f32", Shape: []int{2, 3}, Size: 24}},
+		Outputs: []oracle.Param{{Name: "C", Role: "output", Dtype: "f32", Shape: []int{2, 3}}},
+	}
+	gpu := VisitFile(1, 3, 2, e, []string{"/visit/bin/kernel.cubin", "/visit/bin/launch.txt"}, artifacts.L2Flush)
+	want := "tilepipe-visit 3\nthreads 1\npool warm 3 4096\npool fresh 2 64\ncubin /visit/bin/kernel.cubin\nlaunch /visit/bin/launch.txt\nl2 flush\nparam input A f32 24 5 6 2 3\nparam output C f32 24 7 8 2 3\n"
+	if gpu != want {
+		t.Errorf("GPU visit file =\n%s\nwant\n%s", gpu, want)
+	}
+	if cpu := VisitFile(1, 3, 2, e, nil, ""); strings.Contains(cpu, "l2") {
+		t.Errorf("CPU visit file names an L2 policy:\n%s", cpu)
+	}
+}
