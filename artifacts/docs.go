@@ -242,6 +242,9 @@ type ReplayConfig struct {
 	// outside its span (docs/gpu.md). Absent (replays made before it) is
 	// warm. CPU visits are never flushed.
 	L2 string `json:"l2,omitempty"`
+	// GraphBatch is N, the logical calls of each CUDA graph a GPU visit
+	// replays for its graph samples (--graph-batch; 0: none).
+	GraphBatch int `json:"graphBatch,omitempty"`
 }
 
 // L2 policies of GPU visits (ReplayConfig.L2).
@@ -376,6 +379,9 @@ type VisitResult struct {
 	// so every visit of a (case, route) must give the same bytes.
 	Set0        string  `json:"set0,omitempty"`
 	MaxErrRatio float64 `json:"maxErrRatio"`
+	// Graph is how a GPU visit's graph samples were taken, when the
+	// replay asked for them (config.graphBatch).
+	Graph *GraphRecord `json:"graph,omitempty"`
 	Samples     Digest  `json:"samples,omitempty"` // per-visit Arrow table
 	Stdout      Digest  `json:"stdout,omitempty"`
 	Stderr      Digest  `json:"stderr,omitempty"`
@@ -390,6 +396,34 @@ type VisitResult struct {
 	Throttled int64     `json:"throttled,omitempty"`
 	Start     time.Time `json:"start"`
 	End       time.Time `json:"end"`
+}
+
+// GraphRecord is the methodology's adaptive_replay_span_v2 for one visit
+// (docs/gpu.md, "Graph samples"): a graph of Batch logical calls, the
+// events' span of its untimed first replay (FirstNs), a warm-up of
+// replays for at least WarmupTargetNs (WarmupReplays replays took
+// WarmupNs), calibration Attempts from one replay, each below 80% of
+// TargetNs scaling the count up to the target, capped at MaxReplays and
+// MaxCalls logical calls, and Replays, the last measured count, fixed for
+// every graph sample. Spans are CUDA-event spans.
+type GraphRecord struct {
+	Protocol       string         `json:"protocol"`
+	Batch          int64          `json:"batch"`
+	FirstNs        int64          `json:"firstNs"`
+	WarmupTargetNs int64          `json:"warmupTargetNs"`
+	WarmupNs       int64          `json:"warmupNs"`
+	WarmupReplays  int64          `json:"warmupReplays"`
+	TargetNs       int64          `json:"targetNs"`
+	MaxReplays     int64          `json:"maxReplays"`
+	MaxCalls       int64          `json:"maxCalls"`
+	Attempts       []GraphAttempt `json:"attempts"`
+	Replays        int64          `json:"replays"`
+}
+
+// GraphAttempt is one calibration measurement: Replays graph replays in Ns.
+type GraphAttempt struct {
+	Replays int64 `json:"replays"`
+	Ns      int64 `json:"ns"`
 }
 
 // ClosureCheck is the re-hash of every binary closure around one round.
@@ -418,6 +452,11 @@ type Summary struct {
 	// ChannelNs is the median span of the empty samples: replay's round
 	// trip to the timer, which every batch sample's span includes once.
 	ChannelNs float64 `json:"channelNs"`
+	// GraphNs and GraphMinNs are the median and the least time per call
+	// of the graph samples (a GPU visit's CUDA-graph replays, config.
+	// graphBatch), apart from the stream samples above; 0 without them.
+	GraphNs    float64 `json:"graphNs,omitempty"`
+	GraphMinNs float64 `json:"graphMinNs,omitempty"`
 	// Paired ratio route/baseline over rounds (time ratio: < 1 is faster).
 	Ratio      float64 `json:"ratio,omitempty"`
 	RatioMin   float64 `json:"ratioMin,omitempty"`

@@ -39,6 +39,9 @@ const (
 // default. What depends on the prepared stage (the rounds that 0 resolves
 // to, --baseline, the size of the plan) [Run] checks after reading the
 // stage and before writing anything.
+// MaxGraphBatch is the most calls a CUDA graph of graph samples holds.
+const MaxGraphBatch = 10000
+
 func (c Config) Validate() error {
 	if c.Rounds < 0 || c.Rounds > MaxRounds {
 		return fmt.Errorf("--rounds: want 1 to %d (or 0: the cohort's default), got %d", MaxRounds, c.Rounds)
@@ -51,6 +54,7 @@ func (c Config) Validate() error {
 		floatIn("--warmup-ms", c.WarmupMs, 0, MaxWarmupMs),
 		floatIn("--timeout-s", c.TimeoutS, MinTimeoutS, MaxTimeoutS),
 		intIn("--threads", c.Threads, 1, MaxThreads),
+		intIn("--graph-batch", c.GraphBatch, 0, MaxGraphBatch),
 	} {
 		if err != nil {
 			return err

@@ -4,12 +4,14 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 
 	"github.com/tilepipe/tilepipe/artifacts"
 	"github.com/tilepipe/tilepipe/artifacts/samples"
 	"github.com/tilepipe/tilepipe/internal/crashpoint"
 	"github.com/tilepipe/tilepipe/internal/floors"
+	"github.com/tilepipe/tilepipe/internal/visit"
 	"github.com/tilepipe/tilepipe/report"
 	"github.com/tilepipe/tilepipe/stats"
 )
@@ -111,9 +113,13 @@ func Summaries(cases, routes []string, entries []artifacts.Prepared, visits []ar
 	perop := map[key][]float64{}
 	perRound := map[key]map[int32][]float64{}
 	channel := map[key][]float64{}
+	graph := map[key][]float64{}
 	for _, row := range rows {
 		if row.Kind == "empty" {
 			channel[key{row.Case, row.Route}] = append(channel[key{row.Case, row.Route}], float64(row.TotalNs))
+		}
+		if row.Kind == visit.KindGraph {
+			graph[key{row.Case, row.Route}] = append(graph[key{row.Case, row.Route}], row.PerOpNs())
 		}
 		if row.Kind != "batch" {
 			continue
@@ -161,8 +167,11 @@ func Summaries(cases, routes []string, entries []artifacts.Prepared, visits []ar
 				if len(channel[k]) > 0 {
 					s.ChannelNs = stats.Median(channel[k])
 				}
+				if len(graph[k]) > 0 {
+					s.GraphNs, s.GraphMinNs = stats.Median(graph[k]), slices.Min(graph[k])
+				}
 				if f, ok := fl[c]; ok {
-					if why := floors.Below(f, s.MinNs); why != "" {
+					if why := floors.Below(f, fastest(s)); why != "" {
 						s.Status, s.Reason = artifacts.StatusFailed, why
 					}
 				}
@@ -199,4 +208,13 @@ func Summaries(cases, routes []string, entries []artifacts.Prepared, visits []ar
 		s.Ratio, s.RatioMin, s.RatioMax, s.RatioLo, s.RatioHi, s.RatioPairs, s.Verdict = rr.Median, rr.Min, rr.Max, rr.Lo, rr.Hi, rr.N, rr.Verdict()
 	}
 	return out
+}
+
+// fastest is a passed row's least time per call, stream or graph sample:
+// the one a physical floor judges.
+func fastest(s artifacts.Summary) float64 {
+	if s.GraphMinNs > 0 && s.GraphMinNs < s.MinNs {
+		return s.GraphMinNs
+	}
+	return s.MinNs
 }

@@ -34,8 +34,9 @@ import (
 // A cubin entry's visit also names its kernel as the timer sees it:
 // `cubin PATH` and `launch PATH` (kernel holds the two paths). A GPU
 // visit's file says its L2 policy, `l2 warm` or `l2 flush` (l2; "" for a
-// CPU visit, whose timer knows no such key).
-func VisitFile(threads, warm, fresh int, e *artifacts.Prepared, kernel []string, l2 string) string {
+// CPU visit, whose timer knows no such key), and with graph samples the
+// graph's calls, `graph N` (graph; 0 for none).
+func VisitFile(threads, warm, fresh int, e *artifacts.Prepared, kernel []string, l2 string, graph int) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "tilepipe-visit 3\nthreads %d\npool warm %d %d\npool fresh %d %d\n", threads, warm, visit.WarmGap, fresh, visit.FreshGap)
 	if len(kernel) == 2 {
@@ -43,6 +44,9 @@ func VisitFile(threads, warm, fresh int, e *artifacts.Prepared, kernel []string,
 	}
 	if l2 != "" {
 		fmt.Fprintf(&b, "l2 %s\n", l2)
+	}
+	if graph > 0 {
+		fmt.Fprintf(&b, "graph %d\n", graph)
 	}
 	fd := 5
 	param := func(role string, name, dtype string, shape []int, bytes int64) {
@@ -332,11 +336,11 @@ func (r *replayer) visit(ctx context.Context, v artifacts.Visit, programs map[[2
 	}
 	defer os.RemoveAll(l.dir)
 	defer os.Remove(l.visitFile)
-	l2 := ""
+	l2, graph := "", 0
 	if r.cases[v.Case].Case.DeviceOf() == oracle.DeviceCUDA {
-		l2 = r.cfg.L2
+		l2, graph = r.cfg.L2, r.cfg.GraphBatch
 	}
-	if err := os.WriteFile(l.visitFile, []byte(VisitFile(r.cfg.Threads, len(in.warm), len(in.fresh), e, l.inKernel, l2)), 0o444); err != nil {
+	if err := os.WriteFile(l.visitFile, []byte(VisitFile(r.cfg.Threads, len(in.warm), len(in.fresh), e, l.inKernel, l2, graph)), 0o444); err != nil {
 		return nil, err
 	}
 	var argv []string
@@ -485,6 +489,15 @@ func (r *replayer) drive(sess *visit.Session, vr *artifacts.VisitResult, e *arti
 		return nil, calls, false, err
 	}
 	smps = append(smps, fresh...)
+	if r.cfg.GraphBatch > 0 && r.cases[vr.Case].Case.DeviceOf() == oracle.DeviceCUDA {
+		graph, g, err := sess.DriveGraph(int64(r.cfg.GraphBatch), r.cfg.Samples,
+			time.Duration(r.cfg.SampleMs*float64(time.Millisecond)), time.Duration(r.cfg.WarmupMs*float64(time.Millisecond)))
+		vr.Graph = g
+		if err != nil {
+			return nil, calls, false, err
+		}
+		smps = append(smps, graph...)
+	}
 	fin, err := sess.End()
 	if err != nil {
 		return nil, calls, false, err

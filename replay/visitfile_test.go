@@ -16,12 +16,12 @@ func TestVisitFileL2(t *testing.T) {
 		Inputs:  []artifacts.TensorRef{{Name: "A", Dtype: "f32", Shape: []int{2, 3}, Size: 24}},
 		Outputs: []oracle.Param{{Name: "C", Role: "output", Dtype: "f32", Shape: []int{2, 3}}},
 	}
-	gpu := VisitFile(1, 3, 2, e, []string{"/visit/bin/kernel.cubin", "/visit/bin/launch.txt"}, artifacts.L2Flush)
-	want := "tilepipe-visit 3\nthreads 1\npool warm 3 4096\npool fresh 2 64\ncubin /visit/bin/kernel.cubin\nlaunch /visit/bin/launch.txt\nl2 flush\nparam input A f32 24 5 6 2 3\nparam output C f32 24 7 8 2 3\n"
+	gpu := VisitFile(1, 3, 2, e, []string{"/visit/bin/kernel.cubin", "/visit/bin/launch.txt"}, artifacts.L2Flush, 32)
+	want := "tilepipe-visit 3\nthreads 1\npool warm 3 4096\npool fresh 2 64\ncubin /visit/bin/kernel.cubin\nlaunch /visit/bin/launch.txt\nl2 flush\ngraph 32\nparam input A f32 24 5 6 2 3\nparam output C f32 24 7 8 2 3\n"
 	if gpu != want {
 		t.Errorf("GPU visit file =\n%s\nwant\n%s", gpu, want)
 	}
-	if cpu := VisitFile(1, 3, 2, e, nil, ""); strings.Contains(cpu, "l2") {
+	if cpu := VisitFile(1, 3, 2, e, nil, "", 0); strings.Contains(cpu, "l2") || strings.Contains(cpu, "graph") {
 		t.Errorf("CPU visit file names an L2 policy:\n%s", cpu)
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"bytes"
 	"fmt"
 	"math"
+	"slices"
 	"strings"
 
 	"github.com/tilepipe/tilepipe/artifacts"
@@ -82,8 +83,10 @@ func l2Note(l2 string) string {
 }
 
 // gpuCeilings is the GPU's ceilings each session measured and, for every
-// passed GPU row, the fraction of its binding ceiling its median reached
-// (internal/floors.Fraction); "" when no session measured a GPU.
+// passed GPU row, its graph samples' median per call (config.graphBatch)
+// and the fraction of its binding ceiling its median reached
+// (internal/floors.Fraction); "" when no session measured a GPU and no
+// row has graph samples.
 func gpuCeilings(doc artifacts.ReplayDoc) string {
 	var b strings.Builder
 	var all [][]artifacts.CaseFloor
@@ -110,14 +113,26 @@ func gpuCeilings(doc artifacts.ReplayDoc) string {
 		}
 		b.WriteString(".\n")
 	}
-	if b.Len() == 0 {
+	graphs := slices.ContainsFunc(doc.Summary, func(s artifacts.Summary) bool { return s.GraphNs > 0 })
+	if b.Len() == 0 && !graphs {
 		return ""
 	}
 	fl := floors.Lowest(all)
-	b.WriteString("\n| case | route | median per op | of ceiling |\n|---|---|---:|---|\n")
+	if graphs {
+		fmt.Fprintf(&b, "\nGraph samples: CUDA graphs of %d calls, replayed by %s.\n", doc.Config.GraphBatch, "adaptive_replay_span_v2")
+	}
+	b.WriteString("\n| case | route | median per op | graph per op | of ceiling |\n|---|---|---:|---:|---|\n")
 	for _, s := range doc.Summary {
 		f, ok := fl[s.Case]
-		if !ok || f.Device != oracle.DeviceCUDA || s.Status != artifacts.StatusPassed {
+		if !(ok && f.Device == oracle.DeviceCUDA || s.GraphNs > 0) || s.Status != artifacts.StatusPassed {
+			continue
+		}
+		graph := "-"
+		if s.GraphNs > 0 {
+			graph = Duration(s.GraphNs)
+		}
+		if !ok {
+			fmt.Fprintf(&b, "| %s | %s | %s | %s | - |\n", s.Case, s.Route, Duration(s.MedianNs), graph)
 			continue
 		}
 		frac, what := floors.Fraction(f, s.MedianNs)
@@ -129,7 +144,7 @@ func gpuCeilings(doc artifacts.ReplayDoc) string {
 		if frac < 0.1 {
 			pct = fmt.Sprintf("%.2g%%", 100*frac)
 		}
-		fmt.Fprintf(&b, "| %s | %s | %s | %s of %s (%s) |\n", s.Case, s.Route, Duration(s.MedianNs), pct, what, ceiling)
+		fmt.Fprintf(&b, "| %s | %s | %s | %s | %s of %s (%s) |\n", s.Case, s.Route, Duration(s.MedianNs), graph, pct, what, ceiling)
 	}
 	return b.String()
 }

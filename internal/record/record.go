@@ -27,7 +27,7 @@ const MinCalibrated = 3
 const CalibrationSlack = 4
 
 // kinds are the sample kinds replay takes, in the order it takes them.
-var kinds = []string{visit.KindEmpty, visit.KindBatch, visit.KindSingle, visit.KindControl, visit.KindFresh}
+var kinds = []string{visit.KindEmpty, visit.KindBatch, visit.KindSingle, visit.KindControl, visit.KindFresh, visit.KindGraph}
 
 // Clock is the span that is the time of a sample of kind on device (a
 // case's [oracle.Case.DeviceOf]): on a GPU the CUDA-event span of the
@@ -61,6 +61,21 @@ func Visit(v artifacts.VisitResult, rows []samples.Row, cfg artifacts.ReplayConf
 	if v.FreshSets < 1 {
 		bad("freshSets %d, want at least 1", v.FreshSets)
 	}
+	// A GPU visit of a replay with config.graphBatch takes graph samples
+	// after its fresh ones, each R replays of a graph of N calls, R fixed
+	// by the calibration its record keeps (visit.CheckGraph).
+	graph, graphCalls := cfg.GraphBatch > 0 && device == oracle.DeviceCUDA, int64(-1)
+	switch {
+	case !graph && v.Graph != nil:
+		bad("graph record, but the replay took no graph samples (config.graphBatch %d, a %s case)", cfg.GraphBatch, device)
+	case graph && v.Graph == nil:
+		bad("no graph record; config.graphBatch %d asks for graph samples", cfg.GraphBatch)
+	case graph:
+		if why := visit.CheckGraph(v.Graph, int64(cfg.GraphBatch), ms(cfg.SampleMs), ms(cfg.WarmupMs)); why != "" {
+			bad("graph: %s", why)
+		}
+		graphCalls = v.Graph.Batch * v.Graph.Replays
+	}
 	count := map[string]int{}
 	var batch []visit.Sample
 	var freshCalls int64
@@ -85,6 +100,12 @@ func Visit(v artifacts.VisitResult, rows []samples.Row, cfg artifacts.ReplayConf
 		case visit.KindFresh:
 			freshCalls += r.Calls
 		case visit.KindControl:
+		case visit.KindGraph:
+			if !graph {
+				bad("samples row %d: a graph sample, but the replay took none (config.graphBatch %d, a %s case)", i, cfg.GraphBatch, device)
+				continue
+			}
+			want = graphCalls
 		default:
 			bad("samples row %d: kind %q, want one of %s", i, r.Kind, strings.Join(kinds, ", "))
 			continue
@@ -92,8 +113,11 @@ func Visit(v artifacts.VisitResult, rows []samples.Row, cfg artifacts.ReplayConf
 		count[r.Kind]++
 		if want >= 0 && r.Calls != want {
 			what := fmt.Sprintf("want %d", want)
-			if r.Kind == visit.KindBatch {
+			switch r.Kind {
+			case visit.KindBatch:
 				what = fmt.Sprintf("callsPerSample %d", n)
+			case visit.KindGraph:
+				what = fmt.Sprintf("graph batch %d x replays %d", v.Graph.Batch, v.Graph.Replays)
 			}
 			bad("%s sample %d: %d calls, %s", r.Kind, r.Index, r.Calls, what)
 		}
@@ -101,7 +125,10 @@ func Visit(v artifacts.VisitResult, rows []samples.Row, cfg artifacts.ReplayConf
 	for _, c := range []struct {
 		kind, field string
 		want        int
-	}{{visit.KindEmpty, "config.samples", cfg.Samples}, {visit.KindBatch, "config.samples", cfg.Samples}, {visit.KindSingle, "config.singles", cfg.Singles}} {
+	}{{visit.KindEmpty, "config.samples", cfg.Samples}, {visit.KindBatch, "config.samples", cfg.Samples}, {visit.KindSingle, "config.singles", cfg.Singles}, {visit.KindGraph, "config.samples", cfg.Samples}} {
+		if c.kind == visit.KindGraph && !graph {
+			continue
+		}
 		if count[c.kind] != c.want {
 			bad("%d %s samples, %s %d", count[c.kind], c.kind, c.field, c.want)
 		}
@@ -132,6 +159,11 @@ func Visit(v artifacts.VisitResult, rows []samples.Row, cfg artifacts.ReplayConf
 	for i, calls := range plan {
 		order = append(order, visit.Sample{Kind: visit.KindControl, Index: i, Calls: calls}, visit.Sample{Kind: visit.KindFresh, Index: i, Calls: calls})
 	}
+	if graph {
+		for i := range cfg.Samples {
+			order = append(order, visit.Sample{Kind: visit.KindGraph, Index: i, Calls: graphCalls})
+		}
+	}
 	if len(order) != len(rows) { // the counts above hold, so this cannot be
 		bad("%d samples, replay takes %d", len(rows), len(order))
 		return p
@@ -139,7 +171,7 @@ func Visit(v artifacts.VisitResult, rows []samples.Row, cfg artifacts.ReplayConf
 	for i, r := range rows {
 		w := order[i]
 		if r.Kind != w.Kind || int(r.Index) != w.Index {
-			bad("samples row %d is %s sample %d, want %s sample %d (replay's order: empty, batch and single samples, then a control before each fresh sample)", i, r.Kind, r.Index, w.Kind, w.Index)
+			bad("samples row %d is %s sample %d, want %s sample %d (replay's order: empty, batch and single samples, then a control before each fresh sample, then any graph samples)", i, r.Kind, r.Index, w.Kind, w.Index)
 			return p
 		}
 		if r.Calls != w.Calls {
@@ -199,3 +231,6 @@ func Calibration(cfg artifacts.ReplayConfig, visits []artifacts.VisitResult, row
 }
 
 func dur(ns float64) string { return time.Duration(ns).Round(time.Microsecond).String() }
+
+// ms is a configuration's milliseconds as a duration.
+func ms(x float64) time.Duration { return time.Duration(x * float64(time.Millisecond)) }

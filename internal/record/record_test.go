@@ -80,7 +80,7 @@ func TestVisit(t *testing.T) {
 		{"config singles", nil, func(c *artifacts.ReplayConfig) { c.Singles = 0 },
 			[]string{"visit 3: 1 single samples, config.singles 0"}},
 		{"unknown kind", func(v *artifacts.VisitResult, rows []samples.Row) []samples.Row { rows[4].Kind = "warmup"; return rows }, nil,
-			[]string{"visit 3: samples row 4: kind \"warmup\", want one of empty, batch, single, control, fresh", "visit 3: 0 single samples, config.singles 1"}},
+			[]string{"visit 3: samples row 4: kind \"warmup\", want one of empty, batch, single, control, fresh, graph", "visit 3: 0 single samples, config.singles 1"}},
 		{"row of another visit", func(v *artifacts.VisitResult, rows []samples.Row) []samples.Row { rows[2].Visit = 4; return rows }, nil,
 			[]string{"visit 3: samples row 2 belongs to visit 4 (round 1, position 1, gemm-16x16x16 naive), not to this one (round 1, position 1, gemm-16x16x16 naive)"}},
 		{"row of another route", func(v *artifacts.VisitResult, rows []samples.Row) []samples.Row {
@@ -124,11 +124,11 @@ func TestVisit(t *testing.T) {
 		{"reordered", func(v *artifacts.VisitResult, rows []samples.Row) []samples.Row {
 			rows[4], rows[5] = rows[5], rows[4]
 			return rows
-		}, nil, []string{"visit 3: samples row 4 is control sample 0, want single sample 0 (replay's order: empty, batch and single samples, then a control before each fresh sample)"}},
+		}, nil, []string{"visit 3: samples row 4 is control sample 0, want single sample 0 (replay's order: empty, batch and single samples, then a control before each fresh sample, then any graph samples)"}},
 		{"indexes swapped", func(v *artifacts.VisitResult, rows []samples.Row) []samples.Row {
 			rows[2].Index, rows[3].Index = 1, 0
 			return rows
-		}, nil, []string{"visit 3: samples row 2 is batch sample 1, want batch sample 0 (replay's order: empty, batch and single samples, then a control before each fresh sample)"}},
+		}, nil, []string{"visit 3: samples row 2 is batch sample 1, want batch sample 0 (replay's order: empty, batch and single samples, then a control before each fresh sample, then any graph samples)"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -253,6 +253,71 @@ func TestCalibration(t *testing.T) {
 			c.SampleMs = tt.sampleMs
 			if got := Calibration(c, vs, rows); !reflect.DeepEqual(got, tt.want) {
 				t.Errorf("Calibration(%s) =\n%q\nwant\n%q", tt.name, got, tt.want)
+			}
+		})
+	}
+}
+
+// TestVisitGraph: a GPU visit of a replay with graph samples keeps its
+// calibration record and config.samples graph samples of batch x R calls
+// after its fresh samples; every way a record or a row can stray from
+// that is named, and a CPU visit or a replay without graphBatch has none.
+func TestVisitGraph(t *testing.T) {
+	gc := cfg
+	gc.GraphBatch, gc.SampleMs, gc.WarmupMs = 32, 100, 500
+	gpu := func() (artifacts.VisitResult, []samples.Row) {
+		v, rows := honest()
+		for i := range rows {
+			if rows[i].Kind != visit.KindEmpty {
+				rows[i].Clock = samples.ClockCUDA
+			}
+		}
+		v.Graph = &artifacts.GraphRecord{Protocol: visit.GraphProtocol, Batch: 32, FirstNs: 9000, WarmupTargetNs: 500_000_000, WarmupNs: 510_000_000, WarmupReplays: 1023,
+			TargetNs: 100_000_000, MaxReplays: visit.MaxGraphReplays, MaxCalls: visit.MaxGraphCalls,
+			Attempts: []artifacts.GraphAttempt{{Replays: 1, Ns: 500_000}, {Replays: 200, Ns: 99_000_000}}, Replays: 200}
+		for i := range gc.Samples {
+			rows = append(rows, samples.Row{Visit: 3, Round: 1, Position: 1, Case: "gemm-16x16x16", Route: "naive", Kind: visit.KindGraph, Index: int32(i),
+				Calls: 32 * 200, TotalNs: 100_100_000, TimerNs: 99_500_000, Clock: samples.ClockCUDA})
+		}
+		return v, rows
+	}
+	for _, tc := range []struct {
+		name   string
+		edit   func(v *artifacts.VisitResult, rows []samples.Row) []samples.Row
+		cfg    func(c *artifacts.ReplayConfig)
+		device string
+		want   []string
+	}{
+		{"honest", nil, nil, oracle.DeviceCUDA, nil},
+		{"graph sample of other calls", func(v *artifacts.VisitResult, rows []samples.Row) []samples.Row {
+			rows[len(rows)-1].Calls = 32 * 100
+			return rows
+		}, nil, oracle.DeviceCUDA, []string{"visit 3: graph sample 1: 3200 calls, graph batch 32 x replays 200"}},
+		{"R raised", func(v *artifacts.VisitResult, rows []samples.Row) []samples.Row {
+			v.Graph.Replays = 400
+			return rows
+		}, nil, oracle.DeviceCUDA, []string{"visit 3: graph: replays 400, want the last measured count 200",
+			"visit 3: graph sample 0: 6400 calls, graph batch 32 x replays 400", "visit 3: graph sample 1: 6400 calls, graph batch 32 x replays 400"}},
+		{"graph sample dropped", func(v *artifacts.VisitResult, rows []samples.Row) []samples.Row { return rows[:len(rows)-1] }, nil, oracle.DeviceCUDA,
+			[]string{"visit 3: 1 graph samples, config.samples 2"}},
+		{"no record", func(v *artifacts.VisitResult, rows []samples.Row) []samples.Row { v.Graph = nil; return rows }, nil, oracle.DeviceCUDA,
+			[]string{"visit 3: no graph record; config.graphBatch 32 asks for graph samples"}},
+		{"graph samples without graphBatch", nil, func(c *artifacts.ReplayConfig) { c.GraphBatch = 0 }, oracle.DeviceCUDA,
+			[]string{"visit 3: graph record, but the replay took no graph samples (config.graphBatch 0, a cuda case)",
+				"visit 3: samples row 11: a graph sample, but the replay took none (config.graphBatch 0, a cuda case)",
+				"visit 3: samples row 12: a graph sample, but the replay took none (config.graphBatch 0, a cuda case)"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			v, rows := gpu()
+			c := gc
+			if tc.edit != nil {
+				rows = tc.edit(&v, rows)
+			}
+			if tc.cfg != nil {
+				tc.cfg(&c)
+			}
+			if got := Visit(v, rows, c, tc.device); !reflect.DeepEqual(got, tc.want) {
+				t.Errorf("Visit(%s) =\n%q\nwant\n%q", tc.name, got, tc.want)
 			}
 		})
 	}

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
-	"strconv"
 	"sync"
 	"syscall"
 	"time"
@@ -335,34 +334,12 @@ func (s *Session) Validated() (Report, error) { return s.read(TypeValidated) }
 // Sample runs n calls over the warm sets and returns replay's span and
 // the timer's own number for them.
 func (s *Session) Sample(n int64) (span time.Duration, timerNs int64, err error) {
-	return s.sample("run", n)
+	return s.command("run", n, n)
 }
 
 // Fresh runs the visit's fresh sample: n calls, each on a fresh set.
 func (s *Session) Fresh(n int64) (span time.Duration, timerNs int64, err error) {
-	return s.sample("fresh", n)
-}
-
-func (s *Session) sample(verb string, n int64) (span time.Duration, timerNs int64, err error) {
-	s.seq++
-	cmd := []byte(verb + " " + strconv.FormatInt(s.seq, 10) + " " + strconv.FormatInt(n, 10) + "\n")
-	t0 := time.Now()
-	if err := s.write(cmd); err != nil {
-		// The timer is gone: what it left on fd 4 says more.
-		if _, rerr := s.read(TypeSample); rerr != nil {
-			return 0, 0, rerr
-		}
-		return 0, 0, err
-	}
-	r, err := s.read(TypeSample)
-	span = time.Since(t0)
-	if err != nil {
-		return 0, 0, err
-	}
-	if r.Seq != s.seq || r.Calls != n {
-		return 0, 0, fail("unexpected_report: sample seq %d calls %d, want seq %d calls %d", r.Seq, r.Calls, s.seq, n)
-	}
-	return span, r.Ns, nil
+	return s.command("fresh", n, n)
 }
 
 func (s *Session) write(b []byte) error {

@@ -56,6 +56,9 @@ func TestCudaTimerVisitFile(t *testing.T) {
 		{"unknown policy", "l2 cold\n", `VISIT:3: l2: want "l2 warm" or "l2 flush"`},
 		{"no policy", "l2\n", `VISIT:3: l2: want "l2 warm" or "l2 flush"`},
 		{"twice", "l2 warm\nl2 flush\n", `VISIT:4: duplicate key "l2"`},
+		{"graph of no calls", "graph 0\n", `VISIT:3: graph: want one integer in [1, 10000000]`},
+		{"graph too large", "graph 10000001\n", `VISIT:3: graph: want one integer in [1, 10000000]`},
+		{"graph twice", "graph 32\ngraph 32\n", `VISIT:4: duplicate key "graph"`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			c := newGemmCase(t)

@@ -59,6 +59,9 @@ static const char *cubin_path, *launch_path;
 /* l2_flush: the visit's "l2 flush" (replay --l2 flush): a buffer of twice
  * the L2 is written before every sample, outside its span; 0 is "l2 warm". */
 static int l2_flush = -1;
+/* graph_batch: the visit's "graph N" (replay --graph-batch N): the CUDA
+ * graph the "graph" command replays holds N calls; 0: no graph samples. */
+static uint64_t graph_batch;
 int tilepipe_entry(void *const *device_buffers, void *stream) __attribute__((weak));
 static int (*volatile cuda_entry)(void *const *, void *) = tilepipe_entry;
 #endif
@@ -381,6 +384,13 @@ static void parse_visit(const char *file, struct visit *v)
 			if (ntok != 2 || (strcmp(tok[1], "warm") != 0 && strcmp(tok[1], "flush") != 0))
 				die("%s:%d: l2: want \"l2 warm\" or \"l2 flush\"", file, lineno);
 			l2_flush = strcmp(tok[1], "flush") == 0;
+			continue;
+		}
+		if (strcmp(tok[0], "graph") == 0) {
+			if (graph_batch)
+				die("%s:%d: duplicate key \"graph\"", file, lineno);
+			if (ntok != 2 || !parse_u64(tok[1], 10000000, &graph_batch) || graph_batch < 1)
+				die("%s:%d: graph: want one integer in [1, 10000000]", file, lineno);
 			continue;
 		}
 #endif
@@ -887,6 +897,17 @@ static void serve(FILE *in, struct visit *v)
 			ns = run_sample(n, v->sets[FRESH] + used * v->nparams, v->nparams, n, &(uint64_t){0});
 #endif
 			used += n;
+#ifdef TILEPIPE_CUDA
+		} else if (parse_command(cmd, "graph", &s, &n)) {
+			/* n replays of the graph of graph_batch calls. */
+			if (!graph_batch)
+				die("command \"%s\": the visit file has no \"graph N\" line", cmd);
+			if (n < 1 || n > 65536 || n * graph_batch > 10000000)
+				die("command \"%s\": want 1 to 65536 replays of at most 10000000 calls", cmd);
+			gpu_flush();
+			ns = gpu_graph_sample(v, n);
+			n *= graph_batch;
+#endif
 		} else
 			die("command \"%s\": want \"run SEQ N\", \"fresh SEQ N\" or \"end\"", cmd);
 		struct line l = {.n = 0};

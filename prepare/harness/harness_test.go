@@ -379,6 +379,9 @@ func TestVisitMalformed(t *testing.T) {
 		{"l2 on the CPU", func(c *gemmCase) string {
 			return strings.Replace(c.visitText(), "threads 2\n", "threads 2\nl2 flush\n", 1)
 		}, `VISIT:3: unknown key "l2"`},
+		{"graph on the CPU", func(c *gemmCase) string {
+			return strings.Replace(c.visitText(), "threads 2\n", "threads 2\ngraph 32\n", 1)
+		}, `VISIT:3: unknown key "graph"`},
 		{"duplicate key", func(c *gemmCase) string {
 			return strings.Replace(c.visitText(), "threads 2\n", "threads 2\nthreads 4\n", 1)
 		}, `VISIT:3: duplicate key "threads"`},

@@ -132,7 +132,8 @@ HALF_OPS = ("gemm", "gemm_relu", "gemm_gelu", "bmm", "gemv", "add", "gelu_add",
 RANKED_OPS = ("topk", "sort")
 RANKINGS = ("stable", "standard")
 DTYPES = ("f32", "f16", "bf16")
-POLICIES = ("strict", "tf32")  # --policy: TF32 allowed (on the GPU) under tf32 alone
+POLICIES = ("strict", "tf32")
+MAX_GRAPH_REPLAYS, MAX_GRAPH_CALLS = 65536, 10000000  # a graph sample's caps (docs/gpu.md)  # --policy: TF32 allowed (on the GPU) under tf32 alone
 EPS_OPS = ("rmsnorm", "layernorm", "residual_layernorm")
 
 CHECKS = ("guards", "poison", "inputs", "repeat")
@@ -883,6 +884,36 @@ class Device:
         except Exception as e:  # fails the final report, as on the CPU
             return 0, e
 
+    def graph_sample(self, warm, batch, replays):
+        """replays replays of a CUDA graph of batch warm calls (call i on
+        warm set i mod the warm sets), captured on the first use on a side
+        stream, between two CUDA events, then the whole device
+        synchronized: (ns, None) or (0, the exception). Under "l2 flush"
+        the flush comes first, outside the span."""
+        torch = self.torch
+        try:
+            if getattr(self, "graph", None) is None:
+                side = torch.cuda.Stream()
+                side.wait_stream(torch.cuda.current_stream())
+                g = torch.cuda.CUDAGraph()
+                with torch.cuda.graph(g, stream=side):
+                    for i in range(batch):
+                        warm[i % len(warm)]()
+                torch.cuda.current_stream().wait_stream(side)
+                self.graph = g
+            if self.flush is not None:
+                self.flushes += 1
+                self.flush.fill_(self.flushes)
+            self.start.record()
+            for _ in range(replays):
+                self.graph.replay()
+            torch.cuda.synchronize()
+            self.end.record()
+            self.end.synchronize()
+            return int(self.start.elapsed_time(self.end) * 1e6), None
+        except Exception as e:
+            return 0, e
+
 
 def first_diff(a, b):
     """Index of the first element where a and b differ, or -1."""
@@ -1102,6 +1133,13 @@ def parse_visit(path, device="cpu"):
             if t is None or t < 1:
                 raise Usage("%s:%d: threads: want one integer in [1, %d]" % (path, n, MAX_THREADS))
             v["threads"] = t
+        elif tok[0] == "graph" and device == "cuda":
+            if "graph" in v:
+                raise Usage('%s:%d: duplicate key "graph"' % (path, n))
+            g = parse_u64(tok[1], MAX_GRAPH_CALLS) if len(tok) == 2 else None
+            if g is None or g < 1:
+                raise Usage("%s:%d: graph: want one integer in [1, %d]" % (path, n, MAX_GRAPH_CALLS))
+            v["graph"] = g
         elif tok[0] == "l2" and device == "cuda":
             if "l2" in v:
                 raise Usage('%s:%d: duplicate key "l2"' % (path, n))
@@ -1195,18 +1233,19 @@ class Commands:
             self.buf += b
 
 
-def parse_command(line):
-    """(KIND, SEQ, N) of "run SEQ N" or "fresh SEQ N"; KIND is b"run" or
-    b"fresh"."""
+def parse_command(line, graph=False):
+    """(KIND, SEQ, N) of "run SEQ N" or "fresh SEQ N", and with graph
+    samples (the visit's "graph N") "graph SEQ R"; KIND is b"run", b"fresh"
+    or b"graph"."""
     tok = line.split(b" ")
-    if len(tok) == 3 and tok[0] in (b"run", b"fresh"):
+    if len(tok) == 3 and tok[0] in ((b"run", b"fresh", b"graph") if graph else (b"run", b"fresh")):
         seq, n = parse_u64(tok[1].decode("ascii", "replace"), MAX_SEQ), parse_u64(tok[2].decode("ascii", "replace"), MAX_CALLS)
         if seq is not None and n is not None:
             return tok[0], seq, n
     raise Usage('command "%s": want "run SEQ N", "fresh SEQ N" or "end"' % line.decode("ascii", "backslashreplace"))
 
 
-def serve(warm, fresh, divisor, gpu=None, fresh_outs=None):
+def serve(warm, fresh, divisor, gpu=None, fresh_outs=None, graph_batch=0):
     """Answers "run SEQ N" and "fresh SEQ N" until "end": N back-to-back
     calls between two clock reads, answered with the timer's own span.
     Call i of the run samples, counted across them, is warm[i mod K];
@@ -1214,8 +1253,10 @@ def serve(warm, fresh, divisor, gpu=None, fresh_outs=None):
     (Device) the span is two CUDA events' (Device.sample), and a fresh
     sample's outputs (fresh_outs[f]: fresh set f's output Buffers) are
     downloaded into the memory files before the answer, which is when
-    replay reads them. Returns the reason of the first call that raised,
-    or ''."""
+    replay reads them. "graph SEQ R" (a GPU visit with "graph N") replays
+    a CUDA graph of N warm calls R times (Device.graph_sample), answered
+    with N*R calls. Returns the reason of the first call that raised, or
+    ''."""
     clock, cycle, islice = time.perf_counter_ns, itertools.cycle, itertools.islice
     # rotations[c]: the warm entries starting at set c, so a sample starts
     # where the last one stopped without skipping through a cycle.
@@ -1227,7 +1268,16 @@ def serve(warm, fresh, divisor, gpu=None, fresh_outs=None):
         line = cmds.next()
         if line == b"end":
             return failure
-        kind, seq, n = parse_command(line)
+        kind, seq, n = parse_command(line, graph_batch > 0)
+        if kind == b"graph":
+            if not 1 <= n <= MAX_GRAPH_REPLAYS or n * graph_batch > MAX_GRAPH_CALLS:
+                raise Usage('command "%s": want 1 to %d replays of at most %d calls'
+                            % (line.decode("ascii", "backslashreplace"), MAX_GRAPH_REPLAYS, MAX_GRAPH_CALLS))
+            ns, err = gpu.graph_sample(warm, graph_batch, n)
+            if err is not None and not failure:
+                failure = "entry_failed: raised %s (during timing)" % describe_error(err)
+            send({"type": "sample", "seq": seq, "calls": n * graph_batch, "ns": ns // divisor})
+            continue
         if kind == b"run":
             calls = islice(cycle(rotations[cursor]), n)
             cursor = (cursor + n) % len(warm)
@@ -1361,7 +1411,7 @@ def visit(opts):
     ctypes.CDLL(None).mallopt(-6, 0)
     send(status_report("validated", "", None, nthreads, policy))
 
-    failure = serve(entries["warm"], entries["fresh"], LIAR_DIVISOR if op == "_liar" else 1, gpu, outs["fresh"])
+    failure = serve(entries["warm"], entries["fresh"], LIAR_DIVISOR if op == "_liar" else 1, gpu, outs["fresh"], v.get("graph", 0))
 
     # After timing: the timed calls, then the guards again. The inputs
     # check passes: the input mappings are read-only views of sealed files.

@@ -26,6 +26,8 @@ typedef struct CUmod_st *CUmodule;
 typedef struct CUfunc_st *CUfunction;
 typedef struct CUevent_st *CUevent;
 typedef struct CUstream_st *CUstream;
+typedef struct CUgraph_st *CUgraph;
+typedef struct CUgraphExec_st *CUgraphExec;
 typedef unsigned long long CUdeviceptr;
 
 static struct {
@@ -50,6 +52,11 @@ static struct {
 	CUresult (*MemsetD32)(CUdeviceptr, unsigned, size_t);
 	CUresult (*DeviceGetName)(char *, int, CUdevice);
 	CUresult (*MemcpyDtoDAsync)(CUdeviceptr, CUdeviceptr, size_t, CUstream);
+	CUresult (*StreamCreate)(CUstream *, unsigned);
+	CUresult (*StreamBeginCapture)(CUstream, int);
+	CUresult (*StreamEndCapture)(CUstream, CUgraph *);
+	CUresult (*GraphInstantiate)(CUgraphExec *, CUgraph, unsigned long long);
+	CUresult (*GraphLaunch)(CUgraphExec, CUstream);
 } cu;
 
 static void *cu_lib;
@@ -99,6 +106,11 @@ static void cu_load(void)
 	cu.MemsetD32 = cu_sym("cuMemsetD32_v2", 0);
 	cu.DeviceGetName = cu_sym("cuDeviceGetName", 0);
 	cu.MemcpyDtoDAsync = cu_sym("cuMemcpyDtoDAsync_v2", 0);
+	cu.StreamCreate = cu_sym("cuStreamCreate", 0);
+	cu.StreamBeginCapture = cu_sym("cuStreamBeginCapture_v2", 0);
+	cu.StreamEndCapture = cu_sym("cuStreamEndCapture", 0);
+	cu.GraphInstantiate = cu_sym("cuGraphInstantiateWithFlags", 0);
+	cu.GraphLaunch = cu_sym("cuGraphLaunch", 0);
 }
 
 /* cu_error names a driver error; "" for success. */
@@ -353,10 +365,11 @@ static void gpu_init_object(struct visit *v)
 	gpu.scratch = xmalloc(largest);
 }
 
-static CUresult gpu_launch(int k, uint64_t s)
+/* gpu_launch_on is one call on set s of pool k, queued on stream st. */
+static CUresult gpu_launch_on(int k, uint64_t s, CUstream st)
 {
 	if (gpu.object) {
-		int rc = cuda_entry(gpu.ptrs[k][s], 0);
+		int rc = cuda_entry(gpu.ptrs[k][s], st);
 		if (rc != 0) {
 			entry_rc = rc;
 			return ENTRY_FAILED;
@@ -364,7 +377,12 @@ static CUresult gpu_launch(int k, uint64_t s)
 		return 0;
 	}
 	return cu.LaunchKernel(gpu.fn, launch.grid[0], launch.grid[1], launch.grid[2], launch.block[0], launch.block[1],
-			       launch.block[2], launch.shared, 0, gpu.args[k][s], 0);
+			       launch.block[2], launch.shared, st, gpu.args[k][s], 0);
+}
+
+static CUresult gpu_launch(int k, uint64_t s)
+{
+	return gpu_launch_on(k, s, 0);
 }
 
 /* gpu_outputs copies set s's outputs between the memory files and the
@@ -459,6 +477,58 @@ static int64_t gpu_sample(int k, uint64_t first, uint64_t n, uint64_t nsets, uin
 	if (rc == 0)
 		rc = cu.EventElapsedTime(&ms, gpu.ev0, gpu.ev1);
 	*cursor = s;
+	timed_rc |= rc;
+	return (int64_t)((double)ms * 1e6);
+}
+
+/* Graph samples ("graph N" in the visit, "graph SEQ R" commands): the
+ * first command captures N calls, call i on warm set i mod the warm sets,
+ * from a stream of its own (blocking, so it waits for the L2 flush on the
+ * default stream) into a CUDA graph and instantiates it; every command
+ * replays it R times between two events on that stream, the whole device
+ * synchronised before the second, as a stream sample is. */
+static struct {
+	CUstream s;
+	CUgraphExec exec;
+	int built;
+} graph;
+
+static CUresult gpu_graph_build(struct visit *v)
+{
+	CUresult rc = cu.StreamCreate(&graph.s, 0 /* CU_STREAM_DEFAULT: synchronises with the default stream */);
+	if (rc == 0)
+		rc = cu.StreamBeginCapture(graph.s, 0 /* CU_STREAM_CAPTURE_MODE_GLOBAL */);
+	if (rc != 0)
+		return rc;
+	uint64_t nsets = v->pools[WARM].sets;
+	for (uint64_t i = 0; i < graph_batch && rc == 0; i++)
+		rc = gpu_launch_on(WARM, i % nsets, graph.s);
+	CUgraph g = 0;
+	CUresult end = cu.StreamEndCapture(graph.s, &g); /* always: the stream leaves capture */
+	if (rc == 0)
+		rc = end;
+	if (rc == 0)
+		rc = cu.GraphInstantiate(&graph.exec, g, 0);
+	graph.built = rc == 0;
+	return rc;
+}
+
+static int64_t gpu_graph_sample(struct visit *v, uint64_t r)
+{
+	CUresult rc = graph.built ? 0 : gpu_graph_build(v);
+	if (rc == 0)
+		rc = cu.EventRecord(gpu.ev0, graph.s);
+	for (uint64_t i = 0; i < r && rc == 0; i++)
+		rc = cu.GraphLaunch(graph.exec, graph.s);
+	if (rc == 0)
+		rc = cu.CtxSynchronize();
+	if (rc == 0)
+		rc = cu.EventRecord(gpu.ev1, graph.s);
+	if (rc == 0)
+		rc = cu.EventSynchronize(gpu.ev1);
+	float ms = 0;
+	if (rc == 0)
+		rc = cu.EventElapsedTime(&ms, gpu.ev0, gpu.ev1);
 	timed_rc |= rc;
 	return (int64_t)((double)ms * 1e6);
 }
