@@ -426,6 +426,15 @@ type GraphAttempt struct {
 	Ns      int64 `json:"ns"`
 }
 
+// Reasons of planned visits replay did not run: a failed binary closure
+// check stops the replay (such a visit has no journal line), and a GPU
+// that fails its health check after a visit's CUDA error is not used again
+// (NotRunGPU, then the visit and the check's error).
+const (
+	NotRunClosure = "not_run: replay stopped after a binary closure check failed"
+	NotRunGPU     = "not_run: the GPU failed its health check after the CUDA error of "
+)
+
 // ClosureCheck is the re-hash of every binary closure around one round.
 type ClosureCheck struct {
 	Round  int       `json:"round"`

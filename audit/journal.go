@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/tilepipe/tilepipe/artifacts"
+	"github.com/tilepipe/tilepipe/internal/visit"
 )
 
 // journal checks the journal.jsonl layer against the document.
@@ -58,9 +59,9 @@ func parseJournal(b []byte) ([]artifacts.JournalLine, []string) {
 	return out, p
 }
 
-// notRun starts the reason of a planned visit that a failed binary closure
+// notRun is the reason of a planned visit that a failed binary closure
 // check kept from running: it has no journal line.
-const notRun = "not_run:"
+const notRun = artifacts.NotRunClosure
 
 // journalAgrees checks the journal (lines, in order) against the document
 // it was finished into: the journal's sessions are the document's, in
@@ -103,15 +104,24 @@ func journalAgrees(lines []artifacts.JournalLine, d artifacts.ReplayDoc) []strin
 	}
 	failedClosure := slices.ContainsFunc(d.Closure, func(c artifacts.ClosureCheck) bool { return c.Status != artifacts.StatusPassed })
 	inDoc := map[int]bool{}
+	cudaError := map[string]bool{} // "visit N" of visits that failed with a CUDA error, so far
 	for _, v := range d.Visits {
 		inDoc[v.Index] = true
-		if strings.HasPrefix(v.Reason, notRun) && !failedClosure {
+		if v.Reason == notRun && !failedClosure {
 			p = append(p, fmt.Sprintf("visit %d: %s, yet every binary closure check passed", v.Index, v.Reason))
+		}
+		if after, ok := strings.CutPrefix(v.Reason, artifacts.NotRunGPU); ok {
+			if which, _, _ := strings.Cut(after, ":"); !cudaError[which] {
+				p = append(p, fmt.Sprintf("visit %d: %q, but no earlier %s failed with a CUDA error", v.Index, v.Reason, which))
+			}
+		}
+		if visit.PoisonsGPU(v.Reason) {
+			cudaError[fmt.Sprintf("visit %d", v.Index)] = true
 		}
 		j, ok := last[v.Index]
 		switch {
-		case !ok && !strings.HasPrefix(v.Reason, notRun):
-			p = append(p, fmt.Sprintf("visit %d: %s in the document, but no journal line records it: only a visit a failed closure check kept from running (%s) has none", v.Index, v.Status, notRun))
+		case !ok && v.Reason != notRun:
+			p = append(p, fmt.Sprintf("visit %d: %s in the document, but no journal line records it: only a visit a failed closure check kept from running (not_run) has none", v.Index, v.Status))
 		case ok && !reflect.DeepEqual(j, v):
 			p = append(p, fmt.Sprintf("visit %d: the document's record differs from its last journal line (journal.jsonl:%d) in %s", v.Index, lineOf[v.Index], strings.Join(fieldDiff(v, j), ", ")))
 		}

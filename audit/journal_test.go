@@ -56,7 +56,7 @@ func TestJournalAgrees(t *testing.T) {
 		}, nil},
 		{"a visit never journaled", func(d *artifacts.ReplayDoc, lines []artifacts.JournalLine) []artifacts.JournalLine {
 			return append(lines[:3:3], lines[4])
-		}, []string{"visit 1: failed in the document, but no journal line records it: only a visit a failed closure check kept from running (not_run:) has none"}},
+		}, []string{"visit 1: failed in the document, but no journal line records it: only a visit a failed closure check kept from running (not_run) has none"}},
 		{"a journaled visit not in the document", func(d *artifacts.ReplayDoc, lines []artifacts.JournalLine) []artifacts.JournalLine {
 			extra := *lines[2].Visit
 			extra.Index = 7
@@ -72,6 +72,19 @@ func TestJournalAgrees(t *testing.T) {
 			d.Visits[1] = artifacts.VisitResult{Visit: d.Plan[1], Status: artifacts.StatusFailed, Reason: "not_run: replay stopped after a binary closure check failed"}
 			return append(lines[:3:3], lines[4])
 		}, []string{"visit 1: not_run: replay stopped after a binary closure check failed, yet every binary closure check passed"}},
+		// A GPU that failed its health check: later GPU visits are not run,
+		// journaled, and name the visit whose CUDA error came first.
+		{"not run after a CUDA error", func(d *artifacts.ReplayDoc, lines []artifacts.JournalLine) []artifacts.JournalLine {
+			d.Visits[0].Status, d.Visits[0].Reason = artifacts.StatusFailed, "cuda_error: cuLaunchKernel: CUDA error 700: an illegal memory access was encountered"
+			d.Visits[1].Reason = artifacts.NotRunGPU + "visit 0: --health: exit status 2: harness: error: cuda_error: cuInit: CUDA error 999: unknown error"
+			*lines[2].Visit, *lines[3].Visit = d.Visits[0], d.Visits[1]
+			return lines
+		}, nil},
+		{"not run without a CUDA error", func(d *artifacts.ReplayDoc, lines []artifacts.JournalLine) []artifacts.JournalLine {
+			d.Visits[1].Reason = artifacts.NotRunGPU + "visit 0: --health: exit status 2"
+			*lines[3].Visit = d.Visits[1]
+			return lines
+		}, []string{`visit 1: "not_run: the GPU failed its health check after the CUDA error of visit 0: --health: exit status 2", but no earlier visit 0 failed with a CUDA error`}},
 		{"a session", func(d *artifacts.ReplayDoc, lines []artifacts.JournalLine) []artifacts.JournalLine {
 			d.Sessions[0].ClockHz = 6e9
 			return lines

@@ -28,7 +28,7 @@ func (r *replayer) finish(pr artifacts.PlanRecord, done map[int]*artifacts.Visit
 		if !ok {
 			// Only a failed closure check stops a replay early; the visits
 			// it prevented are kept as failures.
-			vr = &artifacts.VisitResult{Visit: v, Status: artifacts.StatusFailed, Reason: "not_run: replay stopped after a binary closure check failed"}
+			vr = &artifacts.VisitResult{Visit: v, Status: artifacts.StatusFailed, Reason: artifacts.NotRunClosure}
 		}
 		doc.Visits = append(doc.Visits, *vr)
 		if vr.Status != artifacts.StatusPassed {

@@ -81,6 +81,11 @@ type replayer struct {
 	// (found when the plan has a cubin entry).
 	gpuDevices []string
 	gpuErr     error          // why there are none: each cuda visit fails with it
+	// gpuSuspect names the visit whose CUDA error may have left the GPU
+	// unusable: the health check runs before the next GPU visit (""
+	// when none); gpuDead is why the GPU failed it: every later GPU
+	// visit is not run, with that reason.
+	gpuSuspect, gpuDead string
 	limiter    *visit.Limiter // nil: no cgroup CPU quota here
 	cpuLimit   string         // what limits a visit's CPU, for the record
 	journal    *os.File
@@ -233,6 +238,9 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 			if vr.Status != artifacts.StatusPassed {
 				r.cfg.Progress.Printf("replay: visit %d %s %s failed: %s", v.Index, v.Case, v.Route, vr.Reason)
 			}
+			if r.cases[v.Case].Case.DeviceOf() == oracle.DeviceCUDA && visit.PoisonsGPU(vr.Reason) {
+				r.gpuSuspect = fmt.Sprintf("visit %d", v.Index)
+			}
 			if err := r.append(artifacts.JournalLine{Visit: vr}); err != nil {
 				return nil, err
 			}
@@ -303,31 +311,47 @@ func (r *replayer) measureFloors(sess *artifacts.Session, cases []string) error 
 // code, checked by digest, outside the sandbox) with the cuBLAS of the
 // directory prepare linked CUDA objects against, if any.
 func (r *replayer) gpuCeilings() (*artifacts.GPUCeilings, error) {
-	t := r.pdoc.CUDATimer
-	if t == nil {
-		return nil, errors.New("the prepared stage has no CUDA timer")
-	}
-	if !r.prep.Has(t.Digest) {
-		return nil, fmt.Errorf("CUDA timer %s is not a verified layer", artifacts.Short(t.Digest))
-	}
-	bin := filepath.Join(r.s.Dir(), workDir, "bin")
-	if err := os.MkdirAll(bin, 0o755); err != nil {
+	exe, err := r.cudaTimer()
+	if err != nil {
 		return nil, err
-	}
-	exe := filepath.Join(bin, t.Digest.Encoded())
-	if _, err := os.Lstat(exe); err != nil {
-		if err := copyFile(r.prep.Store.Path(t.Digest), exe, 0o555); err != nil {
-			return nil, err
-		}
-	}
-	if got, _, err := artifacts.HashFile(exe); err != nil || got != t.Digest {
-		return nil, fmt.Errorf("CUDA timer copy %s: %v (digest %s, want %s)", exe, err, artifacts.Short(got), artifacts.Short(t.Digest))
 	}
 	argv := []string{exe, "--ceilings"}
 	if lib := filepath.Join(r.pdoc.CUDALib, "libcublas.so"); r.pdoc.CUDALib != "" {
 		argv = append(argv, lib)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), CeilingsTimeout)
+	out, err := runTool(argv, CeilingsTimeout)
+	if err != nil {
+		return nil, err
+	}
+	return floors.ParseCeilings(out)
+}
+
+// healthCheck runs, before a GPU visit that follows a CUDA error, the
+// prepared CUDA timer's --health in a fresh process; when it fails, every
+// later GPU visit is not run, with the reason (gpuDead).
+func (r *replayer) healthCheck() {
+	after := r.gpuSuspect
+	r.gpuSuspect = ""
+	exe, err := r.cudaTimer()
+	if err == nil {
+		_, err = runTool([]string{exe, "--health"}, HealthTimeout)
+	}
+	if err != nil {
+		r.gpuDead = fmt.Sprintf("%s%s: %v", artifacts.NotRunGPU, after, err)
+		r.cfg.Progress.Printf("replay: %s", r.gpuDead)
+		return
+	}
+	r.cfg.Progress.Printf("replay: the GPU passed its health check after the CUDA error of %s", after)
+}
+
+// HealthTimeout bounds `cuda-timer --health`.
+const HealthTimeout = time.Minute
+
+// runTool runs one of tilepipe's own programs (scrubbed environment,
+// timeout) and returns its stdout; an error names the arguments, the exit
+// and the stderr.
+func runTool(argv []string, timeout time.Duration) ([]byte, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
 	cmd.Env = artifacts.Env(nil)
@@ -337,7 +361,33 @@ func (r *replayer) gpuCeilings() (*artifacts.GPUCeilings, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%s: %v: %s", strings.Join(argv[1:], " "), err, strings.TrimSpace(stderr.String()))
 	}
-	return floors.ParseCeilings(out)
+	return out, nil
+}
+
+// cudaTimer copies the prepared CUDA timer into work/bin by digest and
+// checks the copy.
+func (r *replayer) cudaTimer() (string, error) {
+	t := r.pdoc.CUDATimer
+	if t == nil {
+		return "", errors.New("the prepared stage has no CUDA timer")
+	}
+	if !r.prep.Has(t.Digest) {
+		return "", fmt.Errorf("CUDA timer %s is not a verified layer", artifacts.Short(t.Digest))
+	}
+	bin := filepath.Join(r.s.Dir(), workDir, "bin")
+	if err := os.MkdirAll(bin, 0o755); err != nil {
+		return "", err
+	}
+	exe := filepath.Join(bin, t.Digest.Encoded())
+	if _, err := os.Lstat(exe); err != nil {
+		if err := copyFile(r.prep.Store.Path(t.Digest), exe, 0o555); err != nil {
+			return "", err
+		}
+	}
+	if got, _, err := artifacts.HashFile(exe); err != nil || got != t.Digest {
+		return "", fmt.Errorf("CUDA timer copy %s: %v (digest %s, want %s)", exe, err, artifacts.Short(got), artifacts.Short(t.Digest))
+	}
+	return exe, nil
 }
 
 // CeilingsTimeout bounds `cuda-timer --ceilings` (about a second on the H200).

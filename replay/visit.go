@@ -321,9 +321,18 @@ func (r *replayer) visit(ctx context.Context, v artifacts.Visit, programs map[[2
 	defer bufs.close()
 	vr.Sets, vr.FreshSets, vr.Fill = len(in.warm), len(in.fresh), fmt.Sprintf("%016x", bufs.fill)
 	vr.MallocPerturb = r.inputs.seeds.Perturb(v.Round)
-	if r.cases[v.Case].Case.DeviceOf() == oracle.DeviceCUDA && r.gpuErr != nil {
-		vr.Status, vr.Reason, vr.End = artifacts.StatusFailed, "no GPU: "+r.gpuErr.Error(), time.Now().UTC()
-		return vr, nil
+	if r.cases[v.Case].Case.DeviceOf() == oracle.DeviceCUDA {
+		if r.gpuSuspect != "" && r.gpuErr == nil && r.gpuDead == "" {
+			r.healthCheck()
+		}
+		switch {
+		case r.gpuErr != nil:
+			vr.Status, vr.Reason, vr.End = artifacts.StatusFailed, "no GPU: "+r.gpuErr.Error(), time.Now().UTC()
+			return vr, nil
+		case r.gpuDead != "":
+			vr.Status, vr.Reason, vr.End = artifacts.StatusFailed, r.gpuDead, time.Now().UTC()
+			return vr, nil
+		}
 	}
 	l := r.layout(v, e, prog)
 	for _, p := range []string{l.dir, l.visitFile} {

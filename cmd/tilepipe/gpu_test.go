@@ -254,6 +254,52 @@ func TestGPUAdversaries(t *testing.T) {
 	}
 }
 
+// TestGPUHealthCheck (on a GPU): a kernel that stores far outside any
+// allocation fails its visits with the driver's error (CUDA error 700);
+// before the next GPU visit replay checks the GPU in a fresh process,
+// which passes (the error poisoned that visit's context alone), so the
+// honest triton visits that follow run and pass.
+func TestGPUHealthCheck(t *testing.T) {
+	if _, err := exec.LookPath("nvidia-smi"); err != nil {
+		t.Skip("no GPU here")
+	}
+	if err := exec.Command("python3", "-c", "import triton").Run(); err != nil {
+		t.Skip("no Triton here")
+	}
+	route, err := filepath.Abs("../../routes/testdata/triton-adversary/route")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("TILEPIPE_TEST_GPU_ADVERSARY", "illegal_address")
+	dir := t.TempDir()
+	co := filepath.Join(dir, "cohort.json")
+	os.WriteFile(co, []byte(`{"schema": 1, "rounds": 2, "cases": [{"op": "add", "dims": {"M": 64, "N": 1000}, "seed": 7, "device": "cuda"}]}`), 0o644)
+	capDir, prepDir, repDir := filepath.Join(dir, "capture"), filepath.Join(dir, "prepared"), filepath.Join(dir, "replay")
+	if code, out, errs := tp(t, "capture", "--cohort", co, "--routes", "triton", "--route-exec", route, "--output", capDir); code != 0 {
+		t.Fatalf("capture = exit %d\n%s%s", code, out, errs)
+	}
+	if code, _, errs := tp(t, "prepare", "--capture", capDir, "--output", prepDir); code != 0 {
+		t.Fatalf("prepare = exit %d\n%s", code, errs)
+	}
+	code, _, errs := tp(t, "replay", "--prepared", prepDir, "--output", repDir, "--baseline", "triton", "--samples", "3")
+	doc := readReplay(t, repDir)
+	if code != exitFailure || len(doc.Visits) != 4 {
+		t.Fatalf("replay = exit %d, %d visits, want 1 and 4\n%s", code, len(doc.Visits), errs)
+	}
+	for _, v := range doc.Visits {
+		t.Logf("visit %d %s: %s %s", v.Index, v.Route, v.Status, v.Reason)
+		switch {
+		case v.Route == "triton" && v.Status != "passed":
+			t.Errorf("honest visit %d = %s %q, want passed (the GPU passed its health check)", v.Index, v.Status, v.Reason)
+		case v.Route == "triton-adversary" && (v.Status != "failed" || !strings.HasPrefix(v.Reason, "cuda_error: ")):
+			t.Errorf("adversary visit %d = %s %q, want failed with the driver's error", v.Index, v.Status, v.Reason)
+		}
+	}
+	if !strings.Contains(errs, "replay: the GPU passed its health check after the CUDA error of visit ") {
+		t.Errorf("replay's progress does not say the health check ran:\n%s", errs)
+	}
+}
+
 // gpuCeilings is a `cuda-timer --ceilings` answer of the H200's order.
 const gpuCeilings = `{"device": "NVIDIA H200", "l2_bytes": 62914560, "copy_bytes": 2147483648, "copy_reps": 40, "copy_ns": 20000000, "copy_bandwidth": 4.294967e+12, "gemm": [` +
 	`{"dtype": "f32", "policy": "strict", "n": 8192, "reps": 1, "ns": 22000000, "flops": 4.997780e+13}, ` +

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/tilepipe/tilepipe/artifacts"
@@ -171,4 +172,12 @@ func (s *Session) command(verb string, n, calls int64) (span time.Duration, time
 		return 0, 0, fail("unexpected_report: sample seq %d calls %d, want seq %d calls %d", r.Seq, r.Calls, s.seq, calls)
 	}
 	return span, r.Ns, nil
+}
+
+// PoisonsGPU says whether a visit's failure came from the CUDA driver (the
+// CUDA timer's "cuda_error: ...", torch's "CUDA error: ..."), after which
+// the device may be unusable: replay runs the GPU's health check before
+// the next GPU visit.
+func PoisonsGPU(reason string) bool {
+	return strings.Contains(reason, "cuda_error:") || strings.Contains(reason, "CUDA error")
 }

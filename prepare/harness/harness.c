@@ -1120,7 +1120,9 @@ int main(int argc, char **argv)
 #ifdef TILEPIPE_CUDA
 	if (argc >= 2 && strcmp(argv[1], "--ceilings") == 0)
 		return run_ceilings(argc - 2, argv + 2);
-	die("usage: cuda-timer --visit VISIT.txt | cuda-timer --closure | cuda-timer --ceilings [LIBCUBLAS]");
+	if (argc == 2 && strcmp(argv[1], "--health") == 0)
+		return run_health();
+	die("usage: cuda-timer --visit VISIT.txt | cuda-timer --closure | cuda-timer --ceilings [LIBCUBLAS] | cuda-timer --health");
 #endif
 	die("usage: harness --visit VISIT.txt | harness --closure");
 }

@@ -743,3 +743,24 @@ static int run_ceilings(int argc, char **argv)
 		die("write ceilings: %s", strerror(errno));
 	return 0;
 }
+
+/* --health: a fresh process makes a context, writes 1 MiB on the device,
+ * reads it back and compares: what replay runs after a visit's CUDA error
+ * (which may leave the device unusable) before the next GPU visit. Prints
+ * "ok" and exits 0, or dies (exit 2) naming the failing call. */
+static int run_health(void)
+{
+	gpu_context();
+	enum { WORDS = 1 << 18 };
+	CUdeviceptr d;
+	cu_must(cu.MemAlloc(&d, 4 * WORDS), "cuMemAlloc");
+	cu_must(cu.MemsetD32(d, 0x7E57AB1Eu, WORDS), "cuMemsetD32");
+	cu_must(cu.CtxSynchronize(), "cuCtxSynchronize");
+	uint32_t *h = xmalloc(4 * WORDS);
+	cu_must(cu.MemcpyDtoH(h, d, 4 * WORDS), "cuMemcpyDtoH");
+	for (size_t i = 0; i < WORDS; i++)
+		if (h[i] != 0x7E57AB1Eu)
+			die("health: word %zu reads 0x%08x after a memset of 0x7e57ab1e", i, h[i]);
+	printf("ok\n");
+	return 0;
+}
