@@ -3,7 +3,7 @@
 # GPU cohort, then the audit. Usage, from the repository root, with
 # bin/tilepipe built static and a copy of Debian's bwrap in bin/gpu:
 #   bash docs/results/2026-12-01-gpu-chain/run.sh COHORT ROUTES OUT [REPLAY FLAGS...]
-# STAGES=capture stops after the capture.
+# STAGES=capture stops after the capture; JOBS=N builds N cases at once.
 set -u
 COHORT=${1:?cohort} ROUTES=${2:?routes} W=${3:?output directory}
 shift 3
@@ -21,7 +21,7 @@ step() { # name, command...
   tail -n 4 "$W/$name.err"
   return 0
 }
-step capture $TP capture --cohort "$COHORT" --routes "$ROUTES" --output "$W/capture"
+step capture $TP capture --cohort "$COHORT" --routes "$ROUTES" --jobs "${JOBS:-2}" --output "$W/capture"
 [ "${STAGES:-}" = capture ] && exit 0
 step prepare $TP prepare --capture "$W/capture" --output "$W/prepared"
 step replay $TP replay --prepared "$W/prepared" --output "$W/replay" "$@"
