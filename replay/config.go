@@ -39,9 +39,6 @@ const (
 // default. What depends on the prepared stage (the rounds that 0 resolves
 // to, --baseline, the size of the plan) [Run] checks after reading the
 // stage and before writing anything.
-// MaxGraphBatch is the most calls a CUDA graph of graph samples holds.
-const MaxGraphBatch = 10000
-
 func (c Config) Validate() error {
 	if c.Rounds < 0 || c.Rounds > MaxRounds {
 		return fmt.Errorf("--rounds: want 1 to %d (or 0: the cohort's default), got %d", MaxRounds, c.Rounds)
@@ -65,6 +62,9 @@ func (c Config) Validate() error {
 	}
 	return nil
 }
+
+// MaxGraphBatch is the most calls a CUDA graph of graph samples holds.
+const MaxGraphBatch = 10000
 
 func intIn(flag string, v, lo, hi int) error {
 	if v < lo || v > hi {

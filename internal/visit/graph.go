@@ -23,6 +23,10 @@ const (
 	GraphTargetFrac = 0.8        // an attempt this close to the target ends calibration
 	MaxGraphReplays = 65536      // replays per sample
 	MaxGraphCalls   = 10_000_000 // logical calls per sample
+	// MaxGraphWarmups bounds the warm-up's commands: doubling from one
+	// replay reaches the replay cap in 17, and at the cap a timer that
+	// answers far less time than it spends is caught.
+	MaxGraphWarmups = 64
 )
 
 // Graph replays the visit's CUDA graph r times between the timer's two
@@ -123,8 +127,15 @@ func (s *Session) DriveGraph(batch int64, count int, target, warmup time.Duratio
 	if err != nil {
 		return nil, g, err
 	}
+	if first.TimerNs <= 0 {
+		// No graph of a call replays in no time: the timer did not time it.
+		return nil, g, fail("graph_untimed: the first replay of a graph of %d calls took %d ns by the timer's events", batch, first.TimerNs)
+	}
 	g.FirstNs = first.TimerNs
-	for r := int64(1); g.WarmupReplays == 0 || g.WarmupNs < g.WarmupTargetNs; r = min(2*r, MaxGraphReplays, MaxGraphCalls/batch) {
+	for r, n := int64(1), 0; g.WarmupReplays == 0 || g.WarmupNs < g.WarmupTargetNs; r, n = min(2*r, MaxGraphReplays, max(MaxGraphCalls/max(batch, 1), 1)), n+1 {
+		if n == MaxGraphWarmups {
+			return nil, g, fail("graph_warmup: %d warm-up commands (%d replays) took %d ns by the timer's events, short of the %d ns warm-up", n, g.WarmupReplays, g.WarmupNs, g.WarmupTargetNs)
+		}
 		smp, err := take("graph warm-up", 0, r)
 		if err != nil {
 			return nil, g, err

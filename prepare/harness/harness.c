@@ -904,12 +904,13 @@ static void serve(FILE *in, struct visit *v)
 				die("command \"%s\": the visit file has no \"graph N\" line", cmd);
 			if (n < 1 || n > 65536 || n * graph_batch > 10000000)
 				die("command \"%s\": want 1 to 65536 replays of at most 10000000 calls", cmd);
+			gpu_graph_build(v); /* before the flush: its stream then waits for it */
 			gpu_flush();
-			ns = gpu_graph_sample(v, n);
+			ns = gpu_graph_sample(n);
 			n *= graph_batch;
 #endif
 		} else
-			die("command \"%s\": want \"run SEQ N\", \"fresh SEQ N\" or \"end\"", cmd);
+			die("command \"%s\": want \"run SEQ N\", \"fresh SEQ N\", \"graph SEQ R\" (GPU) or \"end\"", cmd);
 		struct line l = {.n = 0};
 		put(&l, "{\"type\": \"sample\", \"seq\": %" PRIu64 ", \"calls\": %" PRIu64 ", \"ns\": %" PRId64 "}", s, n, ns);
 		send_line(&l);

@@ -132,8 +132,8 @@ HALF_OPS = ("gemm", "gemm_relu", "gemm_gelu", "bmm", "gemv", "add", "gelu_add",
 RANKED_OPS = ("topk", "sort")
 RANKINGS = ("stable", "standard")
 DTYPES = ("f32", "f16", "bf16")
-POLICIES = ("strict", "tf32")
-MAX_GRAPH_REPLAYS, MAX_GRAPH_CALLS = 65536, 10000000  # a graph sample's caps (docs/gpu.md)  # --policy: TF32 allowed (on the GPU) under tf32 alone
+POLICIES = ("strict", "tf32")  # --policy: TF32 allowed (on the GPU) under tf32 alone
+MAX_GRAPH_REPLAYS, MAX_GRAPH_CALLS = 65536, 10000000  # a graph sample's caps (docs/gpu.md)
 EPS_OPS = ("rmsnorm", "layernorm", "residual_layernorm")
 
 CHECKS = ("guards", "poison", "inputs", "repeat")
@@ -878,23 +878,34 @@ class Device:
             self.start.record()
             for entry in calls:
                 entry()
-            self.end.record()
+            # The second event after the whole device is idle, as the C
+            # timer records it: work on any stream is inside the span.
             self.torch.cuda.synchronize()
+            self.end.record()
+            self.end.synchronize()
             return int(self.start.elapsed_time(self.end) * 1e6), None
         except Exception as e:  # fails the final report, as on the CPU
             return 0, e
 
     def graph_sample(self, warm, batch, replays):
-        """replays replays of a CUDA graph of batch warm calls (call i on
-        warm set i mod the warm sets), captured on the first use on a side
-        stream, between two CUDA events, then the whole device
-        synchronized: (ns, None) or (0, the exception). Under "l2 flush"
-        the flush comes first, outside the span."""
+        """The span of replays replays of a CUDA graph of batch warm calls
+        (call i on warm set i mod the warm sets) between two CUDA events,
+        the second after the whole device is idle. The graph is captured
+        on first use on a side stream, after one eager call of each warm
+        entry there (PyTorch's pattern: lazy initialisation and per-stream
+        workspaces happen outside the capture). Under "l2 flush" the flush
+        comes first, outside the span. Anything that raises ends the visit
+        (exit 2, the error on stderr), as the C timer dies: the context may
+        be unusable after a CUDA error."""
         torch = self.torch
         try:
             if getattr(self, "graph", None) is None:
                 side = torch.cuda.Stream()
                 side.wait_stream(torch.cuda.current_stream())
+                with torch.cuda.stream(side):
+                    for entry in warm:
+                        entry()
+                torch.cuda.synchronize()
                 g = torch.cuda.CUDAGraph()
                 with torch.cuda.graph(g, stream=side):
                     for i in range(batch):
@@ -910,9 +921,9 @@ class Device:
             torch.cuda.synchronize()
             self.end.record()
             self.end.synchronize()
-            return int(self.start.elapsed_time(self.end) * 1e6), None
+            return int(self.start.elapsed_time(self.end) * 1e6)
         except Exception as e:
-            return 0, e
+            raise Usage("graph sample: raised %s" % describe_error(e))
 
 
 def first_diff(a, b):
@@ -1242,7 +1253,8 @@ def parse_command(line, graph=False):
         seq, n = parse_u64(tok[1].decode("ascii", "replace"), MAX_SEQ), parse_u64(tok[2].decode("ascii", "replace"), MAX_CALLS)
         if seq is not None and n is not None:
             return tok[0], seq, n
-    raise Usage('command "%s": want "run SEQ N", "fresh SEQ N" or "end"' % line.decode("ascii", "backslashreplace"))
+    raise Usage('command "%s": want "run SEQ N", "fresh SEQ N"%s or "end"'
+                % (line.decode("ascii", "backslashreplace"), ', "graph SEQ R"' if graph else ""))
 
 
 def serve(warm, fresh, divisor, gpu=None, fresh_outs=None, graph_batch=0):
@@ -1273,9 +1285,7 @@ def serve(warm, fresh, divisor, gpu=None, fresh_outs=None, graph_batch=0):
             if not 1 <= n <= MAX_GRAPH_REPLAYS or n * graph_batch > MAX_GRAPH_CALLS:
                 raise Usage('command "%s": want 1 to %d replays of at most %d calls'
                             % (line.decode("ascii", "backslashreplace"), MAX_GRAPH_REPLAYS, MAX_GRAPH_CALLS))
-            ns, err = gpu.graph_sample(warm, graph_batch, n)
-            if err is not None and not failure:
-                failure = "entry_failed: raised %s (during timing)" % describe_error(err)
+            ns = gpu.graph_sample(warm, graph_batch, n)
             send({"type": "sample", "seq": seq, "calls": n * graph_batch, "ns": ns // divisor})
             continue
         if kind == b"run":

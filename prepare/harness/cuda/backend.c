@@ -483,53 +483,55 @@ static int64_t gpu_sample(int k, uint64_t first, uint64_t n, uint64_t nsets, uin
 
 /* Graph samples ("graph N" in the visit, "graph SEQ R" commands): the
  * first command captures N calls, call i on warm set i mod the warm sets,
- * from a stream of its own (blocking, so it waits for the L2 flush on the
- * default stream) into a CUDA graph and instantiates it; every command
- * replays it R times between two events on that stream, the whole device
- * synchronised before the second, as a stream sample is. */
+ * from a stream of its own (blocking, so it waits for the L2 flush queued
+ * on the default stream after it exists) into a CUDA graph and
+ * instantiates it; every command replays it R times between two events on
+ * that stream, the whole device synchronised before the second, as a
+ * stream sample is. A CUDA error in any of it ends the visit at once with
+ * the driver's words (the context may be unusable after it). */
 static struct {
 	CUstream s;
 	CUgraphExec exec;
 	int built;
 } graph;
 
-static CUresult gpu_graph_build(struct visit *v)
+static void gpu_graph_must(CUresult rc, const char *what)
 {
-	CUresult rc = cu.StreamCreate(&graph.s, 0 /* CU_STREAM_DEFAULT: synchronises with the default stream */);
-	if (rc == 0)
-		rc = cu.StreamBeginCapture(graph.s, 0 /* CU_STREAM_CAPTURE_MODE_GLOBAL */);
 	if (rc != 0)
-		return rc;
+		die("%s (graph sample)", cu_error(rc, what));
+}
+
+/* gpu_graph_build captures and instantiates the graph, once. */
+static void gpu_graph_build(struct visit *v)
+{
+	if (graph.built)
+		return;
+	graph.built = 1;
+	gpu_graph_must(cu.StreamCreate(&graph.s, 0 /* CU_STREAM_DEFAULT: synchronises with the default stream */), "cuStreamCreate");
+	gpu_graph_must(cu.StreamBeginCapture(graph.s, 0 /* CU_STREAM_CAPTURE_MODE_GLOBAL */), "cuStreamBeginCapture");
 	uint64_t nsets = v->pools[WARM].sets;
+	CUresult rc = 0;
 	for (uint64_t i = 0; i < graph_batch && rc == 0; i++)
 		rc = gpu_launch_on(WARM, i % nsets, graph.s);
 	CUgraph g = 0;
 	CUresult end = cu.StreamEndCapture(graph.s, &g); /* always: the stream leaves capture */
-	if (rc == 0)
-		rc = end;
-	if (rc == 0)
-		rc = cu.GraphInstantiate(&graph.exec, g, 0);
-	graph.built = rc == 0;
-	return rc;
+	gpu_graph_must(rc, gpu.object ? "the entry, captured" : "cuLaunchKernel, captured");
+	gpu_graph_must(end, "cuStreamEndCapture");
+	/* CU_GRAPH_INSTANTIATE_FLAG_AUTO_FREE_ON_LAUNCH, as PyTorch's graphs:
+	 * an entry's allocations captured without their frees. */
+	gpu_graph_must(cu.GraphInstantiate(&graph.exec, g, 1), "cuGraphInstantiateWithFlags");
 }
 
-static int64_t gpu_graph_sample(struct visit *v, uint64_t r)
+static int64_t gpu_graph_sample(uint64_t r)
 {
-	CUresult rc = graph.built ? 0 : gpu_graph_build(v);
-	if (rc == 0)
-		rc = cu.EventRecord(gpu.ev0, graph.s);
-	for (uint64_t i = 0; i < r && rc == 0; i++)
-		rc = cu.GraphLaunch(graph.exec, graph.s);
-	if (rc == 0)
-		rc = cu.CtxSynchronize();
-	if (rc == 0)
-		rc = cu.EventRecord(gpu.ev1, graph.s);
-	if (rc == 0)
-		rc = cu.EventSynchronize(gpu.ev1);
+	gpu_graph_must(cu.EventRecord(gpu.ev0, graph.s), "cuEventRecord");
+	for (uint64_t i = 0; i < r; i++)
+		gpu_graph_must(cu.GraphLaunch(graph.exec, graph.s), "cuGraphLaunch");
+	gpu_graph_must(cu.CtxSynchronize(), "cuCtxSynchronize");
+	gpu_graph_must(cu.EventRecord(gpu.ev1, graph.s), "cuEventRecord");
+	gpu_graph_must(cu.EventSynchronize(gpu.ev1), "cuEventSynchronize");
 	float ms = 0;
-	if (rc == 0)
-		rc = cu.EventElapsedTime(&ms, gpu.ev0, gpu.ev1);
-	timed_rc |= rc;
+	gpu_graph_must(cu.EventElapsedTime(&ms, gpu.ev0, gpu.ev1), "cuEventElapsedTime");
 	return (int64_t)((double)ms * 1e6);
 }
 
@@ -637,7 +639,7 @@ static void ceil_fill(CUdeviceptr d, size_t n, int type)
 		x ^= x << 13, x ^= x >> 7, x ^= x << 17;
 		unsigned sign = (unsigned)(x >> 63), m = (unsigned)(x >> 32);
 		if (type == CUDA_R_32F) {
-			uint32_t v = sign << 31 | (uint32_t)(126 + (m & 1)) << 23 | (m >> 9 & 0x7FFFFF);
+			uint32_t v = sign << 31 | (uint32_t)(126 + (m & 1)) << 23 | ((uint32_t)x & 0x7FFFFF);
 			memcpy(h + 4 * i, &v, 4);
 		} else {
 			uint16_t v = type == CUDA_R_16BF ? (uint16_t)(sign << 15 | (126 + (m & 1)) << 7 | (m >> 9 & 0x7F))
@@ -712,6 +714,15 @@ static int run_ceilings(int argc, char **argv)
 			CUresult rc = 0;
 			double best = 1e30;
 			reps = 1;
+			/* One untimed call first: cuBLAS loads its kernels lazily. */
+			CUresult rc0 = ceil_gemm_op(0);
+			if (rc0 == 0)
+				rc0 = cu.CtxSynchronize();
+			if (rc0 != 0) {
+				snprintf(err, sizeof err, "cublasGemmEx %s %s: %s", kinds[k].dtype, kinds[k].policy,
+					 rc0 == ENTRY_FAILED ? "failed" : cu_error(rc0, "cuCtxSynchronize"));
+				break;
+			}
 			/* ceil_time dies on a driver error; a cuBLAS error ends here. */
 			for (int t = -1; t < CEIL_TRIALS && rc == 0; t++) {
 				cu_must(cu.EventRecord(gpu.ev0, 0), "cuEventRecord");
