@@ -1,6 +1,7 @@
 package visit
 
 import (
+	"context"
 	"strings"
 	"testing"
 	"time"
@@ -114,6 +115,61 @@ func TestCheckGraph(t *testing.T) {
 			tc.edit(g)
 			if why := CheckGraph(g, 32, target, 500*time.Millisecond); !strings.HasPrefix(why, tc.want) {
 				t.Errorf("CheckGraph(%s) = %q, want %q", tc.name, why, tc.want)
+			}
+		})
+	}
+}
+
+// graphTimer is an sh timer that answers "graph SEQ R" with a graph of 32
+// calls taking ns (an sh expression of $n, the replays), and everything
+// else as honest does.
+func graphTimer(ns string) string {
+	return `echo "$ok" >&4
+while read -r cmd seq n <&3; do
+  [ "$cmd" = end ] && { echo "$fin" >&4; while read -r _ <&3; do :; done; exit 0; }
+  if [ "$cmd" = graph ]; then sample "$seq" $((n*32)) $((` + ns + `)); continue; fi
+  sample "$seq" "$n"
+done
+`
+}
+
+// TestDriveGraph drives graph samples against sh timers: an honest one
+// (10 ns a replay) gets the protocol's calibration and samples, which
+// CheckGraph accepts; a timer that answers 0 ns, or one whose warm-up never
+// adds up, fails the visit with the reason instead of spinning.
+func TestDriveGraph(t *testing.T) {
+	const target, warmup = 20 * time.Microsecond, 40 * time.Microsecond
+	for _, tc := range []struct{ name, ns, want string }{
+		{"honest", "n*10", ""},
+		{"untimed", "0", "graph_untimed: the first replay of a graph of 32 calls took 0 ns by the timer's events"},
+		{"warm-up never ends", "1", "graph_warmup: 64 warm-up commands ("},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var rec *artifacts.GraphRecord
+			var graph []Sample
+			spec := Spec{Argv: []string{"/bin/sh", "-c", shPrelude + graphTimer(tc.ns)}, Env: []string{"PATH=/usr/bin:/bin"}, Dir: t.TempDir(), Timeout: 30 * time.Second, Threads: 1}
+			r, err := RunAll(context.Background(), spec, func(s *Session) ([]Sample, int64, error) {
+				smps, n, err := s.Drive(tiny)
+				if err != nil {
+					return nil, n, err
+				}
+				graph, rec, err = s.DriveGraph(32, 2, target, warmup)
+				return append(smps, graph...), n, err
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !strings.HasPrefix(r.Reason, tc.want) || (tc.want == "") != (r.Reason == "") {
+				t.Fatalf("visit = %q, want %q", r.Reason, tc.want)
+			}
+			if tc.want != "" {
+				return
+			}
+			if rec.Replays != 2000 || len(rec.Attempts) != 2 || len(graph) != 2 || graph[0].Kind != KindGraph || graph[0].Calls != 32*2000 || graph[1].TimerNs != 20000 {
+				t.Errorf("graph = %+v, samples %+v; want R 2000 after 2 attempts, 2 samples of 64000 calls in 20000 ns", rec, graph)
+			}
+			if why := CheckGraph(rec, 32, target, warmup); why != "" {
+				t.Errorf("CheckGraph(the drive's own record) = %q", why)
 			}
 		})
 	}
