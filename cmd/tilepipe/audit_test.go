@@ -662,7 +662,7 @@ func TestAuditRehashed(t *testing.T) {
 					return []byte(strings.Join(slices.Delete(lines, n-1, n), ""))
 				})
 			})
-			return []string{ev("visit %d: passed in the document, but no journal line records it: only a visit a failed closure check kept from running (not_run:) has none", last.Index)}
+			return []string{ev("visit %d: passed in the document, but no journal line records it: only a visit a failed closure check kept from running (not_run) has none", last.Index)}
 		}, "journal", "FAILED", []string{"journal"}},
 		{"journal session", func(t *testing.T, dir string) []string {
 			forgeReplay(t, dir, func(st *artifacts.Stage, _ *replayDoc, _ *artifacts.Receipt) {
