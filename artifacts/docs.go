@@ -381,11 +381,11 @@ type VisitResult struct {
 	MaxErrRatio float64 `json:"maxErrRatio"`
 	// Graph is how a GPU visit's graph samples were taken, when the
 	// replay asked for them (config.graphBatch).
-	Graph *GraphRecord `json:"graph,omitempty"`
-	Samples     Digest  `json:"samples,omitempty"` // per-visit Arrow table
-	Stdout      Digest  `json:"stdout,omitempty"`
-	Stderr      Digest  `json:"stderr,omitempty"`
-	Exit        int     `json:"exit"`
+	Graph   *GraphRecord `json:"graph,omitempty"`
+	Samples Digest       `json:"samples,omitempty"` // per-visit Arrow table
+	Stdout  Digest       `json:"stdout,omitempty"`
+	Stderr  Digest       `json:"stderr,omitempty"`
+	Exit    int          `json:"exit"`
 	// Argv is what replay started: the sandbox with its mounts, then the timer.
 	Argv []string `json:"argv,omitempty"`
 	// CPUNs is the CPU time of every process the visit started, WallNs its

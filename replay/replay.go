@@ -80,17 +80,17 @@ type replayer struct {
 	// gpuDevices are the GPU's device nodes a cuda visit's sandbox shows
 	// (found when the plan has a cubin entry).
 	gpuDevices []string
-	gpuErr     error          // why there are none: each cuda visit fails with it
+	gpuErr     error // why there are none: each cuda visit fails with it
 	// gpuSuspect names the visit whose CUDA error may have left the GPU
 	// unusable: the health check runs before the next GPU visit (""
 	// when none); gpuDead is why the GPU failed it: every later GPU
 	// visit is not run, with that reason.
 	gpuSuspect, gpuDead string
-	limiter    *visit.Limiter // nil: no cgroup CPU quota here
-	cpuLimit   string         // what limits a visit's CPU, for the record
-	journal    *os.File
-	rec        artifacts.Receipt
-	deps       artifacts.Deps
+	limiter             *visit.Limiter // nil: no cgroup CPU quota here
+	cpuLimit            string         // what limits a visit's CPU, for the record
+	journal             *os.File
+	rec                 artifacts.Receipt
+	deps                artifacts.Deps
 	// sessions so far; the last is this one.
 	sessions []artifacts.Session
 	// set0 is, per (case, route), the first passed visit and its Set0.
