@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"slices"
 
 	"github.com/tilepipe/tilepipe/artifacts"
@@ -212,7 +213,12 @@ echo '{"protocol": 1, "status": "built", "kind": "object", "files": [{"path": "e
 // triton-adversary) through capture, prepare and replay on the GPU
 // (skipped without one, or without Triton) and expects each visit to fail
 // naming what it did.
-func TestGPUAdversaries(t *testing.T) {
+// gpuAdversary runs capture, prepare and replay of add 64x1000 on the GPU
+// with the triton-adversary route as adversary (and routes, "" or
+// "triton", beside it) for rounds rounds; it returns replay's exit, its
+// document and its stderr. It skips where there is no GPU or no Triton.
+func gpuAdversary(t *testing.T, adversary, routes string, rounds int) (int, artifacts.ReplayDoc, string) {
+	t.Helper()
 	if _, err := exec.LookPath("nvidia-smi"); err != nil {
 		t.Skip("no GPU here")
 	}
@@ -223,25 +229,33 @@ func TestGPUAdversaries(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Setenv("TILEPIPE_TEST_GPU_ADVERSARY", adversary)
+	dir := t.TempDir()
+	co := filepath.Join(dir, "cohort.json")
+	os.WriteFile(co, []byte(fmt.Sprintf(`{"schema": 1, "rounds": %d, "cases": [{"op": "add", "dims": {"M": 64, "N": 1000}, "seed": 7, "device": "cuda"}]}`, rounds)), 0o644)
+	capDir, prepDir, repDir := filepath.Join(dir, "capture"), filepath.Join(dir, "prepared"), filepath.Join(dir, "replay")
+	if code, out, errs := tp(t, "capture", "--cohort", co, "--routes", routes, "--route-exec", route, "--output", capDir); code != 0 {
+		t.Fatalf("capture = exit %d\n%s%s", code, out, errs)
+	}
+	if code, _, errs := tp(t, "prepare", "--capture", capDir, "--output", prepDir); code != 0 {
+		t.Fatalf("prepare = exit %d\n%s", code, errs)
+	}
+	baseline := "triton-adversary"
+	if routes != "" {
+		baseline = routes
+	}
+	code, _, errs := tp(t, "replay", "--prepared", prepDir, "--output", repDir, "--baseline", baseline, "--samples", "3")
+	return code, readReplay(t, repDir), errs
+}
+
+func TestGPUAdversaries(t *testing.T) {
 	for _, tc := range []struct{ name, want string }{
 		{"input_write", "input_written: A warm byte "},
 		{"guard_after", "guard_overwritten: C warm byte "},
 		{"write_before", "input_written: A warm byte "},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			t.Setenv("TILEPIPE_TEST_GPU_ADVERSARY", tc.name)
-			dir := t.TempDir()
-			co := filepath.Join(dir, "cohort.json")
-			os.WriteFile(co, []byte(`{"schema": 1, "rounds": 1, "cases": [{"op": "add", "dims": {"M": 64, "N": 1000}, "seed": 7, "device": "cuda"}]}`), 0o644)
-			capDir, prepDir, repDir := filepath.Join(dir, "capture"), filepath.Join(dir, "prepared"), filepath.Join(dir, "replay")
-			if code, out, errs := tp(t, "capture", "--cohort", co, "--routes", "", "--route-exec", route, "--output", capDir); code != 0 {
-				t.Fatalf("capture = exit %d\n%s%s", code, out, errs)
-			}
-			if code, _, errs := tp(t, "prepare", "--capture", capDir, "--output", prepDir); code != 0 {
-				t.Fatalf("prepare = exit %d\n%s", code, errs)
-			}
-			code, _, errs := tp(t, "replay", "--prepared", prepDir, "--output", repDir, "--baseline", "triton-adversary", "--samples", "3")
-			doc := readReplay(t, repDir)
+			code, doc, errs := gpuAdversary(t, tc.name, "", 1)
 			if len(doc.Visits) != 1 {
 				t.Fatalf("replay = exit %d, %d visits\n%s", code, len(doc.Visits), errs)
 			}
@@ -260,29 +274,7 @@ func TestGPUAdversaries(t *testing.T) {
 // which passes (the error poisoned that visit's context alone), so the
 // honest triton visits that follow run and pass.
 func TestGPUHealthCheck(t *testing.T) {
-	if _, err := exec.LookPath("nvidia-smi"); err != nil {
-		t.Skip("no GPU here")
-	}
-	if err := exec.Command("python3", "-c", "import triton").Run(); err != nil {
-		t.Skip("no Triton here")
-	}
-	route, err := filepath.Abs("../../routes/testdata/triton-adversary/route")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Setenv("TILEPIPE_TEST_GPU_ADVERSARY", "illegal_address")
-	dir := t.TempDir()
-	co := filepath.Join(dir, "cohort.json")
-	os.WriteFile(co, []byte(`{"schema": 1, "rounds": 2, "cases": [{"op": "add", "dims": {"M": 64, "N": 1000}, "seed": 7, "device": "cuda"}]}`), 0o644)
-	capDir, prepDir, repDir := filepath.Join(dir, "capture"), filepath.Join(dir, "prepared"), filepath.Join(dir, "replay")
-	if code, out, errs := tp(t, "capture", "--cohort", co, "--routes", "triton", "--route-exec", route, "--output", capDir); code != 0 {
-		t.Fatalf("capture = exit %d\n%s%s", code, out, errs)
-	}
-	if code, _, errs := tp(t, "prepare", "--capture", capDir, "--output", prepDir); code != 0 {
-		t.Fatalf("prepare = exit %d\n%s", code, errs)
-	}
-	code, _, errs := tp(t, "replay", "--prepared", prepDir, "--output", repDir, "--baseline", "triton", "--samples", "3")
-	doc := readReplay(t, repDir)
+	code, doc, errs := gpuAdversary(t, "illegal_address", "triton", 2)
 	if code != exitFailure || len(doc.Visits) != 4 {
 		t.Fatalf("replay = exit %d, %d visits, want 1 and 4\n%s", code, len(doc.Visits), errs)
 	}
