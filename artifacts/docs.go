@@ -353,8 +353,12 @@ type VisitResult struct {
 	Reason         string            `json:"reason"`
 	Checks         map[string]string `json:"checks,omitempty"`
 	CallsPerSample int64             `json:"callsPerSample"`
-	Threads        int               `json:"threads"`
-	OutputPolicy   string            `json:"outputPolicy,omitempty"`
+	// ColdNs is the timer's first call timed on its own (the validated
+	// report's cold_ns): what the library's lazy initialisation and, on a
+	// GPU, the module load cost once; never part of a sample.
+	ColdNs       int64  `json:"coldNs,omitempty"`
+	Threads      int    `json:"threads"`
+	OutputPolicy string `json:"outputPolicy,omitempty"`
 	// Sets and FreshSets are the visit's warm and fresh buffer sets
 	// (docs/protocol.md); FreshCalls the calls of all its fresh samples.
 	Sets       int   `json:"sets"`

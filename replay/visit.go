@@ -474,7 +474,7 @@ func (r *replayer) drive(sess *visit.Session, vr *artifacts.VisitResult, e *arti
 	if err != nil {
 		return nil, 0, false, err
 	}
-	vr.Checks, vr.OutputPolicy = rep.Checks, rep.OutputPolicy
+	vr.Checks, vr.OutputPolicy, vr.ColdNs = rep.Checks, rep.OutputPolicy, rep.ColdNs
 	switch {
 	case rep.Status != "ok":
 		return nil, 0, false, &visit.Failure{Reason: rep.Reason}

@@ -1259,6 +1259,9 @@ func checkPassed(t *testing.T, name string, r *visit.Run, policy string) {
 	if v.Threads != 1 || v.OutputPolicy != policy {
 		t.Errorf("visit %s: threads %d output_policy %q, want 1, %q (build's)", name, v.Threads, v.OutputPolicy, policy)
 	}
+	if v.ColdNs <= 0 {
+		t.Errorf("visit %s: cold_ns %d, want the first call's time", name, v.ColdNs)
+	}
 	if r.Final == nil || r.Final.Status != "ok" || r.Final.Reason != "" || !reflect.DeepEqual(r.Final.Checks, pass) {
 		t.Errorf("visit %s: final report %+v, want ok with every check passed", name, r.Final)
 	}

@@ -33,13 +33,16 @@ type Report struct {
 	Seq          int64             `json:"seq,omitempty"`
 	Calls        int64             `json:"calls,omitempty"`
 	Ns           int64             `json:"ns,omitempty"`
+	// ColdNs (validated) is the visit's first call timed on its own: the
+	// one that pays any lazy initialisation (docs/protocol.md).
+	ColdNs int64 `json:"cold_ns,omitempty"`
 }
 
 // keys are the exact keys of each report type: a report with a key more
 // or less is unexpected, so a timer cannot add a field that replay would
 // silently ignore.
 var keys = map[string][]string{
-	TypeValidated: {"checks", "output_policy", "reason", "status", "threads", "type"},
+	TypeValidated: {"checks", "cold_ns", "output_policy", "reason", "status", "threads", "type"},
 	TypeSample:    {"calls", "ns", "seq", "type"},
 	TypeFinal:     {"checks", "reason", "status", "type"},
 	TypeFault:     {"reason", "type"},
@@ -90,6 +93,9 @@ func ParseReport(line []byte) (Report, error) {
 			return Report{}, fmt.Errorf("fault report reason %q: want one starting with one of %q", r.Reason, FaultReasons)
 		}
 		return r, nil
+	}
+	if r.ColdNs < 0 {
+		return Report{}, fmt.Errorf("%s report cold_ns %d: want >= 0", r.Type, r.ColdNs)
 	}
 	if r.Status != "ok" && r.Status != "failed" {
 		return Report{}, fmt.Errorf("%s report status %q: want ok or failed", r.Type, r.Status)

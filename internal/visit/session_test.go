@@ -13,7 +13,7 @@ import (
 
 // shTimer is a timer written in sh: it answers replay's commands the way
 // body says. $ok is a passing validated report, $fin a passing final one.
-const shPrelude = `ok='{"type": "validated", "status": "ok", "reason": "", "checks": {"guards": "pass", "poison": "pass", "inputs": "pass", "repeat": "pass"}, "threads": 1, "output_policy": "direct"}'
+const shPrelude = `ok='{"type": "validated", "status": "ok", "reason": "", "checks": {"guards": "pass", "poison": "pass", "inputs": "pass", "repeat": "pass"}, "threads": 1, "output_policy": "direct", "cold_ns": 0}'
 fin='{"type": "final", "status": "ok", "reason": "", "checks": {"guards": "pass", "poison": "pass", "inputs": "pass", "repeat": "pass"}}'
 sample() { echo "{\"type\": \"sample\", \"seq\": $1, \"calls\": $2, \"ns\": ${3:-0}}" >&4; }
 `
@@ -58,10 +58,10 @@ func TestSessionFailures(t *testing.T) {
 		want       string // prefix of the reason; "" passes
 	}{
 		{"honest", honest, ""},
-		{"validation failed", `echo '{"type": "validated", "status": "failed", "reason": "input_mutated: A byte 0", "checks": {"guards": "pass", "poison": "pass", "inputs": "fail", "repeat": "not_run"}, "threads": 1, "output_policy": "direct"}' >&4`,
+		{"validation failed", `echo '{"type": "validated", "status": "failed", "reason": "input_mutated: A byte 0", "checks": {"guards": "pass", "poison": "pass", "inputs": "fail", "repeat": "not_run"}, "threads": 1, "output_policy": "direct", "cold_ns": 0}' >&4`,
 			"input_mutated: A byte 0"},
 		{"report on stdout", `echo "$ok"; echo "$ok" >&4` + "\n" + strings.SplitN(honest, "\n", 2)[1],
-			"unexpected_output: 177 bytes on stdout (a timer reports only on fd 4)"},
+			"unexpected_output: 191 bytes on stdout (a timer reports only on fd 4)"},
 		{"wrong seq", `echo "$ok" >&4
 while read -r cmd seq n <&3; do [ "$cmd" = end ] && { echo "$fin" >&4; exit 0; }; sample $((seq+1)) "$n"; done`,
 			"unexpected_report: sample seq 2 calls 1, want seq 1 calls 1"},
@@ -233,6 +233,9 @@ func TestParseReport(t *testing.T) {
 		{`{"type": "final", "status": "ok", "reason": "", "checks": {"guards": "pass", "poison": "pass", "inputs": "pass", "speed": "pass"}}`, `final report checks["speed"] = "pass": want one of [guards poison inputs repeat] with one of [pass fail not_run]`},
 		{`{"type": "final", "status": "failed", "reason": "", "checks": {"guards": "pass", "poison": "pass", "inputs": "pass", "repeat": "pass"}}`, "final report: status failed without a reason"},
 		{`{"type": "final", "status": "great", "reason": "", "checks": {}}`, `final report status "great": want ok or failed`},
+		{`{"type": "validated", "status": "ok", "reason": "", "checks": {"guards": "pass", "poison": "pass", "inputs": "pass", "repeat": "pass"}, "threads": 1, "output_policy": "direct", "cold_ns": 1500}`, ""},
+		{`{"type": "validated", "status": "ok", "reason": "", "checks": {"guards": "pass", "poison": "pass", "inputs": "pass", "repeat": "pass"}, "threads": 1, "output_policy": "direct"}`, "validated report keys [checks output_policy reason status threads type], want [checks cold_ns output_policy reason status threads type]"},
+		{`{"type": "validated", "status": "ok", "reason": "", "checks": {"guards": "pass", "poison": "pass", "inputs": "pass", "repeat": "pass"}, "threads": 1, "output_policy": "direct", "cold_ns": -5}`, "validated report cold_ns -5: want >= 0"},
 	} {
 		_, err := ParseReport([]byte(tc.line))
 		got := ""
@@ -247,7 +250,7 @@ func TestParseReport(t *testing.T) {
 
 func FuzzParseReport(f *testing.F) {
 	f.Add([]byte(`{"type": "sample", "seq": 1, "calls": 2, "ns": 3}`))
-	f.Add([]byte(`{"type": "validated", "status": "ok", "reason": "", "checks": {"guards": "pass", "poison": "pass", "inputs": "pass", "repeat": "pass"}, "threads": 1, "output_policy": "direct"}`))
+	f.Add([]byte(`{"type": "validated", "status": "ok", "reason": "", "checks": {"guards": "pass", "poison": "pass", "inputs": "pass", "repeat": "pass"}, "threads": 1, "output_policy": "direct", "cold_ns": 0}`))
 	f.Fuzz(func(t *testing.T, b []byte) {
 		r, err := ParseReport(b)
 		if err != nil {

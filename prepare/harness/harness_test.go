@@ -319,6 +319,9 @@ func checkTiming(t *testing.T, fault string, r *visit.Run, timed bool) {
 	if n < 1 || n > 1<<30 || n&(n-1) != 0 {
 		t.Errorf("harness(%s) calls per sample = %d, want a power of 2 in [1, 2^30]", fault, n)
 	}
+	if r.Validated.ColdNs <= 0 {
+		t.Errorf("harness(%s) cold_ns = %d, want the first call's time", fault, r.Validated.ColdNs)
+	}
 }
 
 // checkOutput asserts that every warm and fresh set of C holds the naive

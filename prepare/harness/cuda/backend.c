@@ -158,6 +158,7 @@ static struct {
 	int object;                   /* an object entry, not a cubin */
 	unsigned char *scratch;       /* a host buffer as large as the largest file */
 	CUevent ev0, ev1;
+	int64_t module_ns, call_ns; /* the cubin's load, the last synchronous call (cold_ns) */
 	CUdeviceptr flush;            /* l2 flush: the buffer written before every sample */
 	size_t flush_words;           /* its size in 4-byte words (twice the L2) */
 	unsigned flushes;             /* how many so far: each writes another value */
@@ -318,8 +319,10 @@ static void gpu_init(struct visit *v)
 
 	gpu_context();
 	CUmodule mod;
+	int64_t t0 = mono_ns();
 	cu_must(cu.ModuleLoadData(&mod, cubin), "cuModuleLoadData");
 	cu_must(cu.ModuleGetFunction(&gpu.fn, mod, launch.kernel), "cuModuleGetFunction");
+	gpu.module_ns = mono_ns() - t0;
 	if (launch.shared > 48 * 1024)
 		cu_must(cu.FuncSetAttribute(gpu.fn, 8 /* MAX_DYNAMIC_SHARED_SIZE_BYTES */, (int)launch.shared), "cuFuncSetAttribute");
 	size_t largest = gpu_mirrors(v);
@@ -407,9 +410,11 @@ static void gpu_outputs(struct visit *v, int k, uint64_t s, int up)
  * another stream too). 0 on success, else the reason in r. */
 static int gpu_call(struct visit *v, struct report *r, int k, uint64_t s)
 {
+	int64_t t0 = mono_ns();
 	const char *e = cu_error(gpu_launch(k, s), "cuLaunchKernel");
 	if (!*e)
 		e = cu_error(cu.CtxSynchronize(), "cuCtxSynchronize");
+	gpu.call_ns = mono_ns() - t0;
 	if (*e) {
 		snprintf(r->reason, sizeof r->reason, "%s", e);
 		return 1;
