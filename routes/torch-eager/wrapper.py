@@ -812,6 +812,7 @@ class Device:
         before the span begins."""
         self.torch, self.files = torch, files
         self.flush, self.flushes = None, 0
+        self.graph = None  # graph_sample's CUDA graph, captured on first use
         if l2_flush:
             l2 = torch.cuda.get_device_properties(torch.cuda.current_device()).L2_cache_size
             if l2 <= 0:
@@ -899,7 +900,7 @@ class Device:
         be unusable after a CUDA error."""
         torch = self.torch
         try:
-            if getattr(self, "graph", None) is None:
+            if self.graph is None:
                 side = torch.cuda.Stream()
                 side.wait_stream(torch.cuda.current_stream())
                 with torch.cuda.stream(side):

@@ -574,15 +574,17 @@ enum { CEIL_TRIALS = 5 };
 static const double ceil_target_ms = 20;
 
 /* ceil_time runs op(arg) reps times between two events, CEIL_TRIALS times
- * after a calibration run that sets reps; the best span in ms. */
-static double ceil_time(CUresult (*op)(void *), void *arg, unsigned *reps, const char *what)
+ * after a calibration run that sets reps; the best span in ms. The first
+ * error op returns ends it, in *rc (a driver error of the events dies). */
+static double ceil_time(CUresult (*op)(void *), void *arg, unsigned *reps, CUresult *rc)
 {
 	double best = 1e30;
 	*reps = 1;
-	for (int t = -1; t < CEIL_TRIALS; t++) {
+	*rc = 0;
+	for (int t = -1; t < CEIL_TRIALS && *rc == 0; t++) {
 		cu_must(cu.EventRecord(gpu.ev0, 0), "cuEventRecord");
-		for (unsigned r = 0; r < *reps; r++)
-			cu_must(op(arg), what);
+		for (unsigned r = 0; r < *reps && *rc == 0; r++)
+			*rc = op(arg);
 		cu_must(cu.EventRecord(gpu.ev1, 0), "cuEventRecord");
 		cu_must(cu.EventSynchronize(gpu.ev1), "cuEventSynchronize");
 		float ms = 0;
@@ -673,7 +675,9 @@ static int run_ceilings(int argc, char **argv)
 	cu_must(cu.MemAlloc(&ceil_copy.dst, ceil_copy.bytes), "cuMemAlloc (copy destination)");
 	cu_must(cu.MemsetD32(ceil_copy.src, 0x3F800000u, ceil_copy.bytes / 4), "cuMemsetD32");
 	unsigned reps;
-	double ms = ceil_time(ceil_copy_op, 0, &reps, "cuMemcpyDtoDAsync");
+	CUresult rc;
+	double ms = ceil_time(ceil_copy_op, 0, &reps, &rc);
+	cu_must(rc, "cuMemcpyDtoDAsync");
 	printf("{\"device\": ");
 	json_str(name);
 	printf(", \"l2_bytes\": %d, \"copy_bytes\": %zu, \"copy_reps\": %u, \"copy_ns\": %.0f, \"copy_bandwidth\": %.6e",
@@ -716,9 +720,6 @@ static int run_ceilings(int argc, char **argv)
 			}
 			cb.type = kinds[k].type;
 			cb.compute = kinds[k].compute;
-			CUresult rc = 0;
-			double best = 1e30;
-			reps = 1;
 			/* One untimed call first: cuBLAS loads its kernels lazily. */
 			CUresult rc0 = ceil_gemm_op(0);
 			if (rc0 == 0)
@@ -728,21 +729,7 @@ static int run_ceilings(int argc, char **argv)
 					 rc0 == ENTRY_FAILED ? "failed" : cu_error(rc0, "cuCtxSynchronize"));
 				break;
 			}
-			/* ceil_time dies on a driver error; a cuBLAS error ends here. */
-			for (int t = -1; t < CEIL_TRIALS && rc == 0; t++) {
-				cu_must(cu.EventRecord(gpu.ev0, 0), "cuEventRecord");
-				for (unsigned r = 0; r < reps && rc == 0; r++)
-					rc = ceil_gemm_op(0);
-				cu_must(cu.EventRecord(gpu.ev1, 0), "cuEventRecord");
-				cu_must(cu.EventSynchronize(gpu.ev1), "cuEventSynchronize");
-				float f = 0;
-				cu_must(cu.EventElapsedTime(&f, gpu.ev0, gpu.ev1), "cuEventElapsedTime");
-				if (t < 0) {
-					double r = ceil_target_ms / (f > 0 ? f : 1e-3);
-					reps = r < 1 ? 1 : r > 100000 ? 100000 : (unsigned)r;
-				} else if (f < best)
-					best = f;
-			}
+			double best = ceil_time(ceil_gemm_op, 0, &reps, &rc);
 			if (rc != 0) {
 				snprintf(err, sizeof err, "cublasGemmEx %s %s: status %d", kinds[k].dtype, kinds[k].policy, entry_rc);
 				break;
