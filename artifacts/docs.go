@@ -297,6 +297,11 @@ type Session struct {
 	// was not measured (no GPU, no CUDA timer, a driver error).
 	GPU      *GPUCeilings `json:"gpu,omitempty"`
 	GPUError string       `json:"gpuError,omitempty"`
+	// Telemetry names what read the GPU around every GPU sample (NVML:
+	// the device, its PCI bus id and the driver); TelemetryError why
+	// nothing could, after which every GPU visit fails.
+	Telemetry      string `json:"telemetry,omitempty"`
+	TelemetryError string `json:"telemetryError,omitempty"`
 }
 
 // GPUCeilings is one GPU's measured ceilings (docs/gpu.md, "Ceilings"):
@@ -470,6 +475,10 @@ type Summary struct {
 	// graphBatch), apart from the stream samples above; 0 without them.
 	GraphNs    float64 `json:"graphNs,omitempty"`
 	GraphMinNs float64 `json:"graphMinNs,omitempty"`
+	// Flagged counts the row's samples (of every kind) whose GPU
+	// telemetry flags them: throttled for power or heat, or another
+	// process on the GPU (samples.Flags). They stay in every statistic.
+	Flagged int `json:"flagged,omitempty"`
 	// Paired ratio route/baseline over rounds (time ratio: < 1 is faster).
 	Ratio      float64 `json:"ratio,omitempty"`
 	RatioMin   float64 `json:"ratioMin,omitempty"`

@@ -157,7 +157,11 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	a.balance()
 	a.timeWindows()
 	a.floors()
+	flags := a.telemetry()
 	rep.Rows = a.containment()
+	for i, r := range rep.Rows {
+		rep.Rows[i].Marks = append(rep.Rows[i].Marks, flags[[2]string{r.Case, r.Route}]...)
+	}
 	return a.finish(rep), nil
 }
 
@@ -710,8 +714,8 @@ func (a *auditor) summaries() {
 				p = append(p, fmt.Sprintf("summary %s/%s %s: stored %g, recomputed %g", k[0], k[1], f.name, f.hv, f.wv))
 			}
 		}
-		if h.Samples != w.Samples || h.Verdict != w.Verdict {
-			p = append(p, fmt.Sprintf("summary %s/%s: stored samples %d verdict %q, recomputed %d %q", k[0], k[1], h.Samples, h.Verdict, w.Samples, w.Verdict))
+		if h.Samples != w.Samples || h.Verdict != w.Verdict || h.Flagged != w.Flagged {
+			p = append(p, fmt.Sprintf("summary %s/%s: stored samples %d verdict %q flagged %d, recomputed %d %q %d", k[0], k[1], h.Samples, h.Verdict, h.Flagged, w.Samples, w.Verdict, w.Flagged))
 		}
 	}
 	a.add("summaries", p, nil, fmt.Sprintf("recomputed %d summaries and paired ratios from %d raw samples", len(want), len(rows)))
@@ -791,8 +795,12 @@ func recompute(doc artifacts.ReplayDoc, rows []samples.Row, device func(id strin
 	rounds := map[[2]string]map[int32][]float64{}
 	channel := map[[2]string][]float64{}
 	graph := map[[2]string][]float64{}
+	flagged := map[[2]string]int{}
 	for _, r := range rows {
 		k := [2]string{r.Case, r.Route}
+		if r.Flags != "" && !failed[k] {
+			flagged[k]++
+		}
 		if r.Kind == "empty" && !failed[k] {
 			channel[k] = append(channel[k], float64(r.TotalNs))
 		}
@@ -817,7 +825,7 @@ func recompute(doc artifacts.ReplayDoc, rows []samples.Row, device func(id strin
 	out := map[[2]string]artifacts.Summary{}
 	for k, xs := range all {
 		s := stats.Summarize(xs)
-		sum := artifacts.Summary{Case: k[0], Route: k[1], Samples: s.N, MedianNs: s.Median, MinNs: s.Min, MaxNs: s.Max, Q1Ns: s.Q1, Q3Ns: s.Q3}
+		sum := artifacts.Summary{Case: k[0], Route: k[1], Samples: s.N, MedianNs: s.Median, MinNs: s.Min, MaxNs: s.Max, Q1Ns: s.Q1, Q3Ns: s.Q3, Flagged: flagged[k]}
 		if len(channel[k]) > 0 {
 			sum.ChannelNs = stats.Median(channel[k])
 		}

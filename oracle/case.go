@@ -75,9 +75,13 @@ func DtypeSize(dtype string) int {
 // Limits on case sizes; every dimension, tensor and matrix op must stay
 // inside them.
 const (
-	MaxDim   = 16384
-	MaxElems = 1 << 24
-	MaxTerms = 1 << 34 // product terms of one matrix op (e.g. M·N·K)
+	MaxDim = 16384
+	// MaxElems: the methodology's largest elementwise case (a 2^28-element
+	// add, 1 GiB in FP32, 2 GiB of FP64 reference) fits.
+	MaxElems = 1 << 28
+	// MaxTerms: product terms of one matrix op (e.g. M·N·K); a 4096³ gemm
+	// (the methodology's do_bench case) fits.
+	MaxTerms = 1 << 36
 )
 
 // Policies are the numeric envelopes a case may declare (docs/oracle.md,
@@ -344,7 +348,7 @@ func (c Case) Validate() error {
 	}
 	if spec.terms != nil {
 		if t := spec.terms(c.Dims); t > MaxTerms {
-			return fmt.Errorf("case %s: %d product terms, limit %d (2^34)", c.ID, t, int64(MaxTerms))
+			return fmt.Errorf("case %s: %d product terms, limit %d (2^36)", c.ID, t, int64(MaxTerms))
 		}
 	}
 	return nil

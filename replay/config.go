@@ -2,9 +2,12 @@ package replay
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 
 	"github.com/tilepipe/tilepipe/artifacts"
+	"github.com/tilepipe/tilepipe/artifacts/tensor"
+	"github.com/tilepipe/tilepipe/internal/sets"
 )
 
 // Limits of a replay (docs/limits.md gives the reason for each bound).
@@ -102,6 +105,16 @@ func (r *replayer) checkConfig(routes []string) error {
 	}
 	if n := c.Rounds * pairs; n > MaxVisits {
 		return fmt.Errorf("plan: %d rounds x %d prepared (case, route) pairs = %d visits, limit %d (give fewer --rounds, cases or routes)", c.Rounds, pairs, n, MaxVisits)
+	}
+	// A visit keeps its outputs as one tensor per output, its sets
+	// stacked: more than a tensor file holds fails before any timing.
+	for _, id := range slices.Sorted(maps.Keys(r.cases)) {
+		cc := r.cases[id]
+		for _, p := range cc.Signature {
+			if n := max(c.Sets, sets.FreshSets(cc.Signature)); p.Role == "output" && int64(n)*int64(p.Elems()) > tensor.MaxElems {
+				return fmt.Errorf("case %s: output %s of %d elements in %d buffer sets is more than a tensor file holds (%d elements): give fewer --sets", id, p.Name, p.Elems(), n, int64(tensor.MaxElems))
+			}
+		}
 	}
 	if c.Baseline != "" && !slices.Contains(routes, c.Baseline) {
 		return fmt.Errorf("--baseline %q: not one of the captured routes %v", c.Baseline, routes)

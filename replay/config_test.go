@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/tilepipe/tilepipe/artifacts"
+	"github.com/tilepipe/tilepipe/oracle"
 )
 
 // TestValidate: every bound of Config.Validate, at both ends: the last
@@ -135,5 +136,33 @@ func TestCheckConfig(t *testing.T) {
 				t.Errorf("checkConfig() = %q, want %q", got, tc.want)
 			}
 		})
+	}
+}
+
+// TestCheckConfigStackedOutputs: a visit stores each output with its sets
+// stacked in one tensor file, so a case whose output times --sets exceeds
+// what a file holds is refused before any timing: the methodology's 2^28
+// add fits in 2 sets (a replay on the H200 failed after its first visits
+// before this check) and not in 8.
+func TestCheckConfigStackedOutputs(t *testing.T) {
+	add := oracle.Case{ID: "add-16384x16384-cuda", Op: "add", Dims: map[string]int{"M": 16384, "N": 16384}, Dtype: "f32", Pattern: "normal", Policy: "strict"}
+	sig, err := oracle.Signature(add)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		sets int
+		want string
+	}{
+		{2, ""},
+		{8, "case add-16384x16384-cuda: output C of 268435456 elements in 8 buffer sets is more than a tensor file holds (2147483647 elements): give fewer --sets"},
+	} {
+		cfg := DefaultConfig
+		cfg.Threads, cfg.Baseline, cfg.Rounds, cfg.Sets = 2, "a", 2, tc.sets
+		r := stagedReplayer(cfg, 0, 0, nil)
+		r.cases = map[string]*artifacts.CapturedCase{add.ID: {Case: add, Signature: sig}}
+		if got := errText(r.checkConfig([]string{"a"})); got != tc.want {
+			t.Errorf("--sets %d: checkConfig() = %q, want %q", tc.sets, got, tc.want)
+		}
 	}
 }

@@ -114,7 +114,11 @@ func Summaries(cases, routes []string, entries []artifacts.Prepared, visits []ar
 	perRound := map[key]map[int32][]float64{}
 	channel := map[key][]float64{}
 	graph := map[key][]float64{}
+	flagged := map[key]int{}
 	for _, row := range rows {
+		if row.Flags != "" {
+			flagged[key{row.Case, row.Route}]++
+		}
 		if row.Kind == "empty" {
 			channel[key{row.Case, row.Route}] = append(channel[key{row.Case, row.Route}], float64(row.TotalNs))
 		}
@@ -170,6 +174,7 @@ func Summaries(cases, routes []string, entries []artifacts.Prepared, visits []ar
 				if len(graph[k]) > 0 {
 					s.GraphNs, s.GraphMinNs = stats.Median(graph[k]), slices.Min(graph[k])
 				}
+				s.Flagged = flagged[k]
 				if f, ok := fl[c]; ok {
 					if why := floors.Below(f, fastest(s)); why != "" {
 						s.Status, s.Reason = artifacts.StatusFailed, why

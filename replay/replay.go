@@ -28,6 +28,7 @@ import (
 	"github.com/tilepipe/tilepipe/internal/progress"
 	"github.com/tilepipe/tilepipe/internal/record"
 	"github.com/tilepipe/tilepipe/internal/sets"
+	"github.com/tilepipe/tilepipe/internal/telemetry"
 	"github.com/tilepipe/tilepipe/internal/visit"
 	"github.com/tilepipe/tilepipe/oracle"
 )
@@ -86,11 +87,14 @@ type replayer struct {
 	// when none); gpuDead is why the GPU failed it: every later GPU
 	// visit is not run, with that reason.
 	gpuSuspect, gpuDead string
-	limiter             *visit.Limiter // nil: no cgroup CPU quota here
-	cpuLimit            string         // what limits a visit's CPU, for the record
-	journal             *os.File
-	rec                 artifacts.Receipt
-	deps                artifacts.Deps
+	// monitor reads the GPU's telemetry around every GPU sample; nil
+	// until the first GPU visit, or after it failed (restarted then).
+	monitor  *telemetry.Monitor
+	limiter  *visit.Limiter // nil: no cgroup CPU quota here
+	cpuLimit string         // what limits a visit's CPU, for the record
+	journal  *os.File
+	rec      artifacts.Receipt
+	deps     artifacts.Deps
 	// sessions so far; the last is this one.
 	sessions []artifacts.Session
 	// set0 is, per (case, route), the first passed visit and its Set0.
@@ -168,6 +172,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	if err := r.measureFloors(&sess, cases); err != nil {
 		return nil, err
 	}
+	defer r.stopMonitor()
 	for _, d := range r.deps.List() {
 		if d.VerifiedAt.After(sess.Verified) {
 			sess.Verified = d.VerifiedAt
@@ -292,6 +297,13 @@ func (r *replayer) measureFloors(sess *artifacts.Session, cases []string) error 
 	if !gpu {
 		return nil
 	}
+	if _, err := r.telemetry(); err != nil {
+		sess.TelemetryError = err.Error()
+		r.cfg.Progress.Printf("replay: no GPU telemetry, so every GPU visit fails: %s", sess.TelemetryError)
+	} else {
+		sess.Telemetry = r.monitor.Device.String()
+		r.cfg.Progress.Printf("replay: GPU telemetry from %s", sess.Telemetry)
+	}
 	if sess.GPU, err = r.gpuCeilings(); err != nil {
 		sess.GPUError = err.Error()
 		r.cfg.Progress.Printf("replay: no GPU ceilings, so no GPU floors: %s", sess.GPUError)
@@ -324,6 +336,31 @@ func (r *replayer) gpuCeilings() (*artifacts.GPUCeilings, error) {
 		return nil, err
 	}
 	return floors.ParseCeilings(out)
+}
+
+// telemetry is the running telemetry monitor, started (again) if there is
+// none: the prepared CUDA timer's --telemetry, outside every visit.
+func (r *replayer) telemetry() (*telemetry.Monitor, error) {
+	if r.monitor != nil && r.monitor.Alive() {
+		return r.monitor, nil
+	}
+	r.monitor = nil
+	exe, err := r.cudaTimer()
+	if err != nil {
+		return nil, err
+	}
+	m, err := telemetry.Start([]string{exe, "--telemetry"}, artifacts.Env(nil))
+	if err != nil {
+		return nil, err
+	}
+	r.monitor = m
+	return m, nil
+}
+
+func (r *replayer) stopMonitor() {
+	if r.monitor != nil {
+		r.monitor.Close()
+	}
 }
 
 // healthCheck runs, before a GPU visit that follows a CUDA error, the

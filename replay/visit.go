@@ -24,6 +24,8 @@ import (
 	"github.com/tilepipe/tilepipe/internal/sets"
 	"github.com/tilepipe/tilepipe/internal/visit"
 	"github.com/tilepipe/tilepipe/oracle"
+	"github.com/tilepipe/tilepipe/report"
+	"github.com/tilepipe/tilepipe/stats"
 )
 
 // VisitFile renders the line-oriented visit description (protocol 3): the
@@ -247,7 +249,7 @@ func (b *buffers) runFresh(sess *visit.Session, smps []visit.Sample, clock strin
 		if err != nil {
 			return nil, err
 		}
-		ctl := visit.Sample{Kind: visit.KindControl, Index: i, Calls: n, SpanNs: span.Nanoseconds(), TimerNs: tn, Clock: clock}
+		ctl := visit.Sample{Kind: visit.KindControl, Index: i, Calls: n, SpanNs: span.Nanoseconds(), TimerNs: tn, Clock: clock, Tel: sess.LastTelemetry()}
 		if err := visit.CheckClock(ctl); err != nil {
 			return nil, err
 		}
@@ -262,7 +264,7 @@ func (b *buffers) runFresh(sess *visit.Session, smps []visit.Sample, clock strin
 			}
 		}
 		b.freshCalls += n
-		smp := visit.Sample{Kind: visit.KindFresh, Index: i, Calls: n, SpanNs: span.Nanoseconds(), TimerNs: tn, Clock: clock}
+		smp := visit.Sample{Kind: visit.KindFresh, Index: i, Calls: n, SpanNs: span.Nanoseconds(), TimerNs: tn, Clock: clock, Tel: sess.LastTelemetry()}
 		if err := visit.CheckClock(smp); err != nil {
 			return nil, err
 		}
@@ -321,6 +323,7 @@ func (r *replayer) visit(ctx context.Context, v artifacts.Visit, programs map[[2
 	defer bufs.close()
 	vr.Sets, vr.FreshSets, vr.Fill = len(in.warm), len(in.fresh), fmt.Sprintf("%016x", bufs.fill)
 	vr.MallocPerturb = r.inputs.seeds.Perturb(v.Round)
+	var tel func() (samples.Reading, error) // GPU telemetry around every sample
 	if r.cases[v.Case].Case.DeviceOf() == oracle.DeviceCUDA {
 		if r.gpuSuspect != "" && r.gpuErr == nil && r.gpuDead == "" {
 			r.healthCheck()
@@ -333,6 +336,12 @@ func (r *replayer) visit(ctx context.Context, v artifacts.Visit, programs map[[2
 			vr.Status, vr.Reason, vr.End = artifacts.StatusFailed, r.gpuDead, time.Now().UTC()
 			return vr, nil
 		}
+		m, err := r.telemetry()
+		if err != nil {
+			vr.Status, vr.Reason, vr.End = artifacts.StatusFailed, "no telemetry: "+err.Error(), time.Now().UTC()
+			return vr, nil
+		}
+		tel = m.Read
 	}
 	l := r.layout(v, e, prog)
 	for _, p := range []string{l.dir, l.visitFile} {
@@ -369,6 +378,7 @@ func (r *replayer) visit(ctx context.Context, v artifacts.Visit, programs map[[2
 	}
 	spec := visit.Spec{Argv: argv, Env: visitEnv(r.cfg.Threads, vr.MallocPerturb, extra), Dir: dir, Sandbox: r.sandbox, Mounts: l.mounts,
 		Timeout: time.Duration(r.cfg.TimeoutS * float64(time.Second)), Threads: r.cfg.Threads, Limiter: r.limiter, Files: bufs.files()}
+	spec.Telemetry = tel
 	sess, err := visit.Start(ctx, spec)
 	if err != nil {
 		return nil, err
@@ -454,12 +464,14 @@ func (r *replayer) visit(ctx context.Context, v artifacts.Visit, programs map[[2
 	var rows []samples.Row
 	for _, s := range smps {
 		rows = append(rows, samples.Row{Visit: int32(v.Index), Round: int32(v.Round), Position: int32(v.Position), Case: v.Case, Route: v.Route,
-			Kind: s.Kind, Index: int32(s.Index), Calls: s.Calls, TotalNs: s.SpanNs, TimerNs: s.TimerNs, Clock: s.Clock})
+			Kind: s.Kind, Index: int32(s.Index), Calls: s.Calls, TotalNs: s.SpanNs, TimerNs: s.TimerNs, Clock: s.Clock,
+			Telemetry: s.Tel.Source, Before: s.Tel.Before, After: s.Tel.After, Flags: s.Tel.Flags()})
 	}
 	sd, err := artifacts.PutSamples(r.s, rows)
 	if err != nil {
 		return nil, err
 	}
+	r.cfg.Progress.Printf("replay: visit %d %s %s: %s", v.Index, v.Case, v.Route, medians(rows))
 	r.s.Name(fmt.Sprintf("visits/%d/samples.arrow", v.Index), sd)
 	vr.Samples = sd.Digest
 	vr.Status = artifacts.StatusPassed
@@ -597,4 +609,20 @@ func (ic *inputCache) release() {
 		ic.cur.close()
 		ic.cur = nil
 	}
+}
+
+// medians is a visit's batch (and graph) samples' median time per call,
+// for the progress line a person watches.
+func medians(rows []samples.Row) string {
+	per := map[string][]float64{}
+	for _, r := range rows {
+		if r.Kind == visit.KindBatch || r.Kind == visit.KindGraph {
+			per[r.Kind] = append(per[r.Kind], r.PerOpNs())
+		}
+	}
+	s := fmt.Sprintf("median %s per call over %d batch samples", report.Duration(stats.Median(per[visit.KindBatch])), len(per[visit.KindBatch]))
+	if g := per[visit.KindGraph]; len(g) > 0 {
+		s += fmt.Sprintf(", %s in CUDA graphs", report.Duration(stats.Median(g)))
+	}
+	return s
 }

@@ -118,10 +118,11 @@ func gpuCeilings(doc artifacts.ReplayDoc) string {
 		return ""
 	}
 	fl := floors.Lowest(all)
+	b.WriteString("\nFlagged samples: GPU telemetry (NVML, read before and after every sample) showed the clocks held down for power or heat, or another process on the GPU; they are kept in every statistic, and the audit names them.\n")
 	if graphs {
 		fmt.Fprintf(&b, "\nGraph samples: CUDA graphs of %d calls, replayed by %s.\n", doc.Config.GraphBatch, "adaptive_replay_span_v2")
 	}
-	b.WriteString("\n| case | route | median per op | graph per op | of ceiling |\n|---|---|---:|---:|---|\n")
+	b.WriteString("\n| case | route | median per op | graph per op | of ceiling | flagged samples |\n|---|---|---:|---:|---|---:|\n")
 	for _, s := range doc.Summary {
 		f, ok := fl[s.Case]
 		if !(ok && f.Device == oracle.DeviceCUDA || s.GraphNs > 0) || s.Status != artifacts.StatusPassed {
@@ -132,7 +133,7 @@ func gpuCeilings(doc artifacts.ReplayDoc) string {
 			graph = Duration(s.GraphNs)
 		}
 		if !ok {
-			fmt.Fprintf(&b, "| %s | %s | %s | %s | - |\n", s.Case, s.Route, Duration(s.MedianNs), graph)
+			fmt.Fprintf(&b, "| %s | %s | %s | %s | - | %d |\n", s.Case, s.Route, Duration(s.MedianNs), graph, s.Flagged)
 			continue
 		}
 		frac, what := floors.Fraction(f, s.MedianNs)
@@ -144,7 +145,7 @@ func gpuCeilings(doc artifacts.ReplayDoc) string {
 		if frac < 0.1 {
 			pct = fmt.Sprintf("%.2g%%", 100*frac)
 		}
-		fmt.Fprintf(&b, "| %s | %s | %s | %s | %s of %s (%s) |\n", s.Case, s.Route, Duration(s.MedianNs), graph, pct, what, ceiling)
+		fmt.Fprintf(&b, "| %s | %s | %s | %s | %s of %s (%s) | %d |\n", s.Case, s.Route, Duration(s.MedianNs), graph, pct, what, ceiling, s.Flagged)
 	}
 	return b.String()
 }

@@ -36,7 +36,102 @@ type Row struct {
 	// TimerNs a cross-check) or [ClockCUDA] (TimerNs, the CUDA-event span
 	// of the launches, checked to lie inside TotalNs).
 	Clock string
+	// Telemetry is the GPU's state read just before the sample's command
+	// and just after its report (docs/gpu.md, "Telemetry"): "" on a CPU
+	// sample (the readings are zero), else the source, [TelemetryNVML].
+	Telemetry     string
+	Before, After Reading
+	// Flags are what the readings show about the sample, [Flags]: derived,
+	// stored so a table reader sees them, and checked on every read.
+	Flags string
 }
+
+// TelemetryNVML: the readings came from NVML, in a process of replay's
+// outside the visit.
+const TelemetryNVML = "nvml"
+
+// Reading is one NVML reading of the GPU; -1 where the device does not
+// support the value.
+type Reading struct {
+	SMMHz, MemMHz, TempC, PowerMW int64
+	// Reasons is the clock-event (throttle) reason mask.
+	Reasons int64
+	// Procs is the number of processes with a compute context on the GPU,
+	// the visit's own included.
+	Procs int64
+	// NVML's running totals of time the clocks were held down for power
+	// and for heat.
+	PowerViolationNs, ThermalViolationNs int64
+}
+
+// Clock-event reasons (nvml.h, nvmlClocksEventReason*) a flag names.
+const (
+	ReasonSwPowerCap       = 0x4
+	ReasonHwSlowdown       = 0x8
+	ReasonSwThermal        = 0x20
+	ReasonHwThermal        = 0x40
+	ReasonHwPowerBrake     = 0x80
+	reasonsPower           = ReasonSwPowerCap | ReasonHwPowerBrake
+	reasonsThermal         = ReasonSwThermal | ReasonHwThermal
+	FlagPower              = "power"
+	FlagThermal            = "thermal"
+	FlagHwSlowdown         = "hw_slowdown"
+	FlagOtherProcess       = "other_process"
+	telemetryColumns       = 12 // where the telemetry columns start
+	readingColumnsPerPhase = 8
+)
+
+// Flags is what a sample's readings show, comma-separated: "power" (a
+// power cap or power brake reason before or after, or power violation
+// time accrued in between), "thermal" (the same for heat), "hw_slowdown"
+// (the hardware slowdown reason, which NVML does not attribute) and
+// "other_process" (more compute processes on the GPU than the visit's
+// own one). "" when none, and for a sample with no telemetry.
+func Flags(telemetry string, before, after Reading) string {
+	if telemetry == "" {
+		return ""
+	}
+	var f []string
+	reasons := max(before.Reasons, 0) | max(after.Reasons, 0)
+	grew := func(b, a int64) bool { return b >= 0 && a >= 0 && a > b }
+	if reasons&reasonsPower != 0 || grew(before.PowerViolationNs, after.PowerViolationNs) {
+		f = append(f, FlagPower)
+	}
+	if reasons&reasonsThermal != 0 || grew(before.ThermalViolationNs, after.ThermalViolationNs) {
+		f = append(f, FlagThermal)
+	}
+	if reasons&ReasonHwSlowdown != 0 {
+		f = append(f, FlagHwSlowdown)
+	}
+	if before.Procs > 1 || after.Procs > 1 {
+		f = append(f, FlagOtherProcess)
+	}
+	return strings.Join(f, ",")
+}
+
+// Implausible says why a reading cannot describe a powered GPU ("" when it
+// can): a device runs with non-zero clocks and draws power, so zeros mean
+// the reader read nothing (an H200 run's monitor once printed zeros for
+// every value: docs/results/2026-12-01-telemetry).
+func (r Reading) Implausible() string {
+	switch {
+	case r.SMMHz == 0 || r.MemMHz == 0:
+		return fmt.Sprintf("SM clock %d MHz, memory clock %d MHz: a powered GPU has both", r.SMMHz, r.MemMHz)
+	case r.PowerMW == 0:
+		return "0 mW: a powered GPU draws power"
+	}
+	return ""
+}
+
+func (r Reading) values() [readingColumnsPerPhase]int64 {
+	return [...]int64{r.SMMHz, r.MemMHz, r.TempC, r.PowerMW, r.Reasons, r.Procs, r.PowerViolationNs, r.ThermalViolationNs}
+}
+
+func readingOf(v [readingColumnsPerPhase]int64) Reading {
+	return Reading{v[0], v[1], v[2], v[3], v[4], v[5], v[6], v[7]}
+}
+
+var readingNames = [readingColumnsPerPhase]string{"sm_mhz", "mem_mhz", "temp_c", "power_mw", "clock_reasons", "gpu_procs", "power_violation_ns", "thermal_violation_ns"}
 
 // Clocks: which span a row's time is.
 const (
@@ -60,21 +155,33 @@ func (r Row) Ns() int64 {
 // PerOpNs is the sample's time per call (for an empty sample, its span).
 func (r Row) PerOpNs() float64 { return float64(r.Ns()) / float64(max(r.Calls, 1)) }
 
-// Schema is the table's schema.
-var Schema = arrow.NewSchema([]arrow.Field{
-	{Name: "visit", Type: arrow.PrimitiveTypes.Int32},
-	{Name: "round", Type: arrow.PrimitiveTypes.Int32},
-	{Name: "position", Type: arrow.PrimitiveTypes.Int32},
-	{Name: "case", Type: arrow.BinaryTypes.String},
-	{Name: "route", Type: arrow.BinaryTypes.String},
-	{Name: "kind", Type: arrow.BinaryTypes.String},
-	{Name: "index", Type: arrow.PrimitiveTypes.Int32},
-	{Name: "calls", Type: arrow.PrimitiveTypes.Int64},
-	{Name: "total_ns", Type: arrow.PrimitiveTypes.Int64},
-	{Name: "per_op_ns", Type: arrow.PrimitiveTypes.Float64},
-	{Name: "timer_ns", Type: arrow.PrimitiveTypes.Int64},
-	{Name: "clock", Type: arrow.BinaryTypes.String},
-}, nil)
+// Schema is the table's schema: the sample, then its telemetry (a
+// column per reading before and after, "_before"/"_after"), then flags.
+var Schema = arrow.NewSchema(fields(), nil)
+
+func fields() []arrow.Field {
+	f := []arrow.Field{
+		{Name: "visit", Type: arrow.PrimitiveTypes.Int32},
+		{Name: "round", Type: arrow.PrimitiveTypes.Int32},
+		{Name: "position", Type: arrow.PrimitiveTypes.Int32},
+		{Name: "case", Type: arrow.BinaryTypes.String},
+		{Name: "route", Type: arrow.BinaryTypes.String},
+		{Name: "kind", Type: arrow.BinaryTypes.String},
+		{Name: "index", Type: arrow.PrimitiveTypes.Int32},
+		{Name: "calls", Type: arrow.PrimitiveTypes.Int64},
+		{Name: "total_ns", Type: arrow.PrimitiveTypes.Int64},
+		{Name: "per_op_ns", Type: arrow.PrimitiveTypes.Float64},
+		{Name: "timer_ns", Type: arrow.PrimitiveTypes.Int64},
+		{Name: "clock", Type: arrow.BinaryTypes.String},
+		{Name: "telemetry", Type: arrow.BinaryTypes.String},
+	}
+	for _, phase := range []string{"_before", "_after"} {
+		for _, n := range readingNames {
+			f = append(f, arrow.Field{Name: n + phase, Type: arrow.PrimitiveTypes.Int64})
+		}
+	}
+	return append(f, arrow.Field{Name: "flags", Type: arrow.BinaryTypes.String})
+}
 
 // Write writes rows as one record batch.
 func Write(w io.Writer, rows []Row) error {
@@ -94,6 +201,13 @@ func Write(w io.Writer, rows []Row) error {
 		b.Field(9).(*array.Float64Builder).Append(r.PerOpNs())
 		b.Field(10).(*array.Int64Builder).Append(r.TimerNs)
 		b.Field(11).(*array.StringBuilder).Append(r.Clock)
+		b.Field(12).(*array.StringBuilder).Append(r.Telemetry)
+		for p, rd := range [2]Reading{r.Before, r.After} {
+			for i, v := range rd.values() {
+				b.Field(telemetryColumns + 1 + p*readingColumnsPerPhase + i).(*array.Int64Builder).Append(v)
+			}
+		}
+		b.Field(telemetryColumns + 1 + 2*readingColumnsPerPhase).(*array.StringBuilder).Append(r.Flags)
 	}
 	rec := b.NewRecordBatch()
 	defer rec.Release()
@@ -169,9 +283,23 @@ func ReadFile(path string, mem memory.Allocator) (rows []Row, err error) {
 		perop := rec.Column(9).(*array.Float64)
 		timer := rec.Column(10).(*array.Int64)
 		clock := rec.Column(11).(*array.String)
+		tel := rec.Column(12).(*array.String)
+		flags := rec.Column(telemetryColumns + 1 + 2*readingColumnsPerPhase).(*array.String)
 		for j := 0; j < int(rec.NumRows()); j++ {
 			// Clone: Arrow's strings alias its buffers, which mem may free.
-			r := Row{visit.Value(j), round.Value(j), pos.Value(j), strings.Clone(cs.Value(j)), strings.Clone(rt.Value(j)), strings.Clone(kind.Value(j)), idx.Value(j), calls.Value(j), total.Value(j), timer.Value(j), strings.Clone(clock.Value(j))}
+			r := Row{Visit: visit.Value(j), Round: round.Value(j), Position: pos.Value(j), Case: strings.Clone(cs.Value(j)), Route: strings.Clone(rt.Value(j)),
+				Kind: strings.Clone(kind.Value(j)), Index: idx.Value(j), Calls: calls.Value(j), TotalNs: total.Value(j), TimerNs: timer.Value(j),
+				Clock: strings.Clone(clock.Value(j)), Telemetry: strings.Clone(tel.Value(j)), Flags: strings.Clone(flags.Value(j))}
+			var rd [2][readingColumnsPerPhase]int64
+			for p := range rd {
+				for i := range rd[p] {
+					rd[p][i] = rec.Column(telemetryColumns + 1 + p*readingColumnsPerPhase + i).(*array.Int64).Value(j)
+				}
+			}
+			r.Before, r.After = readingOf(rd[0]), readingOf(rd[1])
+			if err := r.checkTelemetry(); err != nil {
+				return nil, fmt.Errorf("samples %s: row %d: %w", path, len(rows), err)
+			}
 			if r.TotalNs < 0 || r.TimerNs < 0 {
 				return nil, fmt.Errorf("samples %s: row %d: total_ns=%d timer_ns=%d: want both >= 0", path, len(rows), r.TotalNs, r.TimerNs)
 			}
@@ -188,4 +316,30 @@ func ReadFile(path string, mem memory.Allocator) (rows []Row, err error) {
 		}
 	}
 	return rows, nil
+}
+
+// checkTelemetry: a row's telemetry source is known, a CPU row's readings
+// are zero, a GPU row's are -1 (unsupported) or more, and its flags are
+// the ones its readings give.
+func (r Row) checkTelemetry() error {
+	switch r.Telemetry {
+	case "":
+		if r.Before != (Reading{}) || r.After != (Reading{}) {
+			return fmt.Errorf("telemetry: readings without a source: want all zero")
+		}
+	case TelemetryNVML:
+		for p, rd := range [2]Reading{r.Before, r.After} {
+			for i, v := range rd.values() {
+				if v < -1 {
+					return fmt.Errorf("telemetry: %s%s = %d: want -1 (unsupported) or more", readingNames[i], [2]string{"_before", "_after"}[p], v)
+				}
+			}
+		}
+	default:
+		return fmt.Errorf("telemetry %q: want \"\" (none) or %q", r.Telemetry, TelemetryNVML)
+	}
+	if want := Flags(r.Telemetry, r.Before, r.After); r.Flags != want {
+		return fmt.Errorf("flags %q disagree with the readings, which give %q", r.Flags, want)
+	}
+	return nil
 }

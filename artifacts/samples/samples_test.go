@@ -29,6 +29,55 @@ func testRows() []Row {
 		{Visit: math.MaxInt32, Round: 7, Position: 3, Case: "", Route: "r", Kind: "batch", Index: 9, Calls: math.MaxInt64, TotalNs: math.MaxInt64, TimerNs: math.MaxInt64, Clock: ClockReplay},
 		{Visit: 2, Round: 0, Position: 0, Case: "c", Route: "r", Kind: "empty", Index: 0, Calls: 0, TotalNs: 25000, TimerNs: 40, Clock: ClockReplay},
 		{Visit: 3, Round: 0, Position: 1, Case: "add-1024-cuda", Route: "triton", Kind: "batch", Index: 0, Calls: 64, TotalNs: 400000, TimerNs: 320000, Clock: ClockCUDA},
+		{Visit: 4, Round: 0, Position: 2, Case: "add-1024-cuda", Route: "cublas", Kind: "batch", Index: 0, Calls: 64, TotalNs: 400000, TimerNs: 320000, Clock: ClockCUDA,
+			Telemetry: TelemetryNVML, Before: h200Idle, After: h200Capped, Flags: "power,other_process"},
+	}
+}
+
+// Readings as an H200 gives them: idle, and at its power cap with a
+// second process on the device.
+var (
+	h200Idle   = Reading{SMMHz: 1980, MemMHz: 3201, TempC: 31, PowerMW: 118000, Reasons: 0, Procs: 1, PowerViolationNs: 5000, ThermalViolationNs: -1}
+	h200Capped = Reading{SMMHz: 1755, MemMHz: 3201, TempC: 52, PowerMW: 699000, Reasons: ReasonSwPowerCap, Procs: 2, PowerViolationNs: 9000, ThermalViolationNs: -1}
+)
+
+// TestFlags: each reading that a flag names raises it, alone; unsupported
+// (-1) readings raise nothing, and a CPU sample has none.
+func TestFlags(t *testing.T) {
+	idle := h200Idle
+	for _, tc := range []struct {
+		name          string
+		before, after func(r *Reading)
+		want          string
+	}{
+		{"quiet", nil, nil, ""},
+		{"power cap after", nil, func(r *Reading) { r.Reasons = ReasonSwPowerCap }, "power"},
+		{"power brake before", func(r *Reading) { r.Reasons = ReasonHwPowerBrake }, nil, "power"},
+		{"power violation accrued", nil, func(r *Reading) { r.PowerViolationNs++ }, "power"},
+		{"power violation unsupported", func(r *Reading) { r.PowerViolationNs = -1 }, func(r *Reading) { r.PowerViolationNs = 7 }, ""},
+		{"thermal slowdown", nil, func(r *Reading) { r.Reasons = ReasonSwThermal }, "thermal"},
+		{"hw thermal", func(r *Reading) { r.Reasons = ReasonHwThermal }, nil, "thermal"},
+		{"thermal violation accrued", func(r *Reading) { r.ThermalViolationNs = 0 }, func(r *Reading) { r.ThermalViolationNs = 1 }, "thermal"},
+		{"hw slowdown", nil, func(r *Reading) { r.Reasons = ReasonHwSlowdown }, "hw_slowdown"},
+		{"idle and app clocks reasons raise nothing", func(r *Reading) { r.Reasons = 0x1 | 0x2 }, nil, ""},
+		{"reasons unsupported", func(r *Reading) { r.Reasons = -1 }, nil, ""},
+		{"another process", func(r *Reading) { r.Procs = 2 }, nil, "other_process"},
+		{"processes unseen", func(r *Reading) { r.Procs = 0 }, func(r *Reading) { r.Procs = -1 }, ""},
+		{"all", func(r *Reading) { r.Reasons = ReasonHwSlowdown | ReasonSwThermal }, func(r *Reading) { r.Reasons, r.Procs, r.PowerViolationNs = ReasonSwPowerCap, 3, 6000 }, "power,thermal,hw_slowdown,other_process"},
+	} {
+		b, a := idle, idle
+		if tc.before != nil {
+			tc.before(&b)
+		}
+		if tc.after != nil {
+			tc.after(&a)
+		}
+		if got := Flags(TelemetryNVML, b, a); got != tc.want {
+			t.Errorf("%s: Flags = %q, want %q", tc.name, got, tc.want)
+		}
+	}
+	if got := Flags("", h200Capped, h200Capped); got != "" {
+		t.Errorf("Flags without telemetry = %q, want none", got)
 	}
 }
 
@@ -102,7 +151,13 @@ func (tb table) build(t testing.TB) []byte {
 	for _, rows := range tb.batches {
 		b := array.NewRecordBuilder(mem, tb.schema)
 		for i, r := range rows {
-			vals := []any{r.Visit, r.Round, r.Position, r.Case, r.Route, r.Kind, r.Index, r.Calls, r.TotalNs, r.PerOpNs(), r.TimerNs, r.Clock}
+			vals := []any{r.Visit, r.Round, r.Position, r.Case, r.Route, r.Kind, r.Index, r.Calls, r.TotalNs, r.PerOpNs(), r.TimerNs, r.Clock, r.Telemetry}
+			for _, rd := range []Reading{r.Before, r.After} {
+				for _, v := range rd.values() {
+					vals = append(vals, v)
+				}
+			}
+			vals = append(vals, r.Flags)
 			if v, ok := tb.perOp[i]; ok {
 				vals[9] = v
 			}
@@ -192,6 +247,11 @@ func TestReadViolations(t *testing.T) {
 			tb.perOp = map[int]float64{0: 6250}
 			return tb
 		}(), want: "row 0: per_op_ns 6250 disagrees with its clock's span (cuda_events) over calls: 5000"},
+		{name: "flags cleared", table: goodTable(append(rows[:1:1], func() Row { r := rows[6]; r.Flags = ""; return r }())), want: `row 1: flags "" disagree with the readings, which give "power,other_process"`},
+		{name: "flag forged", table: goodTable(append(rows[:1:1], func() Row { r := rows[6]; r.Flags = "thermal"; return r }())), want: `row 1: flags "thermal" disagree with the readings, which give "power,other_process"`},
+		{name: "readings without a source", table: goodTable(append(rows[:1:1], func() Row { r := rows[6]; r.Telemetry = ""; return r }())), want: `row 1: telemetry: readings without a source: want all zero`},
+		{name: "unknown source", table: goodTable(append(rows[:1:1], func() Row { r := rows[6]; r.Telemetry = "nvidia-smi"; return r }())), want: `row 1: telemetry "nvidia-smi": want "" (none) or "nvml"`},
+		{name: "reading below -1", table: goodTable(append(rows[:1:1], func() Row { r := rows[6]; r.After.TempC = -40; return r }())), want: `row 1: telemetry: temp_c_after = -40: want -1 (unsupported) or more`},
 		{name: "null calls", table: func() table {
 			tb := goodTable(batch)
 			tb.nullCol = 7

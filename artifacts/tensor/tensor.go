@@ -6,7 +6,9 @@ package tensor
 import (
 	"encoding/json"
 	"fmt"
+
 	"io"
+	"math"
 	"os"
 	"reflect"
 	"strconv"
@@ -28,8 +30,12 @@ const Column = "tensor"
 // Limits applied when reading tensor files made elsewhere.
 const (
 	MaxMetadataBytes = 1 << 20
-	MaxBodyBytes     = 1<<24*8 + 1<<20 // 2^24 float64 elements plus slack
-	MaxElems         = 1 << 24
+	// MaxElems: Arrow's fixed_size_list holds an int32 count. A case's
+	// tensors are smaller (oracle.MaxElems); a visit's outputs stack its
+	// sets. The body limit follows, and no block may claim more than the
+	// file holds (internal/footer).
+	MaxElems     = math.MaxInt32
+	MaxBodyBytes = MaxElems*8 + 1<<20
 )
 
 // Meta describes a tensor; it travels as schema metadata.

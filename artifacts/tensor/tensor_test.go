@@ -178,10 +178,10 @@ func TestWriteErrors(t *testing.T) {
 		{baseMeta("f32", 2, 3), make([]byte, 20), "write tensor A: 20 bytes, shape [2 3] wants 24"},
 		{baseMeta("f64", 2, 3), make([]byte, 24), "write tensor A: 24 bytes, shape [2 3] wants 48"},
 		{baseMeta("f8", 2), make([]byte, 4), `write tensor A: dtype "f8": want f32, f64, i64, f16 or bf16`},
-		{baseMeta("f32", 0, 3), nil, "write tensor A: shape [0 3]: want dimensions >= 1 and at most 16777216 elements"},
-		{baseMeta("f32", -1, -2), make([]byte, 8), "write tensor A: shape [-1 -2]: want dimensions >= 1 and at most 16777216 elements"},
-		{baseMeta("f32", 4097, 4097), nil, "write tensor A: shape [4097 4097]: want dimensions >= 1 and at most 16777216 elements"},
-		{baseMeta("f32", 1<<62, 1<<62), nil, "write tensor A: shape [4611686018427387904 4611686018427387904]: want dimensions >= 1 and at most 16777216 elements"},
+		{baseMeta("f32", 0, 3), nil, "write tensor A: shape [0 3]: want dimensions >= 1 and at most 2147483647 elements"},
+		{baseMeta("f32", -1, -2), make([]byte, 8), "write tensor A: shape [-1 -2]: want dimensions >= 1 and at most 2147483647 elements"},
+		{baseMeta("f32", 65536, 65536), nil, "write tensor A: shape [65536 65536]: want dimensions >= 1 and at most 2147483647 elements"},
+		{baseMeta("f32", 1<<62, 1<<62), nil, "write tensor A: shape [4611686018427387904 4611686018427387904]: want dimensions >= 1 and at most 2147483647 elements"},
 	}
 	for _, tt := range tests {
 		var buf bytes.Buffer
@@ -347,7 +347,7 @@ func TestReadViolations(t *testing.T) {
 			f := goodForged()
 			f.shape = []int{1 << 13, 1 << 13, 1 << 13}
 			return f.build(t)
-		}, schemaErr + "arrow.fixed_shape_tensor metadata: shape [8192 8192 8192] has more than 16777216 elements"},
+		}, schemaErr + "arrow.fixed_shape_tensor metadata: shape [8192 8192 8192] has more than 2147483647 elements"},
 		{"missing seed", func(t *testing.T) []byte {
 			f := goodForged()
 			f.dropMeta = "tilepipe.seed"
@@ -473,8 +473,8 @@ func TestExtensionType(t *testing.T) {
 		{arrow.FixedSizeListOf(6, arrow.PrimitiveTypes.Float32), `{"shape":[2,3]}`, "<nil>"},
 		{arrow.FixedSizeListOf(6, arrow.PrimitiveTypes.Float32), `{"shape":`, "arrow.fixed_shape_tensor metadata: unexpected end of JSON input"},
 		{arrow.PrimitiveTypes.Float32, `{"shape":[1]}`, "arrow.fixed_shape_tensor storage: want fixed_size_list, got float32"},
-		{arrow.FixedSizeListOf(1, arrow.PrimitiveTypes.Float32), `{"shape":[1024,1024,1024,0]}`, "arrow.fixed_shape_tensor metadata: shape [1024 1024 1024 0] has more than 16777216 elements"},
-		{arrow.FixedSizeListOf(1, arrow.PrimitiveTypes.Float32), `{"shape":[16777217]}`, "arrow.fixed_shape_tensor metadata: shape [16777217] out of range"},
+		{arrow.FixedSizeListOf(1, arrow.PrimitiveTypes.Float32), `{"shape":[2048,2048,2048,0]}`, "arrow.fixed_shape_tensor metadata: shape [2048 2048 2048 0] has more than 2147483647 elements"},
+		{arrow.FixedSizeListOf(1, arrow.PrimitiveTypes.Float32), `{"shape":[2147483648]}`, "arrow.fixed_shape_tensor metadata: shape [2147483648] out of range"},
 		{arrow.FixedSizeListOf(1, arrow.PrimitiveTypes.Float32), `{"shape":[0]}`, "arrow.fixed_shape_tensor: shape [0] has 0 elements, list size is 1"},
 	}
 	for _, tt := range deser {

@@ -8,6 +8,7 @@ import (
 	"github.com/tilepipe/tilepipe/artifacts"
 	"github.com/tilepipe/tilepipe/capture"
 	"github.com/tilepipe/tilepipe/internal/floors"
+	"github.com/tilepipe/tilepipe/oracle"
 	"github.com/tilepipe/tilepipe/report"
 	"os"
 	"os/exec"
@@ -118,8 +119,11 @@ func copyCheckpoint(t *testing.T) string {
 }
 
 // TestGPUCheckpointAudits: the committed GPU checkpoint audits here, with
-// no GPU, intact with every claim supported; one byte of a captured cubin
-// changed breaks it, and the audit names the cubin's blob.
+// no GPU, intact with every timed claim supported; one byte of a captured
+// cubin changed breaks it, and the audit names the cubin's blob. Its
+// telemetry came from the first monitor, which printed zeros for every
+// reading (docs/results/2026-12-01-telemetry): the audit names every such
+// sample, and marks its rows, instead of passing it as quiet.
 func TestGPUCheckpointAudits(t *testing.T) {
 	dir := copyCheckpoint(t)
 	audit := func(name string) (int, string) {
@@ -128,8 +132,16 @@ func TestGPUCheckpointAudits(t *testing.T) {
 		return code, stdout + errs
 	}
 	code, errs := audit("intact")
-	if want := "audit verdict: PASS (checkpoint intact; 3 of 3 claims supported;"; code != 0 || !strings.Contains(errs, want) {
+	if want := "audit verdict: PASS (checkpoint intact; 11 of 15 claims supported;"; code != 0 || !strings.Contains(errs, want) {
 		t.Fatalf("audit of the GPU checkpoint = exit %d, want 0 and %q\n%s", code, want, errs)
+	}
+	for _, want := range []string{
+		"audit: WARNED telemetry: GPU readings around every sample of 22 passed GPU visits; 0 samples flagged (power, heat or another process); ",
+		"with readings of no powered GPU",
+	} {
+		if !strings.Contains(errs, want) {
+			t.Errorf("audit of the GPU checkpoint: want %q\n%s", want, errs)
+		}
 	}
 	var cubin artifacts.FileRef
 	for _, c := range readCapture(t, filepath.Join(dir, "capture")).Cases {
@@ -328,12 +340,20 @@ func TestGPUFloorsAudited(t *testing.T) {
 			}
 		})
 	}
+	// cpuFloors drops the GPU floors the H200 replay measured (the
+	// committed checkpoint has them), so each case below sets its own.
+	cpuFloors := func(d *artifacts.ReplayDoc) {
+		for i := range d.Sessions {
+			d.Sessions[i].Floors = slices.DeleteFunc(d.Sessions[i].Floors, func(f artifacts.CaseFloor) bool { return f.Device == oracle.DeviceCUDA })
+		}
+	}
 	withCeilings := func(t *testing.T, dir string, edit func(d *artifacts.ReplayDoc)) {
 		caps := map[string]artifacts.CapturedCase{}
 		for _, c := range readCapture(t, filepath.Join(dir, "capture")).Cases {
 			caps[c.Case.ID] = c
 		}
 		sessions(t, dir, func(d *artifacts.ReplayDoc) {
+			cpuFloors(d)
 			for i := range d.Sessions {
 				gc := *g
 				d.Sessions[i].GPU = &gc
@@ -363,6 +383,8 @@ func TestGPUFloorsAudited(t *testing.T) {
 	}{
 		{"no ceilings", func(t *testing.T, dir string) {
 			sessions(t, dir, func(d *artifacts.ReplayDoc) {
+				cpuFloors(d)
+				d.Sessions[0].GPU = nil
 				d.Sessions[0].GPUError = "cuda-timer --ceilings: exit status 2: harness: error: dlopen libcuda.so.1"
 			})
 		}, "WARNED", "add-2x64-cuda/triton: timed on the GPU without a GPU floor: cuda-timer --ceilings: exit status 2: harness: error: dlopen libcuda.so.1"},

@@ -107,6 +107,7 @@ type Sample struct {
 	SpanNs  int64
 	TimerNs int64
 	Clock   string // which of the two is the sample's time (samples.Clock*)
+	Tel     Telemetry
 }
 
 // Ns is the sample's time: the span its clock names.
@@ -226,7 +227,7 @@ func (s *Session) Drive(p Plan) ([]Sample, int64, error) {
 		if err != nil {
 			return Sample{}, err
 		}
-		smp := Sample{Kind: kind, Index: i, Calls: n, SpanNs: span.Nanoseconds(), TimerNs: tn, Clock: clock}
+		smp := Sample{Kind: kind, Index: i, Calls: n, SpanNs: span.Nanoseconds(), TimerNs: tn, Clock: clock, Tel: s.LastTelemetry()}
 		if n == 0 {
 			smp.Clock = samples.ClockReplay // the channel alone: no launch to time
 		}

@@ -120,7 +120,7 @@ func (s *Session) DriveGraph(batch int64, count int, target, warmup time.Duratio
 		if err != nil {
 			return Sample{}, err
 		}
-		smp := Sample{Kind: kind, Index: i, Calls: batch * r, SpanNs: span.Nanoseconds(), TimerNs: tn, Clock: samples.ClockCUDA}
+		smp := Sample{Kind: kind, Index: i, Calls: batch * r, SpanNs: span.Nanoseconds(), TimerNs: tn, Clock: samples.ClockCUDA, Tel: s.LastTelemetry()}
 		return smp, CheckClock(smp)
 	}
 	first, err := take("graph first replay", 0, 1)
@@ -164,6 +164,13 @@ func (s *Session) DriveGraph(batch int64, count int, target, warmup time.Duratio
 // command sends "VERB SEQ N" and reads the sample report, which must
 // count calls.
 func (s *Session) command(verb string, n, calls int64) (span time.Duration, timerNs int64, err error) {
+	s.tel = Telemetry{}
+	var before samples.Reading
+	if s.spec.Telemetry != nil {
+		if before, err = s.spec.Telemetry(); err != nil {
+			return 0, 0, fail("%v", err)
+		}
+	}
 	s.seq++
 	cmd := []byte(verb + " " + strconv.FormatInt(s.seq, 10) + " " + strconv.FormatInt(n, 10) + "\n")
 	t0 := time.Now()
@@ -182,8 +189,29 @@ func (s *Session) command(verb string, n, calls int64) (span time.Duration, time
 	if r.Seq != s.seq || r.Calls != calls {
 		return 0, 0, fail("unexpected_report: sample seq %d calls %d, want seq %d calls %d", r.Seq, r.Calls, s.seq, calls)
 	}
+	if s.spec.Telemetry != nil {
+		after, err := s.spec.Telemetry()
+		if err != nil {
+			return 0, 0, fail("%v", err)
+		}
+		s.tel = Telemetry{Source: samples.TelemetryNVML, Before: before, After: after}
+	}
 	return span, r.Ns, nil
 }
+
+// Telemetry is the GPU's state around one sample (samples.Row's).
+type Telemetry struct {
+	Source        string // "" (none) or samples.TelemetryNVML
+	Before, After samples.Reading
+}
+
+// Flags are the sample's telemetry flags (samples.Flags).
+func (t Telemetry) Flags() string { return samples.Flags(t.Source, t.Before, t.After) }
+
+// LastTelemetry is the telemetry of the last sample command: read just
+// before the command was written and just after its report, outside the
+// span (none without Spec.Telemetry).
+func (s *Session) LastTelemetry() Telemetry { return s.tel }
 
 // PoisonsGPU says whether a visit's failure came from the CUDA driver (the
 // CUDA timer's "cuda_error: ...", torch's "CUDA error: ..."), after which

@@ -2,11 +2,13 @@ package visit
 
 import (
 	"context"
+	"errors"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/tilepipe/tilepipe/artifacts"
+	"github.com/tilepipe/tilepipe/artifacts/samples"
 )
 
 // replaysOf measures a graph whose replay takes per ns (and fixed ns once
@@ -170,6 +172,63 @@ func TestDriveGraph(t *testing.T) {
 			}
 			if why := CheckGraph(rec, 32, target, warmup); why != "" {
 				t.Errorf("CheckGraph(the drive's own record) = %q", why)
+			}
+		})
+	}
+}
+
+// TestTelemetryAroundSamples: with Spec.Telemetry every sample, stream and
+// graph alike, carries the reading taken just before its command and the
+// one just after its report (readings number themselves here, so the
+// order shows); a failing reading fails the visit with its error.
+func TestTelemetryAroundSamples(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		failAt int64
+		want   string
+	}{{"every sample", 0, ""}, {"monitor gone", 7, "telemetry: exited"}} {
+		t.Run(tc.name, func(t *testing.T) {
+			var n int64
+			read := func() (samples.Reading, error) {
+				n++
+				if n == tc.failAt {
+					return samples.Reading{}, errors.New("telemetry: exited")
+				}
+				return samples.Reading{SMMHz: n, Procs: 1, PowerViolationNs: 10 * n}, nil
+			}
+			var got []Sample
+			spec := Spec{Argv: []string{"/bin/sh", "-c", shPrelude + graphTimer("n*10")}, Env: []string{"PATH=/usr/bin:/bin"}, Dir: t.TempDir(), Timeout: 30 * time.Second, Threads: 1, Telemetry: read}
+			r, err := RunAll(context.Background(), spec, func(s *Session) ([]Sample, int64, error) {
+				smps, calls, err := s.Drive(tiny)
+				if err != nil {
+					return nil, calls, err
+				}
+				graph, _, err := s.DriveGraph(32, 2, 20*time.Microsecond, 40*time.Microsecond)
+				got = append(smps, graph...)
+				return got, calls, err
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if r.Reason != tc.want {
+				t.Fatalf("visit = %q, want %q", r.Reason, tc.want)
+			}
+			if tc.want != "" {
+				return
+			}
+			last := int64(0)
+			for i, s := range got {
+				b, a := s.Tel.Before.SMMHz, s.Tel.After.SMMHz
+				if s.Tel.Source != samples.TelemetryNVML || a != b+1 || b <= last {
+					t.Fatalf("sample %d (%s %d): telemetry %+v after reading %d: want the next two readings", i, s.Kind, s.Index, s.Tel, last)
+				}
+				if s.Tel.Flags() != samples.FlagPower { // the violation total grew during every sample
+					t.Errorf("sample %d: flags %q, want %q", i, s.Tel.Flags(), samples.FlagPower)
+				}
+				last = a
+			}
+			if len(got) == 0 || got[len(got)-1].Kind != KindGraph {
+				t.Errorf("samples %+v: want stream samples, then graph samples", got)
 			}
 		})
 	}

@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/tilepipe/tilepipe/artifacts/samples"
 )
 
 // Limits of what a visit may write besides its reports.
@@ -47,6 +49,9 @@ type Spec struct {
 	Limiter *Limiter // nil: no CPU quota (the machine gives no cgroup)
 	// Files are the visit's memory files, fd 5 and up in this order.
 	Files []*os.File
+	// Telemetry, when set, reads the GPU just before every sample command
+	// and just after its report (LastTelemetry); its error fails the visit.
+	Telemetry func() (samples.Reading, error)
 }
 
 // Session is one running timer.
@@ -65,8 +70,9 @@ type Session struct {
 	killOnce sync.Once
 	exited   chan struct{}
 	seq      int64
-	cgroup   *cgroup  // nil: no CPU quota
-	Argv     []string // what was started, sandbox included (the cgroup is the Limiter's record)
+	tel      Telemetry // of the last sample command
+	cgroup   *cgroup   // nil: no CPU quota
+	Argv     []string  // what was started, sandbox included (the cgroup is the Limiter's record)
 }
 
 // sink drains one output pipe, keeping at most limit bytes.

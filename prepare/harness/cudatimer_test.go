@@ -27,14 +27,14 @@ func cudaTimer(t *testing.T) string {
 }
 
 // TestCudaTimerBuilds: CI (no GPU) builds the CUDA timer; its closure
-// listing, its ceilings and its health check load the driver first, so
+// listing, its ceilings, its health check and its telemetry load the driver first, so
 // without one they say so and exit 2.
 func TestCudaTimerBuilds(t *testing.T) {
 	exe := cudaTimer(t)
 	if _, err := exec.LookPath("nvidia-smi"); err == nil {
 		t.Skip("a GPU driver is here")
 	}
-	for _, args := range [][]string{{"--closure"}, {"--ceilings"}, {"--ceilings", "/usr/lib/libcublas.so"}, {"--health"}} {
+	for _, args := range [][]string{{"--closure"}, {"--ceilings"}, {"--ceilings", "/usr/lib/libcublas.so"}, {"--health"}, {"--telemetry"}} {
 		_, stderr, err := run(t, exe, args...)
 		if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != 2 || !strings.HasPrefix(string(stderr), "harness: error: dlopen libcuda.so.1: ") {
 			t.Errorf("cuda-timer %s without a driver = %v %q, want exit 2 naming dlopen", strings.Join(args, " "), err, stderr)

@@ -1143,7 +1143,9 @@ int main(int argc, char **argv)
 		return run_ceilings(argc - 2, argv + 2);
 	if (argc == 2 && strcmp(argv[1], "--health") == 0)
 		return run_health();
-	die("usage: cuda-timer --visit VISIT.txt | cuda-timer --closure | cuda-timer --ceilings [LIBCUBLAS] | cuda-timer --health");
+	if (argc == 2 && strcmp(argv[1], "--telemetry") == 0)
+		return run_telemetry();
+	die("usage: cuda-timer --visit VISIT.txt | cuda-timer --closure | cuda-timer --ceilings [LIBCUBLAS] | cuda-timer --health | cuda-timer --telemetry");
 #endif
 	die("usage: harness --visit VISIT.txt | harness --closure");
 }

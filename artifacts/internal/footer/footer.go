@@ -20,6 +20,8 @@ const (
 // Schema.fbs).
 const (
 	footerSchema        = 6
+	footerDictionaries  = 8
+	footerRecordBatches = 10
 	schemaFields        = 6
 	schemaCustomMeta    = 8
 	fieldChildren       = 14
@@ -27,8 +29,11 @@ const (
 )
 
 // Check reads the footer of the Arrow IPC file r of size bytes. It returns
-// an error for a footer larger than limit or one whose schema vectors
-// cannot be what they claim. Files too malformed to have a footer pass:
+// an error for a footer larger than limit, one whose schema vectors cannot
+// be what they claim, or one with a block (a record batch or dictionary)
+// that does not lie inside the file: Arrow's reader allocates a block's
+// body before it reads it, so a claimed body beyond the file would cost
+// memory the file does not have. Files too malformed to have a footer pass:
 // Arrow's reader reports those itself.
 func Check(r io.ReaderAt, size, limit int64) error {
 	if size < int64(tailLen)+8 {
@@ -52,7 +57,7 @@ func Check(r io.ReaderAt, size, limit int64) error {
 	if _, err := r.ReadAt(buf, size-int64(tailLen)-n); err != nil {
 		return fmt.Errorf("footer: %w", err)
 	}
-	c := &checker{b: buf}
+	c := &checker{b: buf, size: size}
 	if err := c.check(); err != nil {
 		return fmt.Errorf("footer: %w", err)
 	}
@@ -61,6 +66,7 @@ func Check(r io.ReaderAt, size, limit int64) error {
 
 type checker struct {
 	b      []byte
+	size   int64 // of the whole file
 	fields int
 }
 
@@ -142,6 +148,14 @@ func (c *checker) check() error {
 	if err != nil {
 		return err
 	}
+	for _, b := range []struct {
+		voff uint16
+		what string
+	}{{footerDictionaries, "dictionary"}, {footerRecordBatches, "record batch"}} {
+		if err := c.blocks(root, b.voff, b.what); err != nil {
+			return err
+		}
+	}
 	if _, _, err := c.vector(schema, schemaCustomMeta, "schema metadata"); err != nil {
 		return err
 	}
@@ -167,6 +181,40 @@ func (c *checker) fieldList(table uint32, voff uint16, what string) error {
 		}
 		if err := c.fieldList(f, fieldChildren, "field children"); err != nil {
 			return err
+		}
+	}
+	return nil
+}
+
+// blockLen is the size of a Block struct (Footer.fbs): offset int64,
+// metaDataLength int32 and padding, bodyLength int64.
+const blockLen = 24
+
+// blocks checks a footer vector of Blocks: each one's message and body
+// lie inside the file.
+func (c *checker) blocks(root uint32, voff uint16, what string) error {
+	pos, err := c.field(root, voff)
+	if err != nil || pos == 0 {
+		return err
+	}
+	v, err := c.indirect(pos)
+	if err != nil {
+		return err
+	}
+	n, err := c.u32(v)
+	if err != nil {
+		return err
+	}
+	if room := (int64(len(c.b)) - int64(v) - 4) / blockLen; int64(n) > room {
+		return fmt.Errorf("%s blocks: %d entries cannot fit in %d bytes", what, n, len(c.b))
+	}
+	for i := range int64(n) {
+		at := int64(v) + 4 + i*blockLen
+		off := int64(binary.LittleEndian.Uint64(c.b[at:]))
+		meta := int64(int32(binary.LittleEndian.Uint32(c.b[at+8:])))
+		body := int64(binary.LittleEndian.Uint64(c.b[at+16:]))
+		if off < 0 || meta < 0 || body < 0 || off > c.size || meta > c.size-off || body > c.size-off-meta {
+			return fmt.Errorf("%s %d: offset %d, message %d bytes, body %d bytes: not inside the file's %d bytes", what, i, off, meta, body, c.size)
 		}
 	}
 	return nil

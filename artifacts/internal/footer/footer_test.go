@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/binary"
 	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -162,4 +163,47 @@ func FuzzCheck(f *testing.F) {
 	f.Fuzz(func(t *testing.T, b []byte) {
 		_ = Check(bytes.NewReader(b), int64(len(b)), 1<<20)
 	})
+}
+
+// TestCheckBlocks: a record batch block that claims a body, a message or an
+// offset beyond the file is refused before Arrow allocates for it; so is a
+// block vector longer than the footer.
+func TestCheckBlocks(t *testing.T) {
+	file := validFile(t)
+	start, c := locate(t, file)
+	root, _ := c.u32(0)
+	blocks := lengthAt(t, c, root, footerRecordBatches)
+	at := start + int(blocks) + 4 // the first block
+	off := int64(binary.LittleEndian.Uint64(file[at:]))
+	meta := int64(binary.LittleEndian.Uint32(file[at+8:]))
+	size := int64(len(file))
+	for _, tc := range []struct {
+		name  string
+		pos   int // byte offset in the block
+		width int
+		value uint64
+		want  string
+	}{
+		{"body beyond the file", 16, 8, 1 << 34, fmt.Sprintf("footer: record batch 0: offset %d, message %d bytes, body 17179869184 bytes: not inside the file's %d bytes", off, meta, size)},
+		{"negative body", 16, 8, 1 << 63, fmt.Sprintf("footer: record batch 0: offset %d, message %d bytes, body -9223372036854775808 bytes: not inside the file's %d bytes", off, meta, size)},
+		{"offset beyond the file", 0, 8, uint64(size + 1), fmt.Sprintf("footer: record batch 0: offset %d, message %d bytes, body", size+1, meta)},
+		{"message beyond the file", 8, 4, uint64(size), fmt.Sprintf("footer: record batch 0: offset %d, message %d bytes, body", off, size)},
+		{"vector longer than the footer", -4, 4, 1 << 20, fmt.Sprintf("footer: record batch blocks: 1048576 entries cannot fit in %d bytes", len(c.b))},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := bytes.Clone(file)
+			if tc.width == 8 {
+				binary.LittleEndian.PutUint64(f[at+tc.pos:], tc.value)
+			} else {
+				binary.LittleEndian.PutUint32(f[at+tc.pos:], uint32(tc.value))
+			}
+			err := Check(bytes.NewReader(f), size, 1<<20)
+			if err == nil || !strings.HasPrefix(err.Error(), tc.want) {
+				t.Errorf("Check = %v, want %s", err, tc.want)
+			}
+		})
+	}
+	if err := Check(bytes.NewReader(file), size, 1<<20); err != nil {
+		t.Errorf("Check(valid) = %v", err)
+	}
 }

@@ -57,6 +57,7 @@ static struct {
 	CUresult (*StreamEndCapture)(CUstream, CUgraph *);
 	CUresult (*GraphInstantiate)(CUgraphExec *, CUgraph, unsigned long long);
 	CUresult (*GraphLaunch)(CUgraphExec, CUstream);
+	CUresult (*DeviceGetPCIBusId)(char *, int, CUdevice);
 } cu;
 
 static void *cu_lib;
@@ -111,6 +112,7 @@ static void cu_load(void)
 	cu.StreamEndCapture = cu_sym("cuStreamEndCapture", 0);
 	cu.GraphInstantiate = cu_sym("cuGraphInstantiateWithFlags", 0);
 	cu.GraphLaunch = cu_sym("cuGraphLaunch", 0);
+	cu.DeviceGetPCIBusId = cu_sym("cuDeviceGetPCIBusId", 0);
 }
 
 /* cu_error names a driver error; "" for success. */
@@ -765,5 +767,140 @@ static int run_health(void)
 		if (h[i] != 0x7E57AB1Eu)
 			die("health: word %zu reads 0x%08x after a memset of 0x7e57ab1e", i, h[i]);
 	printf("ok\n");
+	return 0;
+}
+
+/* --telemetry: the GPU's state from NVML, for replay, which runs this in
+ * a process of its own outside every visit (docs/gpu.md, "Telemetry"), so
+ * no kernel shares its address space. It finds the device the timers use
+ * (CUDA's device 0, after CUDA_VISIBLE_DEVICES) by PCI bus id without
+ * making a context, prints one line describing it, then answers every
+ * line on stdin with one reading:
+ *
+ *   {"sm_mhz":N,"mem_mhz":N,"temp_c":N,"power_mw":N,"reasons":N,
+ *    "procs":N,"power_violation_ns":N,"thermal_violation_ns":N}
+ *
+ * reasons is the clock-event (throttle) mask; procs the processes with a
+ * compute context on the device; the violation times are NVML's running
+ * totals. A reading the device does not support is -1; any other NVML
+ * error ends the process (exit 2) naming the call. */
+typedef int nvmlReturn_t;
+typedef struct nvmlDevice_st *nvmlDevice_t;
+typedef struct {
+	unsigned long long referenceTime, violationTime;
+} nvmlViolationTime_t;
+
+enum { NVML_ERROR_NOT_SUPPORTED = 3, NVML_ERROR_INSUFFICIENT_SIZE = 7 };
+
+static struct {
+	nvmlReturn_t (*Init)(void);
+	const char *(*ErrorString)(nvmlReturn_t);
+	nvmlReturn_t (*GetHandleByPciBusId)(const char *, nvmlDevice_t *);
+	nvmlReturn_t (*GetName)(nvmlDevice_t, char *, unsigned);
+	nvmlReturn_t (*DriverVersion)(char *, unsigned);
+	nvmlReturn_t (*ClockInfo)(nvmlDevice_t, int, unsigned *);
+	nvmlReturn_t (*Temperature)(nvmlDevice_t, int, unsigned *);
+	nvmlReturn_t (*PowerUsage)(nvmlDevice_t, unsigned *);
+	nvmlReturn_t (*Reasons)(nvmlDevice_t, unsigned long long *);
+	nvmlReturn_t (*Procs)(nvmlDevice_t, unsigned *, void *);
+	nvmlReturn_t (*Violation)(nvmlDevice_t, int, nvmlViolationTime_t *);
+} nvml;
+
+static void *nvml_sym(void *lib, const char *a, const char *b)
+{
+	void *p = dlsym(lib, a);
+	if (!p && b)
+		p = dlsym(lib, b);
+	if (!p)
+		die("libnvidia-ml.so.1: no %s", a);
+	return p;
+}
+
+/* nvml_value is one reading: the value, -1 where the device does not
+ * support it. */
+static long long nvml_value(nvmlReturn_t rc, long long v, const char *what)
+{
+	if (rc == NVML_ERROR_NOT_SUPPORTED)
+		return -1;
+	if (rc != 0)
+		die("nvml: %s: %s", what, nvml.ErrorString(rc));
+	return v;
+}
+
+static int run_telemetry(void)
+{
+	cu_load();
+	cu_must(cu.Init(0), "cuInit");
+	CUdevice dev;
+	char bus[64];
+	cu_must(cu.DeviceGet(&dev, 0), "cuDeviceGet");
+	cu_must(cu.DeviceGetPCIBusId(bus, sizeof bus, dev), "cuDeviceGetPCIBusId");
+	void *lib = dlopen("libnvidia-ml.so.1", RTLD_NOW | RTLD_LOCAL);
+	if (!lib)
+		die("dlopen libnvidia-ml.so.1: %s", dlerror());
+	nvml.Init = nvml_sym(lib, "nvmlInit_v2", 0);
+	nvml.ErrorString = nvml_sym(lib, "nvmlErrorString", 0);
+	nvml.GetHandleByPciBusId = nvml_sym(lib, "nvmlDeviceGetHandleByPciBusId_v2", 0);
+	nvml.GetName = nvml_sym(lib, "nvmlDeviceGetName", 0);
+	nvml.DriverVersion = nvml_sym(lib, "nvmlSystemGetDriverVersion", 0);
+	nvml.ClockInfo = nvml_sym(lib, "nvmlDeviceGetClockInfo", 0);
+	nvml.Temperature = nvml_sym(lib, "nvmlDeviceGetTemperature", 0);
+	nvml.PowerUsage = nvml_sym(lib, "nvmlDeviceGetPowerUsage", 0);
+	nvml.Reasons = nvml_sym(lib, "nvmlDeviceGetCurrentClocksEventReasons", "nvmlDeviceGetCurrentClocksThrottleReasons");
+	nvml.Procs = nvml_sym(lib, "nvmlDeviceGetComputeRunningProcesses_v3", "nvmlDeviceGetComputeRunningProcesses_v2");
+	nvml.Violation = nvml_sym(lib, "nvmlDeviceGetViolationStatus", 0);
+	nvmlReturn_t rc = nvml.Init();
+	if (rc != 0)
+		die("nvml: nvmlInit: %d", rc);
+	nvmlDevice_t d;
+	if ((rc = nvml.GetHandleByPciBusId(bus, &d)) != 0)
+		die("nvml: no device at PCI bus id %s: %s", bus, nvml.ErrorString(rc));
+	char name[96], driver[96];
+	if ((rc = nvml.GetName(d, name, sizeof name)) != 0)
+		die("nvml: nvmlDeviceGetName: %s", nvml.ErrorString(rc));
+	if ((rc = nvml.DriverVersion(driver, sizeof driver)) != 0)
+		die("nvml: nvmlSystemGetDriverVersion: %s", nvml.ErrorString(rc));
+	printf("{\"telemetry\": \"nvml\", \"device\": ");
+	json_str(name);
+	printf(", \"bus\": ");
+	json_str(bus);
+	printf(", \"driver\": ");
+	json_str(driver);
+	printf("}\n");
+	fflush(stdout);
+	/* Room for far more processes than a device holds; each entry of the
+	 * v2/v3 process table is 24 bytes, the slot is twice that. */
+	enum { MAX_PROCS = 1024 };
+	static unsigned char procs[MAX_PROCS * 48];
+	char line[64];
+	while (fgets(line, sizeof line, stdin)) {
+		unsigned sm = 0, mem = 0, temp = 0, power = 0, n = MAX_PROCS;
+		unsigned long long reasons = 0;
+		nvmlViolationTime_t pv = {0, 0}, tv = {0, 0};
+		long long v[8];
+		/* Each call before its value is read: C leaves the order of a
+		 * function's arguments open. */
+		rc = nvml.ClockInfo(d, 1 /* NVML_CLOCK_SM */, &sm);
+		v[0] = nvml_value(rc, sm, "nvmlDeviceGetClockInfo (SM)");
+		rc = nvml.ClockInfo(d, 2 /* NVML_CLOCK_MEM */, &mem);
+		v[1] = nvml_value(rc, mem, "nvmlDeviceGetClockInfo (memory)");
+		rc = nvml.Temperature(d, 0 /* NVML_TEMPERATURE_GPU */, &temp);
+		v[2] = nvml_value(rc, temp, "nvmlDeviceGetTemperature");
+		rc = nvml.PowerUsage(d, &power);
+		v[3] = nvml_value(rc, power, "nvmlDeviceGetPowerUsage");
+		rc = nvml.Reasons(d, &reasons);
+		v[4] = nvml_value(rc, (long long)reasons, "nvmlDeviceGetCurrentClocksEventReasons");
+		rc = nvml.Procs(d, &n, procs);
+		v[5] = nvml_value(rc, n, "nvmlDeviceGetComputeRunningProcesses");
+		rc = nvml.Violation(d, 0 /* NVML_PERF_POLICY_POWER */, &pv);
+		v[6] = nvml_value(rc, (long long)pv.violationTime, "nvmlDeviceGetViolationStatus (power)");
+		rc = nvml.Violation(d, 1 /* NVML_PERF_POLICY_THERMAL */, &tv);
+		v[7] = nvml_value(rc, (long long)tv.violationTime, "nvmlDeviceGetViolationStatus (thermal)");
+		printf("{\"sm_mhz\": %lld, \"mem_mhz\": %lld, \"temp_c\": %lld, \"power_mw\": %lld, \"reasons\": %lld, "
+		       "\"procs\": %lld, \"power_violation_ns\": %lld, \"thermal_violation_ns\": %lld}\n",
+		       v[0], v[1], v[2], v[3], v[4], v[5], v[6], v[7]);
+		if (fflush(stdout) != 0 || ferror(stdout))
+			die("write telemetry: %s", strerror(errno));
+	}
 	return 0;
 }

@@ -1,0 +1,102 @@
+package audit
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+
+	"github.com/tilepipe/tilepipe/artifacts/samples"
+	"github.com/tilepipe/tilepipe/oracle"
+)
+
+// telemetry checks that every sample of a passed GPU visit carries the
+// GPU's readings from before and after it (and no CPU sample does), and
+// names every sample they flag (docs/gpu.md, "Telemetry"): a warning per
+// visit, and a mark on its row. The flags themselves were re-derived from
+// the readings when each table was read (samples.ReadFile).
+func (a *auditor) telemetry() map[[2]string][]string {
+	var p, w []string
+	marks := map[[2]string]map[string]int{}
+	visits, vrows, _ := a.passedRows() // unreadable tables fail in summaries
+	gpu, flagged, implausible := 0, 0, 0
+	for i, v := range visits {
+		cuda := a.device(v.Case) == oracle.DeviceCUDA
+		if cuda {
+			gpu++
+		}
+		byFlag := map[string][]string{}
+		unread := 0
+		for _, r := range vrows[i] {
+			if r.Telemetry != "" && (r.Before.Implausible() != "" || r.After.Implausible() != "") {
+				unread++
+			}
+			switch {
+			case cuda && r.Telemetry != samples.TelemetryNVML:
+				p = append(p, fmt.Sprintf("visit %d (%s %s): GPU sample %s %d has no telemetry", v.Index, v.Case, v.Route, r.Kind, r.Index))
+			case !cuda && r.Telemetry != "":
+				p = append(p, fmt.Sprintf("visit %d (%s %s): CPU sample %s %d has GPU telemetry %q", v.Index, v.Case, v.Route, r.Kind, r.Index, r.Telemetry))
+			}
+			if r.Flags == "" {
+				continue
+			}
+			flagged++
+			for _, f := range strings.Split(r.Flags, ",") {
+				byFlag[f] = append(byFlag[f], fmt.Sprintf("%s %d", r.Kind, r.Index))
+			}
+		}
+		k := [2]string{v.Case, v.Route}
+		if unread > 0 {
+			implausible += unread
+			w = append(w, fmt.Sprintf("visit %d (%s %s, round %d): %d samples' readings cannot describe a powered GPU (%s): the telemetry says nothing of them", v.Index, v.Case, v.Route, v.Round+1, unread, firstImplausible(vrows[i])))
+			if marks[k] == nil {
+				marks[k] = map[string]int{}
+			}
+			marks[k][MarkTelemetryUnread] += unread
+		}
+		if len(byFlag) == 0 {
+			continue
+		}
+		if marks[k] == nil {
+			marks[k] = map[string]int{}
+		}
+		var parts []string
+		for _, f := range sortedKeys(byFlag) {
+			marks[k][f] += len(byFlag[f])
+			parts = append(parts, fmt.Sprintf("%s in %d (%s)", f, len(byFlag[f]), strings.Join(byFlag[f], ", ")))
+		}
+		w = append(w, fmt.Sprintf("visit %d (%s %s, round %d): %s", v.Index, v.Case, v.Route, v.Round+1, strings.Join(parts, "; ")))
+	}
+	a.add("telemetry", p, w, fmt.Sprintf("GPU readings around every sample of %d passed GPU visits; %d samples flagged (power, heat or another process); %d with readings of no powered GPU", gpu, flagged, implausible))
+	out := map[[2]string][]string{}
+	for k, m := range marks {
+		for _, f := range sortedKeys(m) {
+			out[k] = append(out[k], fmt.Sprintf("%s: %d samples", f, m[f]))
+		}
+	}
+	return out
+}
+
+// MarkTelemetryUnread marks a row some of whose samples' readings cannot
+// describe a powered GPU (samples.Reading.Implausible): nothing is known of
+// the GPU's state during them.
+const MarkTelemetryUnread = "telemetry unread"
+
+func firstImplausible(rows []samples.Row) string {
+	for _, r := range rows {
+		for _, rd := range []samples.Reading{r.Before, r.After} {
+			if why := rd.Implausible(); r.Telemetry != "" && why != "" {
+				return why
+			}
+		}
+	}
+	return ""
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	var ks []string
+	for k := range m {
+		ks = append(ks, k)
+	}
+	sort.Strings(ks)
+	return ks
+}

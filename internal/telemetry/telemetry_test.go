@@ -1,0 +1,94 @@
+package telemetry
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/tilepipe/tilepipe/artifacts/samples"
+)
+
+// monitor writes a shell monitor: a real process on the pipes replay
+// uses, speaking the --telemetry protocol (the CUDA timer's own needs a
+// GPU: it runs on the H200, docs/results).
+func monitor(t *testing.T, script string) []string {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), "monitor.sh")
+	if err := os.WriteFile(p, []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return []string{"/bin/sh", p}
+}
+
+const hello = `echo '{"telemetry": "nvml", "device": "NVIDIA H200", "bus": "00000000:19:00.0", "driver": "580.95.05"}'` + "\n"
+
+func TestMonitorReads(t *testing.T) {
+	m, err := Start(monitor(t, hello+`n=0
+while read cmd; do n=$((n+1)); echo "{\"sm_mhz\": 1980, \"mem_mhz\": 3201, \"temp_c\": $((30+n)), \"power_mw\": 120000, \"reasons\": 4, \"procs\": 1, \"power_violation_ns\": $n, \"thermal_violation_ns\": -1}"; done
+`), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	if got, want := m.Device.String(), "nvml: NVIDIA H200 at 00000000:19:00.0, driver 580.95.05"; got != want {
+		t.Errorf("Device = %q, want %q", got, want)
+	}
+	for i := int64(1); i <= 3; i++ {
+		r, err := m.Read()
+		want := samples.Reading{SMMHz: 1980, MemMHz: 3201, TempC: 30 + i, PowerMW: 120000, Reasons: 4, Procs: 1, PowerViolationNs: i, ThermalViolationNs: -1}
+		if err != nil || r != want {
+			t.Fatalf("Read %d = %+v, %v, want %+v", i, r, err, want)
+		}
+	}
+}
+
+// TestMonitorRefuses: a monitor that says something else than the
+// protocol, or nothing, ends with the reason.
+func TestMonitorRefuses(t *testing.T) {
+	reading := func(s string) string { return hello + "read cmd; echo '" + s + "'; sleep 5\n" }
+	for _, tc := range []struct{ name, script, want string }{
+		{"no driver", "echo 'harness: error: dlopen libnvidia-ml.so.1: not found' >&2; exit 2\n",
+			"telemetry: exited (exit status 2; stderr: harness: error: dlopen libnvidia-ml.so.1: not found)"},
+		{"not nvml", `echo '{"telemetry": "smi", "device": "x", "bus": "", "driver": ""}'` + "\n",
+			`telemetry: first line "{\"telemetry\": \"smi\", \"device\": \"x\", \"bus\": \"\", \"driver\": \"\"}": want the device it reads, from "nvml"`},
+		{"unknown field", reading(`{"sm_mhz": 1, "mem_mhz": 1, "temp_c": 1, "power_mw": 1, "reasons": 0, "procs": 1, "power_violation_ns": 0, "thermal_violation_ns": 0, "fan": 3}`),
+			`telemetry: line "{\"sm_mhz\": 1, \"mem_mhz\": 1, \"temp_c\": 1, \"power_mw\": 1, \"reasons\": 0, \"procs\": 1, \"power_violation_ns\": 0, \"thermal_violation_ns\": 0, \"fan\": 3}": json: unknown field "fan"`},
+		{"missing value", reading(`{"sm_mhz": 1, "mem_mhz": 1, "temp_c": 1, "power_mw": 1, "reasons": 0, "procs": 1, "power_violation_ns": 0}`),
+			`telemetry: reading "{\"sm_mhz\": 1, \"mem_mhz\": 1, \"temp_c\": 1, \"power_mw\": 1, \"reasons\": 0, \"procs\": 1, \"power_violation_ns\": 0}": want every value, each -1 (unsupported) or more`},
+		{"below -1", reading(`{"sm_mhz": -2, "mem_mhz": 1, "temp_c": 1, "power_mw": 1, "reasons": 0, "procs": 1, "power_violation_ns": 0, "thermal_violation_ns": 0}`),
+			`telemetry: reading "{\"sm_mhz\": -2, \"mem_mhz\": 1, \"temp_c\": 1, \"power_mw\": 1, \"reasons\": 0, \"procs\": 1, \"power_violation_ns\": 0, \"thermal_violation_ns\": 0}": want every value, each -1 (unsupported) or more`},
+		{"two values", reading(`{"sm_mhz": 1, "mem_mhz": 1, "temp_c": 1, "power_mw": 1, "reasons": 0, "procs": 1, "power_violation_ns": 0, "thermal_violation_ns": 0} {}`),
+			`telemetry: line "{\"sm_mhz\": 1, \"mem_mhz\": 1, \"temp_c\": 1, \"power_mw\": 1, \"reasons\": 0, \"procs\": 1, \"power_violation_ns\": 0, \"thermal_violation_ns\": 0} {}": more than one JSON value`},
+		{"zeros (the first H200 run's monitor)", reading(`{"sm_mhz": 0, "mem_mhz": 0, "temp_c": 0, "power_mw": 0, "reasons": 0, "procs": 0, "power_violation_ns": 0, "thermal_violation_ns": 0}`),
+			`telemetry: reading "{\"sm_mhz\": 0, \"mem_mhz\": 0, \"temp_c\": 0, \"power_mw\": 0, \"reasons\": 0, \"procs\": 0, \"power_violation_ns\": 0, \"thermal_violation_ns\": 0}": SM clock 0 MHz, memory clock 0 MHz: a powered GPU has both`},
+		{"no power", reading(`{"sm_mhz": 1980, "mem_mhz": 3201, "temp_c": 30, "power_mw": 0, "reasons": 0, "procs": 1, "power_violation_ns": 0, "thermal_violation_ns": 0}`),
+			`telemetry: reading "{\"sm_mhz\": 1980, \"mem_mhz\": 3201, \"temp_c\": 30, \"power_mw\": 0, \"reasons\": 0, \"procs\": 1, \"power_violation_ns\": 0, \"thermal_violation_ns\": 0}": 0 mW: a powered GPU draws power`},
+		{"died on a reading", hello + "read cmd; echo 'harness: error: nvml: nvmlDeviceGetPowerUsage: GPU is lost' >&2; exit 2\n",
+			"telemetry: exited (exit status 2; stderr: harness: error: nvml: nvmlDeviceGetPowerUsage: GPU is lost)"},
+		{"endless line", hello + "read cmd; head -c 10000 /dev/zero | tr '\\0' x; echo\n", "telemetry: a line longer than 4096 bytes"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			m, err := Start(monitor(t, tc.script), nil)
+			if err == nil {
+				_, err = m.Read()
+				m.Close()
+			}
+			if err == nil || err.Error() != tc.want {
+				t.Errorf("err = %v\nwant %s", err, tc.want)
+			}
+		})
+	}
+}
+
+// TestMonitorClosed: Close ends a monitor that ignores stdin's end.
+func TestMonitorClosed(t *testing.T) {
+	m, err := Start(monitor(t, hello+"trap '' TERM; sleep 60\n"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m.Close()
+	if m.cmd.ProcessState == nil || !strings.Contains(m.cmd.ProcessState.String(), "killed") {
+		t.Errorf("after Close: %v, want the monitor killed", m.cmd.ProcessState)
+	}
+}
