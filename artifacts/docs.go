@@ -1,7 +1,11 @@
 package artifacts
 
 import (
+	"fmt"
+	"maps"
+	"regexp"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/tilepipe/tilepipe/oracle"
@@ -100,19 +104,21 @@ func (r Route) BuildsFor(device string) bool {
 
 // Build is one route's answer for one case.
 type Build struct {
-	Route     string         `json:"route"`
-	Kind      string         `json:"kind"`
-	Status    string         `json:"status"`
-	Reason    string         `json:"reason"`
-	Files     []FileRef      `json:"files"`
-	Entry     *Entry         `json:"entry,omitempty"`
-	Link      []string       `json:"link,omitempty"`
-	Process   *Process       `json:"process,omitempty"`
-	Schedule  map[string]any `json:"schedule,omitempty"`
-	Toolchain map[string]any `json:"toolchain,omitempty"`
-	Response  Digest         `json:"response,omitempty"`
-	Stderr    Digest         `json:"stderr,omitempty"`
-	Seconds   float64        `json:"seconds"`
+	Route  string    `json:"route"`
+	Kind   string    `json:"kind"`
+	Status string    `json:"status"`
+	Reason string    `json:"reason"`
+	Files  []FileRef `json:"files"`
+	Entry  *Entry    `json:"entry,omitempty"`
+	Link   []string  `json:"link,omitempty"`
+	// Env: an object build's variables for its visits (ObjectEnv).
+	Env       map[string]string `json:"env,omitempty"`
+	Process   *Process          `json:"process,omitempty"`
+	Schedule  map[string]any    `json:"schedule,omitempty"`
+	Toolchain map[string]any    `json:"toolchain,omitempty"`
+	Response  Digest            `json:"response,omitempty"`
+	Stderr    Digest            `json:"stderr,omitempty"`
+	Seconds   float64           `json:"seconds"`
 	// RequiresCPU are the /proc/cpuinfo flags the build's code needs;
 	// replay refuses to time it on a CPU without them.
 	RequiresCPU []string    `json:"requiresCPU,omitempty"`
@@ -232,6 +238,12 @@ type ReplayConfig struct {
 	Baseline  string  `json:"baseline"`
 	Seed      uint64  `json:"seed"`
 	Bootstrap int     `json:"bootstrap"`
+	// Interval is how each paired ratio's 95% interval is computed:
+	// "sign", the exact order statistics of the per-round ratios
+	// (stats.SignRatios; no verdict below 6 rounds). Absent (replays made
+	// before it) is the percentile bootstrap of Bootstrap resamples from
+	// Seed, kept so their summaries recompute.
+	Interval string `json:"interval,omitempty"`
 	// NoSandbox: the visits ran without a sandbox (--no-sandbox); the
 	// audit marks every row of such a replay.
 	NoSandbox bool `json:"noSandbox,omitempty"`
@@ -246,6 +258,9 @@ type ReplayConfig struct {
 	// replays for its graph samples (--graph-batch; 0: none).
 	GraphBatch int `json:"graphBatch,omitempty"`
 }
+
+// IntervalSign is ReplayConfig.Interval's exact interval.
+const IntervalSign = "sign"
 
 // L2 policies of GPU visits (ReplayConfig.L2).
 const (
@@ -529,4 +544,27 @@ type JournalLine struct {
 	Session *Session      `json:"session,omitempty"`
 	Visit   *VisitResult  `json:"visit,omitempty"`
 	Closure *ClosureCheck `json:"closure,omitempty"`
+}
+
+// ObjectEnv are the variables an object build may set for its visits:
+// OpenBLAS's core type, so a baseline runs the kernels its CPU allows
+// (issue 12). Nothing that reaches the loader or the C library
+// (LD_PRELOAD, GLIBC_TUNABLES, ...): an object build's visits run
+// tilepipe's timer.
+var ObjectEnv = []string{"OPENBLAS_CORETYPE"}
+
+var envValueRE = regexp.MustCompile(`^[A-Za-z0-9_]{1,32}$`)
+
+// CheckObjectEnv refuses an object build's env that sets anything but
+// ObjectEnv, or a value that is not a plain word.
+func CheckObjectEnv(env map[string]string) error {
+	for _, k := range slices.Sorted(maps.Keys(env)) {
+		if !slices.Contains(ObjectEnv, k) {
+			return fmt.Errorf("env.%s: an object build's visits run tilepipe's timer, which takes only %s", k, strings.Join(ObjectEnv, ", "))
+		}
+		if !envValueRE.MatchString(env[k]) {
+			return fmt.Errorf("env.%s %q: want 1 to 32 letters, digits or underscores", k, env[k])
+		}
+	}
+	return nil
 }

@@ -2,6 +2,7 @@ package audit
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
@@ -16,7 +17,40 @@ const maxDescribe = 1 << 20
 // describe answer stored beside it.
 func (a *auditor) routes() {
 	p := routesAgree(a.cdoc.Routes, a.cap.Layers, func(d artifacts.Digest) ([]byte, error) { return a.readCapture(d, maxDescribe) })
-	a.add("routes", p, nil, fmt.Sprintf("%d routes' entries against their stored describe answers (routes/NAME/describe.json) and programs", len(a.cdoc.Routes)))
+	p = append(p, envAgree(a.cdoc, a.pdoc)...)
+	a.add("routes", p, nil, fmt.Sprintf("%d routes' entries against their stored describe answers (routes/NAME/describe.json) and programs; every prepared entry's environment is its build's", len(a.cdoc.Routes)))
+}
+
+// envAgree: the environment a prepared entry gives its visits is the one
+// its capture build asked for (an object build's env, only
+// artifacts.ObjectEnv; a process build's process.env), nothing added.
+func envAgree(cdoc artifacts.CaptureDoc, pdoc artifacts.PreparedDoc) []string {
+	builds := map[[2]string]artifacts.Build{}
+	for _, c := range cdoc.Cases {
+		for _, b := range c.Builds {
+			builds[[2]string{c.Case.ID, b.Route}] = b
+		}
+	}
+	var p []string
+	for _, e := range pdoc.Entries {
+		if e.Status != artifacts.StatusPrepared {
+			continue
+		}
+		b := builds[[2]string{e.Case, e.Route}]
+		want := b.Env
+		if b.Process != nil {
+			want = b.Process.Env
+		}
+		if !maps.Equal(e.Env, want) {
+			p = append(p, fmt.Sprintf("entry %s/%s: env %v, its capture build asked for %v", e.Case, e.Route, e.Env, want))
+		}
+		if e.Kind == "object" {
+			if err := artifacts.CheckObjectEnv(e.Env); err != nil {
+				p = append(p, fmt.Sprintf("entry %s/%s: %v", e.Case, e.Route, err))
+			}
+		}
+	}
+	return p
 }
 
 // routesAgree checks each route entry against its layers: describe names

@@ -475,14 +475,17 @@ func parseRouteEnv(kvs []string) (map[string]string, error) {
 
 // response is a route's build answer (docs/protocol.md).
 type response struct {
-	Protocol  int               `json:"protocol"`
-	Status    string            `json:"status"`
-	Reason    string            `json:"reason"`
-	Kind      string            `json:"kind"`
-	Files     []responseFile    `json:"files"`
-	Entry     *artifacts.Entry  `json:"entry"`
-	Link      []string          `json:"link"`
-	Process   *responseProcess  `json:"process"`
+	Protocol int              `json:"protocol"`
+	Status   string           `json:"status"`
+	Reason   string           `json:"reason"`
+	Kind     string           `json:"kind"`
+	Files    []responseFile   `json:"files"`
+	Entry    *artifacts.Entry `json:"entry"`
+	Link     []string         `json:"link"`
+	Process  *responseProcess `json:"process"`
+	// Env (kind object): variables the visits of the build run with; only
+	// artifacts.ObjectEnv's, since the timer is tilepipe's.
+	Env       map[string]string `json:"env"`
 	Schedule  map[string]any    `json:"schedule"`
 	Toolchain map[string]any    `json:"toolchain"`
 	Commands  []json.RawMessage `json:"commands"`
@@ -741,7 +744,10 @@ func fill(s *artifacts.Store, b *artifacts.Build, resp response, r artifacts.Rou
 				return fmt.Errorf("response link[%d] %q: want -lNAME, -L/abs or -Wl,...", i, l)
 			}
 		}
-		b.Entry, b.Link = resp.Entry, resp.Link
+		if err := artifacts.CheckObjectEnv(resp.Env); err != nil {
+			return fmt.Errorf("response %w", err)
+		}
+		b.Entry, b.Link, b.Env = resp.Entry, resp.Link, resp.Env
 	case "process":
 		p := resp.Process
 		if p == nil {

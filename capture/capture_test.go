@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -452,4 +453,44 @@ func TestExternalIR(t *testing.T) {
 			t.Error("a route that does not validate was given inputs")
 		}
 	})
+}
+
+// TestObjectEnv: an object build may set OpenBLAS's core type for its
+// visits and nothing else: its visits run tilepipe's timer, so a variable
+// that reaches the loader or the C library (the adversary's LD_PRELOAD, a
+// GLIBC_TUNABLES) fails the build naming it, as does a value that is not
+// a plain word.
+func TestObjectEnv(t *testing.T) {
+	cohortPath, c := addCase(t)
+	files := map[string][]byte{"k.o": nil, "k.c": nil}
+	for _, tc := range []struct {
+		name   string
+		env    map[string]string
+		status string
+		reason string
+	}{
+		{"core type", map[string]string{"OPENBLAS_CORETYPE": "SkylakeX"}, artifacts.StatusBuilt, ""},
+		{"LD_PRELOAD", map[string]string{"OPENBLAS_CORETYPE": "SkylakeX", "LD_PRELOAD": "/tmp/fake_clock.so"}, artifacts.StatusFailed,
+			"route fake build: response env.LD_PRELOAD: an object build's visits run tilepipe's timer, which takes only OPENBLAS_CORETYPE"},
+		{"GLIBC_TUNABLES", map[string]string{"GLIBC_TUNABLES": "glibc.malloc.perturb=0"}, artifacts.StatusFailed,
+			"route fake build: response env.GLIBC_TUNABLES: an object build's visits run tilepipe's timer, which takes only OPENBLAS_CORETYPE"},
+		{"value with a path", map[string]string{"OPENBLAS_CORETYPE": "../x"}, artifacts.StatusFailed,
+			`route fake build: response env.OPENBLAS_CORETYPE "../x": want 1 to 32 letters, digits or underscores`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			resp := builtResponse(c)
+			resp["env"] = tc.env
+			res, err := runCapture(t, Config{Cohort: cohortPath, RouteExec: []string{newFakeRoute(t, "fake", "", resp, files)}})
+			if err != nil {
+				t.Fatalf("capture: %v", err)
+			}
+			b := res.Doc.Cases[0].Builds[0]
+			if b.Status != tc.status || b.Reason != tc.reason {
+				t.Errorf("build = %s %q, want %s %q", b.Status, b.Reason, tc.status, tc.reason)
+			}
+			if tc.status == artifacts.StatusBuilt && !maps.Equal(b.Env, tc.env) {
+				t.Errorf("build env = %v, want %v", b.Env, tc.env)
+			}
+		})
+	}
 }

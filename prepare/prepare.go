@@ -514,6 +514,10 @@ func (p *preparer) object(ctx context.Context, c artifacts.CapturedCase, b artif
 	if why, err := checkLinkPolicy(objs, b.Link, syms); why != "" || err != nil {
 		return why, err
 	}
+	if err := artifacts.CheckObjectEnv(b.Env); err != nil {
+		return "capture build " + err.Error(), nil
+	}
+	e.Env = b.Env
 	if slices.ContainsFunc(b.Link, func(f string) bool { return slices.Contains(cudaLibs, f) }) {
 		if p.cudaLib == "" {
 			return "link: " + strings.Join(b.Link, " ") + " names a CUDA library, and no CUDA library directory was found (" + cudaLibHint + ")", nil

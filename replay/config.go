@@ -60,6 +60,9 @@ func (c Config) Validate() error {
 			return err
 		}
 	}
+	if c.Interval != artifacts.IntervalSign {
+		return fmt.Errorf("interval %q: want %q: a new replay's intervals are exact", c.Interval, artifacts.IntervalSign)
+	}
 	if c.L2 != artifacts.L2Warm && c.L2 != artifacts.L2Flush {
 		return fmt.Errorf("--l2: want %s or %s, got %q", artifacts.L2Warm, artifacts.L2Flush, c.L2)
 	}

@@ -209,7 +209,10 @@ func Summaries(cases, routes []string, entries []artifacts.Prepared, visits []ar
 				ratios = append(ratios, stats.Median(mine[int32(rd)])/stats.Median(t))
 			}
 		}
-		rr := stats.Ratios(ratios, 0.95, cfg.Bootstrap, cfg.Seed)
+		rr, err := stats.PairedRatios(cfg.Interval, ratios, cfg.Bootstrap, cfg.Seed)
+		if err != nil {
+			rr = stats.Ratio{N: len(ratios)} // Validate refused it before any visit
+		}
 		s.Ratio, s.RatioMin, s.RatioMax, s.RatioLo, s.RatioHi, s.RatioPairs, s.Verdict = rr.Median, rr.Min, rr.Max, rr.Lo, rr.Hi, rr.N, rr.Verdict()
 	}
 	return out

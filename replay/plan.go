@@ -2,6 +2,7 @@ package replay
 
 import (
 	"github.com/tilepipe/tilepipe/artifacts"
+	"github.com/tilepipe/tilepipe/stats"
 )
 
 // Orders is the balanced set of route orders for n routes: every
@@ -69,14 +70,13 @@ func williams(n int) [][]int {
 	return rows
 }
 
-// DefaultRounds is twice the number of routes, at least the number of
-// balanced orders so every order is used.
+// DefaultRounds is the fewest rounds that give every paired ratio an
+// exact 95% interval (stats.MinPairs: 6) and use every balanced order
+// equally often: the smallest multiple of the orders' count that is at
+// least 6 (6 for 1 to 3 routes).
 func DefaultRounds(routes int) int {
-	r := 2 * routes
-	if n := len(Orders(routes)); r < n {
-		r = n
-	}
-	return r
+	n := len(Orders(routes))
+	return (stats.MinPairs(0.95) + n - 1) / n * n
 }
 
 // Plan lists every visit: in round r, cases in the cohort order rotated by

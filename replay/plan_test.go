@@ -64,3 +64,14 @@ func TestPlanRotatesCases(t *testing.T) {
 		t.Errorf("len(Plan) = %d, want %d", got, want)
 	}
 }
+
+// TestDefaultRoundsExact: the default gives every ratio an exact 95%
+// interval (6 rounds at least) and uses every balanced order equally.
+func TestDefaultRoundsExact(t *testing.T) {
+	for routes, want := range map[int]int{1: 6, 2: 6, 3: 6, 4: 8, 5: 10, 6: 6} {
+		got := DefaultRounds(routes)
+		if got != want || got%len(Orders(routes)) != 0 {
+			t.Errorf("DefaultRounds(%d) = %d, want %d (a multiple of %d orders, at least 6)", routes, got, want, len(Orders(routes)))
+		}
+	}
+}

@@ -48,7 +48,7 @@ type Config struct {
 // the baseline of the paired ratios.
 var DefaultConfig = Config{ReplayConfig: artifacts.ReplayConfig{
 	Samples: 5, Singles: 5, SampleMs: 20, WarmupMs: 50, TimeoutS: 300,
-	Threads: runtime.NumCPU(), Baseline: "torch-eager", Seed: 1, Bootstrap: 2000, Sets: sets.DefaultWarm,
+	Threads: runtime.NumCPU(), Baseline: "torch-eager", Seed: 1, Bootstrap: 2000, Interval: artifacts.IntervalSign, Sets: sets.DefaultWarm,
 	L2: artifacts.L2Warm,
 }}
 

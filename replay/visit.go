@@ -368,6 +368,7 @@ func (r *replayer) visit(ctx context.Context, v artifacts.Visit, programs map[[2
 		return nil, fmt.Errorf("prepared entry %s/%s: kind %q: replay times object, process and cubin entries", e.Case, e.Route, e.Kind)
 	case "object", "cubin":
 		argv = []string{l.inProgram, "--visit", l.inVisit}
+		extra = e.Env // an object build's (artifacts.ObjectEnv); none for a cubin
 	case "process":
 		argv = append(append([]string{e.Process.Interpreter, l.inProgram}, e.Process.Args...), "--visit", l.inVisit)
 		extra = e.Env

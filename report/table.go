@@ -13,14 +13,15 @@ import (
 	"github.com/tilepipe/tilepipe/artifacts"
 	"github.com/tilepipe/tilepipe/internal/floors"
 	"github.com/tilepipe/tilepipe/oracle"
+	"github.com/tilepipe/tilepipe/stats"
 )
 
 // Table renders the summaries as a markdown table, for people.
 func Table(doc artifacts.ReplayDoc) string {
 	var b bytes.Buffer
 	c := doc.Config
-	fmt.Fprintf(&b, "# tilepipe replay results\n\n%d rounds x %d routes, %d samples of >= %g ms after %g ms warm-up, %d threads; ratio = route time / %s time per round (below 1 is faster), 95%% bootstrap interval of the median ratio. A sample's time is replay's own span of it, except on a GPU: there it is the CUDA-event span of the launches, which must lie inside replay's span%s. Channel = median span of an empty sample (no call), which each CPU batch sample includes once.\n\n",
-		c.Rounds, len(doc.Routes), c.Samples, c.SampleMs, c.WarmupMs, c.Threads, c.Baseline, l2Note(c.L2))
+	fmt.Fprintf(&b, "# tilepipe replay results\n\n%d rounds x %d routes, %d samples of >= %g ms after %g ms warm-up, %d threads; ratio = route time / %s time per round (below 1 is faster), %s. A sample's time is replay's own span of it, except on a GPU: there it is the CUDA-event span of the launches, which must lie inside replay's span%s. Channel = median span of an empty sample (no call), which each CPU batch sample includes once.\n\n",
+		c.Rounds, len(doc.Routes), c.Samples, c.SampleMs, c.WarmupMs, c.Threads, c.Baseline, intervalNote(c.Interval), l2Note(c.L2))
 	fmt.Fprintf(&b, "| case | route | status | median per op | min – max | channel | ratio vs %s [min – max] | 95%% interval | verdict |\n", c.Baseline)
 	b.WriteString("|---|---|---|---:|---|---:|---|---|---|\n")
 	for _, s := range doc.Summary {
@@ -68,6 +69,15 @@ func Duration(ns float64) string {
 		return fmt.Sprintf("%.3g µs", ns/1e3)
 	}
 	return fmt.Sprintf("%.3g ns", ns)
+}
+
+// intervalNote says how the ratios' intervals were computed; a replay made
+// before exact intervals renders as it did.
+func intervalNote(method string) string {
+	if method == stats.IntervalSign {
+		return fmt.Sprintf("exact 95%% interval of the median ratio (order statistics of the per-round ratios by the sign test, at least 95%% coverage whatever the noise; fewer than %d rounds give none: \"too few rounds\")", stats.MinPairs(0.95))
+	}
+	return "95% bootstrap interval of the median ratio"
 }
 
 // l2Note says the GPU visits' L2 policy (replay --l2) in the table's

@@ -101,11 +101,13 @@ type buildResp struct {
 		Symbol string  `json:"symbol"`
 		Params []param `json:"params"`
 	} `json:"entry"`
-	Link      []string        `json:"link"`
-	Process   *processResp    `json:"process"`
-	Toolchain map[string]any  `json:"toolchain"`
-	Commands  []commandResp   `json:"commands"`
-	Schedule  json.RawMessage `json:"schedule"`
+	Link        []string          `json:"link"`
+	Process     *processResp      `json:"process"`
+	Toolchain   map[string]any    `json:"toolchain"`
+	Commands    []commandResp     `json:"commands"`
+	Schedule    json.RawMessage   `json:"schedule"`
+	Env         map[string]string `json:"env"`
+	RequiresCPU []string          `json:"requires_cpu"`
 }
 
 type commandResp struct {
@@ -828,6 +830,39 @@ func TestOpenBLASBuildGemm(t *testing.T) {
 		t.Fatalf("C.bin: %d values, want %d", len(got), sig[2].elems())
 	}
 	checkClose(t, "C", got, reference("gemm", dims, in)["C"], tolerance("f32"))
+}
+
+// TestOpenBLASCoreType: the baseline runs the widest kernels its CPU
+// allows (issue 12). coretype_test.py checks the choice on recorded
+// machines and, with this machine's library, that the core it would set is
+// the one the library then reports; the build here records the core and
+// why, and sets OPENBLAS_CORETYPE (with the flags that justify it as
+// requires_cpu) only where the library's own pick is narrower.
+func TestOpenBLASCoreType(t *testing.T) {
+	t.Parallel()
+	requireRoute(t, "openblas")
+	out, err := exec.Command("/usr/bin/python3", filepath.Join("openblas", "coretype_test.py")).CombinedOutput()
+	t.Logf("%s", out)
+	if err != nil || !bytes.Contains(out, []byte("\nall passed\n")) {
+		t.Fatalf("coretype_test.py: %v", err)
+	}
+	dims := dimsFor("gemm")
+	b, _ := build(t, "openblas", "gemm", dims, signature("gemm", dims))
+	var sched struct {
+		Core string `json:"openblas_core"`
+		Why  string `json:"openblas_core_why"`
+	}
+	if err := json.Unmarshal(b.Schedule, &sched); err != nil || sched.Core == "" || sched.Why == "" {
+		t.Fatalf("schedule %s: want openblas_core and openblas_core_why (%v)", b.Schedule, err)
+	}
+	set := b.Env["OPENBLAS_CORETYPE"]
+	switch {
+	case set != "" && (set != sched.Core || len(b.RequiresCPU) == 0 || !strings.Contains(sched.Why, "allow "+set)):
+		t.Errorf("env %v requires_cpu %v schedule %+v: a core set must be the one recorded, with the flags that justify it", b.Env, b.RequiresCPU, sched)
+	case set == "" && len(b.Env)+len(b.RequiresCPU) > 0:
+		t.Errorf("env %v requires_cpu %v with no core set", b.Env, b.RequiresCPU)
+	}
+	t.Logf("this machine: core %s (%s), env %v", sched.Core, sched.Why, b.Env)
 }
 
 func TestOpenBLASBuildUnsupported(t *testing.T) {
