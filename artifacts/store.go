@@ -2,9 +2,11 @@ package artifacts
 
 import (
 	"bytes"
+	"crypto/sha256"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"hash/crc32"
 	"io"
 	"io/fs"
 	"os"
@@ -16,6 +18,7 @@ import (
 	specs "github.com/opencontainers/image-spec/specs-go"
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 	"github.com/tilepipe/tilepipe/internal/crashpoint"
+	"golang.org/x/sys/unix"
 )
 
 // Media types of tilepipe's blobs.
@@ -156,16 +159,38 @@ func (s *Store) CopyOut(d Digest, path string, mode os.FileMode) error {
 	return nil
 }
 
-// Writer streams a new blob to disk, hashing while it writes.
+// Writer streams one blob into the store (docs/decisions.md, "Store at
+// disk speed"). The bytes go to a temporary file as they come; a goroutine
+// hashes a copy of them (SHA-256) meanwhile, and the kernel is asked to
+// start writing them back every writebackChunk, so hashing and the disk
+// overlap instead of following each other. Commit then fsyncs, reads the
+// file back and compares its CRC-32C with the one of the bytes written (so
+// what reached the file is what was hashed, at 24 GB/s instead of a second
+// SHA-256 pass), and renames it into place.
 type Writer struct {
 	s         *Store
 	f         *os.File
-	digester  digest.Digester
-	w         io.Writer
 	size      int64
+	crc       uint32 // CRC-32C of every byte written
 	mediaType string
 	done      bool
+	chunks    chan []byte        // filled buffers of the written bytes, in order, for the hasher
+	free      chan []byte        // buffers the hasher is done with
+	cur       []byte             // the buffer being filled
+	sum       chan digest.Digest // the hasher's answer
+	started   int64              // bytes whose writeback was started
+	err       error              // the first write error: the blob is unusable
 }
+
+var castagnoli = crc32.MakeTable(crc32.Castagnoli)
+
+// Hashing and writeback granularity: hashBuffers buffers of hashChunk
+// bytes circulate between the writer and the hasher.
+const (
+	hashChunk      = 1 << 20
+	hashBuffers    = 4
+	writebackChunk = 8 << 20
+)
 
 // NewWriter starts a blob of the given media type.
 func (s *Store) NewWriter(mediaType string) (*Writer, error) {
@@ -173,45 +198,104 @@ func (s *Store) NewWriter(mediaType string) (*Writer, error) {
 	if err != nil {
 		return nil, fmt.Errorf("start blob: %w", err)
 	}
-	dg := digest.SHA256.Digester()
-	return &Writer{s: s, f: f, digester: dg, w: io.MultiWriter(f, dg.Hash()), mediaType: mediaType}, nil
+	w := &Writer{s: s, f: f, mediaType: mediaType, chunks: make(chan []byte, hashBuffers), free: make(chan []byte, hashBuffers), sum: make(chan digest.Digest, 1)}
+	for range hashBuffers - 1 {
+		w.free <- make([]byte, 0, hashChunk)
+	}
+	w.cur = make([]byte, 0, hashChunk)
+	go func(chunks <-chan []byte, free chan<- []byte, sum chan<- digest.Digest) {
+		h := sha256.New()
+		for c := range chunks {
+			h.Write(c)
+			free <- c[:0]
+		}
+		sum <- digest.NewDigest(digest.SHA256, h)
+	}(w.chunks, w.free, w.sum)
+	return w, nil
 }
 
 func (w *Writer) Write(p []byte) (int, error) {
-	n, err := w.w.Write(p)
+	if w.err != nil {
+		return 0, w.err
+	}
+	if w.done {
+		return 0, errors.New("blob writer already finished")
+	}
+	n, err := w.f.Write(p)
+	w.crc = crc32.Update(w.crc, castagnoli, p[:n])
+	for rest := p[:n]; len(rest) > 0; {
+		k := min(len(rest), hashChunk-len(w.cur))
+		w.cur = append(w.cur, rest[:k]...)
+		rest = rest[k:]
+		if len(w.cur) == hashChunk {
+			w.chunks <- w.cur
+			w.cur = <-w.free
+		}
+	}
 	w.size += int64(n)
-	return n, err
+	if err != nil {
+		w.err = err
+		return n, err
+	}
+	if w.size-w.started >= writebackChunk {
+		// Start writing back what is written so far; Commit's fsync then
+		// waits for less. Advisory: an error here shows again at fsync.
+		unix.SyncFileRange(int(w.f.Fd()), w.started, w.size-w.started, unix.SYNC_FILE_RANGE_WRITE)
+		w.started = w.size
+	}
+	return n, nil
+}
+
+// digest ends the hasher and returns what it hashed.
+func (w *Writer) digest() digest.Digest {
+	if w.chunks != nil {
+		if len(w.cur) > 0 {
+			w.chunks <- w.cur
+		}
+		close(w.chunks)
+		w.chunks = nil
+		return <-w.sum
+	}
+	return ""
 }
 
 // Abort discards the blob being written.
 func (w *Writer) Abort() {
 	if !w.done {
 		w.done = true
+		w.digest()
 		w.f.Close()
 		os.Remove(w.f.Name())
 	}
 }
 
-// Commit fsyncs the temp file, re-reads it to confirm the digest, renames it
-// into place, fsyncs the directory and makes the blob read-only. Equal
-// content already present is kept as it is (after verifying it).
+// Commit fsyncs the temp file, reads it back to confirm it holds the bytes
+// that were hashed, renames it into place, fsyncs the directory and makes
+// the blob read-only. Equal content already present is kept as it is
+// (after verifying it).
 func (w *Writer) Commit() (ocispec.Descriptor, error) {
 	if w.done {
 		return ocispec.Descriptor{}, errors.New("blob writer already finished")
 	}
 	defer w.Abort()
-	d := w.digester.Digest()
-	if err := w.f.Sync(); err != nil {
-		return ocispec.Descriptor{}, fmt.Errorf("sync blob %s: %w", Short(d), err)
+	d := w.digest()
+	if w.err != nil {
+		return ocispec.Descriptor{}, fmt.Errorf("write blob: %w", w.err)
+	}
+	// The bytes in the file, not the bytes we meant to write, are what
+	// count: read back, they must be the ones hashed. The read-back runs
+	// while fsync writes the same pages out; both must succeed.
+	back := make(chan error, 1)
+	go func() { back <- w.readBack() }()
+	serr := w.f.Sync()
+	if err := <-back; err != nil {
+		return ocispec.Descriptor{}, fmt.Errorf("new blob %s (%s): %w", Short(d), w.f.Name(), err)
+	}
+	if serr != nil {
+		return ocispec.Descriptor{}, fmt.Errorf("sync blob %s: %w", Short(d), serr)
 	}
 	if err := w.f.Close(); err != nil {
 		return ocispec.Descriptor{}, err
-	}
-	// The bytes on disk, not the bytes we meant to write, are what count.
-	if got, err := hashFile(w.f.Name()); err != nil {
-		return ocispec.Descriptor{}, err
-	} else if got.d != d {
-		return ocispec.Descriptor{}, &MismatchError{Name: "new blob", Path: w.f.Name(), Expected: d, Actual: got.d}
 	}
 	desc := ocispec.Descriptor{MediaType: w.mediaType, Digest: d, Size: w.size}
 	final := w.s.Path(d)
@@ -232,6 +316,20 @@ func (w *Writer) Commit() (ocispec.Descriptor, error) {
 		return ocispec.Descriptor{}, err
 	}
 	return desc, nil
+}
+
+// readBack reads the whole temporary file from its start and compares its
+// length and CRC-32C with the bytes written.
+func (w *Writer) readBack() error {
+	h := crc32.New(castagnoli)
+	n, err := io.Copy(h, io.NewSectionReader(w.f, 0, 1<<62))
+	if err != nil {
+		return err
+	}
+	if n != w.size || h.Sum32() != w.crc {
+		return fmt.Errorf("the file holds %d bytes with CRC-32C %08x, %d bytes with CRC-32C %08x were written and hashed", n, h.Sum32(), w.size, w.crc)
+	}
+	return nil
 }
 
 // Put stores everything r yields as one blob.
