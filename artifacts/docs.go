@@ -417,9 +417,22 @@ type VisitResult struct {
 	CPUNs  int64 `json:"cpuNs"`
 	WallNs int64 `json:"wallNs"`
 	// Throttled: 100 ms periods in which the visit hit its CPU quota.
-	Throttled int64     `json:"throttled,omitempty"`
-	Start     time.Time `json:"start"`
-	End       time.Time `json:"end"`
+	Throttled int64 `json:"throttled,omitempty"`
+	// Load is what the machine did besides the visit and replay while it
+	// ran (internal/load); absent in replays made before it was measured.
+	Load  *VisitLoad `json:"load,omitempty"`
+	Start time.Time  `json:"start"`
+	End   time.Time  `json:"end"`
+}
+
+// VisitLoad is the other load a visit overlapped: CPU time of processes
+// that were neither the visit's nor replay's (all CPUs, from /proc/stat),
+// and the time the hypervisor took the CPUs away. Loaded: together more
+// than a quarter of a core over the visit's wall time (load.Loaded).
+type VisitLoad struct {
+	OtherNs int64 `json:"otherNs"`
+	StealNs int64 `json:"stealNs"`
+	Loaded  bool  `json:"loaded"`
 }
 
 // GraphRecord is the methodology's adaptive_replay_span_v2 for one visit

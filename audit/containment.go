@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/tilepipe/tilepipe/artifacts"
+	"github.com/tilepipe/tilepipe/internal/load"
 	"github.com/tilepipe/tilepipe/internal/visit"
 )
 
@@ -107,6 +108,9 @@ func (a *auditor) containment() []Row {
 		limit := time.Duration(float64(wall)*float64(v.Threads)*visit.CPUFactor) + visit.CPUSlack
 		if wall <= 0 || cpu < 0 || cpu > limit {
 			p = append(p, fmt.Sprintf("visit %d: %d ns of CPU in %d ns of wall time with %d threads (limit %d ns)", v.Index, v.CPUNs, v.WallNs, v.Threads, limit.Nanoseconds()))
+		}
+		if l := v.Load; l != nil && (l.OtherNs < 0 || l.StealNs < 0 || l.Loaded != load.Loaded(l.OtherNs, l.StealNs, v.WallNs)) {
+			p = append(p, fmt.Sprintf("visit %d: load other %d ns steal %d ns in %d ns: loaded %v, its numbers give %v", v.Index, l.OtherNs, l.StealNs, v.WallNs, l.Loaded, load.Loaded(l.OtherNs, l.StealNs, v.WallNs)))
 		}
 		if v.Throttled != 0 {
 			p = append(p, fmt.Sprintf("visit %d: passed, yet hit its CPU quota in %d periods", v.Index, v.Throttled))

@@ -12,6 +12,7 @@ import (
 
 	"github.com/tilepipe/tilepipe/artifacts"
 	"github.com/tilepipe/tilepipe/internal/floors"
+	"github.com/tilepipe/tilepipe/internal/load"
 	"github.com/tilepipe/tilepipe/oracle"
 	"github.com/tilepipe/tilepipe/stats"
 )
@@ -40,6 +41,7 @@ func Table(doc artifacts.ReplayDoc) string {
 		fmt.Fprintf(&b, "| %s | %s | %s | %s | %s – %s | %s | %s | %s | %s |\n", s.Case, s.Route, s.Status, Duration(s.MedianNs), Duration(s.MinNs), Duration(s.MaxNs), Duration(s.ChannelNs), ratio, interval, verdict)
 	}
 	b.WriteString(gpuCeilings(doc))
+	b.WriteString(machineLoad(doc.Visits))
 	var failedClosure []string
 	for _, cc := range doc.Closure {
 		if cc.Status != artifacts.StatusPassed {
@@ -158,4 +160,40 @@ func gpuCeilings(doc artifacts.ReplayDoc) string {
 		fmt.Fprintf(&b, "| %s | %s | %s | %s | %s of %s (%s) | %d |\n", s.Case, s.Route, Duration(s.MedianNs), graph, pct, what, ceiling, s.Flagged)
 	}
 	return b.String()
+}
+
+// machineLoad is the other load the visits overlapped (artifacts.VisitLoad):
+// its median and most, in cores, and every visit above the threshold; ""
+// for a replay that did not measure it.
+func machineLoad(visits []artifacts.VisitResult) string {
+	var cores []float64
+	var most artifacts.VisitResult
+	mostCores := -1.0
+	var loaded []string
+	for _, v := range visits {
+		if v.Load == nil || v.WallNs <= 0 {
+			continue
+		}
+		c := float64(v.Load.OtherNs+v.Load.StealNs) / float64(v.WallNs)
+		cores = append(cores, c)
+		if c > mostCores {
+			most, mostCores = v, c
+		}
+		if v.Load.Loaded {
+			loaded = append(loaded, fmt.Sprintf("visit %d (%s %s, round %d) %.2f", v.Index, v.Case, v.Route, v.Round+1, c))
+		}
+	}
+	if len(cores) == 0 {
+		return ""
+	}
+	s := fmt.Sprintf("\nOther load during the visits (CPU time of processes neither the visit's nor replay's, and steal, in cores over each visit): median %.2f, most %.2f (visit %d, %s %s). ",
+		stats.Median(cores), mostCores, most.Index, most.Case, most.Route)
+	if len(loaded) == 0 {
+		return s + fmt.Sprintf("No visit overlapped more than %.2f cores.\n", load.MaxOtherCores)
+	}
+	n := len(loaded)
+	if n > 10 {
+		loaded = append(loaded[:10], fmt.Sprintf("and %d more", n-10))
+	}
+	return s + fmt.Sprintf("%d of %d visits overlapped more than %.2f cores (flagged; still in every statistic): %s.\n", n, len(cores), load.MaxOtherCores, strings.Join(loaded, "; "))
 }

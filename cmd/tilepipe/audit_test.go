@@ -386,6 +386,11 @@ func TestAuditRecomputes(t *testing.T) {
 				d.Visits[0].Throttled = 3
 			})
 		}, "containment", "FAILED", "visit 0: passed, yet hit its CPU quota in 3 periods"},
+		{"loaded visit's flag cleared", func(t *testing.T, dir string) {
+			forge(t, filepath.Join(dir, "replay"), artifacts.ReplayType, func(_ *artifacts.Store, d *replayDoc, _ *artifacts.Receipt) {
+				d.Visits[0].Load = &artifacts.VisitLoad{OtherNs: d.Visits[0].WallNs, Loaded: false}
+			})
+		}, "containment", "FAILED", "visit 0: load other "},
 		{"empty samples dropped", func(t *testing.T, dir string) {
 			resample(t, dir, func(rows []samples.Row) []samples.Row {
 				var kept []samples.Row
@@ -682,6 +687,9 @@ func TestAuditRehashed(t *testing.T) {
 					lines := strings.SplitAfter(string(b), "\n")
 					return []byte(strings.Join(slices.Delete(lines, n-1, n), ""))
 				})
+				// The table names the visits' load: a careful forger renders
+				// it again, so only the journal and the summaries tell.
+				relayer(t, st, "results.md", func([]byte) []byte { return []byte(report.Table(*d)) })
 			})
 			return []string{ev("visit %d: not_run: replay stopped after a binary closure check failed, yet every binary closure check passed", last.Index)}
 		}, "journal", "FAILED", []string{"summaries", "journal"}},

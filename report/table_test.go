@@ -1,0 +1,33 @@
+package report
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/tilepipe/tilepipe/artifacts"
+)
+
+// TestMachineLoad: a replay that measured no load renders nothing (so
+// older results.md render as they did); a quiet one says so; a busy one
+// names its flagged visits, the first ten and how many more.
+func TestMachineLoad(t *testing.T) {
+	visit := func(i int, other int64, loaded bool) artifacts.VisitResult {
+		return artifacts.VisitResult{Visit: artifacts.Visit{Index: i, Case: "c", Route: "r"}, WallNs: 1e9, Load: &artifacts.VisitLoad{OtherNs: other, Loaded: loaded}}
+	}
+	if got := machineLoad([]artifacts.VisitResult{{WallNs: 1e9}}); got != "" {
+		t.Errorf("no load measured: %q, want nothing", got)
+	}
+	quiet := machineLoad([]artifacts.VisitResult{visit(0, 0.01e9, false), visit(1, 0.03e9, false), visit(2, 0.02e9, false)})
+	if want := "median 0.02, most 0.03 (visit 1, c r). No visit overlapped more than 0.25 cores.\n"; !strings.HasSuffix(quiet, want) {
+		t.Errorf("quiet: %q, want it to end %q", quiet, want)
+	}
+	var busy []artifacts.VisitResult
+	for i := range 12 {
+		busy = append(busy, visit(i, 0.5e9, true))
+	}
+	got := machineLoad(busy)
+	if want := fmt.Sprintf("12 of 12 visits overlapped more than 0.25 cores (flagged; still in every statistic): visit 0 (c r, round 1) 0.50; "); !strings.Contains(got, want) || !strings.HasSuffix(got, "; and 2 more.\n") {
+		t.Errorf("busy: %q, want %q and the last two counted", got, want)
+	}
+}
