@@ -14,7 +14,7 @@ import (
 func replayFlags() []cli.Flag {
 	d := replay.DefaultConfig
 	return []cli.Flag{
-		&cli.IntFlag{Name: "rounds", Value: d.Rounds, Usage: fmt.Sprintf("rounds, 1 to %d (0: the cohort's default, else twice the number of routes); at most %d visits (rounds x prepared (case, route) pairs)", replay.MaxRounds, replay.MaxVisits)},
+		&cli.IntFlag{Name: "rounds", Value: d.Rounds, Usage: fmt.Sprintf("rounds, 1 to %d (0: the cohort's default, else the fewest, at least 6, that use every balanced route order equally); at most %d visits (rounds x prepared (case, route) pairs)", replay.MaxRounds, replay.MaxVisits)},
 		&cli.IntFlag{Name: "samples", Value: d.Samples, Usage: fmt.Sprintf("batch samples per visit (1 to %d)", replay.MaxSamples)},
 		&cli.IntFlag{Name: "singles", Value: d.Singles, Usage: fmt.Sprintf("single-call samples per visit (0 to %d)", replay.MaxSingles)},
 		&cli.IntFlag{Name: "sets", Value: d.Sets, Usage: fmt.Sprintf("warm buffer sets the timed calls rotate over (%d to %d)", replay.MinSets, replay.MaxSets)},
