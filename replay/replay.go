@@ -548,6 +548,10 @@ func (r *replayer) createOrResume(pr *artifacts.PlanRecord) (map[int]*artifacts.
 	if err := dec.Decode(&old); err != nil {
 		return nil, nil, fmt.Errorf("--resume %s: %s: %w", r.cfg.Output, planFile, err)
 	}
+	if old.Config.Interval != pr.Config.Interval {
+		return nil, nil, fmt.Errorf("--resume %s: %s records config.interval %q; this tilepipe computes intervals by %q (docs/statistics.md): a replay begun by another version cannot be resumed, start a new one",
+			r.cfg.Output, planFile, old.Config.Interval, pr.Config.Interval)
+	}
 	if old.Prepared != pr.Prepared || old.Capture != pr.Capture || !reflect.DeepEqual(old.Plan, pr.Plan) || old.Config != pr.Config {
 		return nil, nil, fmt.Errorf("--resume %s: %s records prepared %s with config %+v; this run asks for prepared %s with config %+v: resume with the same flags",
 			r.cfg.Output, planFile, artifacts.Short(old.Prepared), old.Config, artifacts.Short(pr.Prepared), pr.Config)

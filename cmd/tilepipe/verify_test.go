@@ -364,6 +364,29 @@ func TestReplayResumesAfterKill(t *testing.T) {
 	if code, _, errs := tp(t, bad...); code != exitFailure || !strings.Contains(errs, "resume with the same flags") {
 		t.Errorf("resume with other flags = exit %d, stderr %q; want exit 1 asking for the same flags", code, errs)
 	}
+	// Nor a replay begun by a tilepipe before exact intervals (its plan
+	// records no config.interval): no flag can match it, so say so.
+	planPath := filepath.Join(rep, "plan.json")
+	orig, err := os.ReadFile(planPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var plan map[string]any
+	if err := json.Unmarshal(orig, &plan); err != nil {
+		t.Fatal(err)
+	}
+	delete(plan["config"].(map[string]any), "interval")
+	older, _ := json.Marshal(plan)
+	os.Chmod(planPath, 0o644)
+	if err := os.WriteFile(planPath, older, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if code, _, errs := tp(t, append(args, "--resume")...); code != exitFailure || !strings.Contains(errs, `plan.json records config.interval ""; this tilepipe computes intervals by "sign" (docs/statistics.md): a replay begun by another version cannot be resumed, start a new one`) {
+		t.Errorf("resume of an older version's replay = exit %d, stderr %q; want exit 1 saying it cannot be resumed", code, errs)
+	}
+	if err := os.WriteFile(planPath, orig, 0o644); err != nil {
+		t.Fatal(err)
+	}
 	code, out, errs := tp(t, append(args, "--resume")...)
 	if code != 0 {
 		t.Fatalf("replay --resume = exit %d\n%s%s", code, out, errs)
