@@ -854,7 +854,7 @@ func recompute(doc artifacts.ReplayDoc, rows []samples.Row, device func(id strin
 			}
 			r, err := stats.PairedRatios(doc.Config.Interval, ratios, doc.Config.Bootstrap, doc.Config.Seed)
 			if err != nil {
-				r = stats.Ratio{N: len(ratios)} // records() names the interval
+				r = stats.Ratio{N: len(ratios), Exact: true} // no interval, no verdict; the summaries check names the interval
 			}
 			sum.Ratio, sum.RatioMin, sum.RatioMax, sum.RatioLo, sum.RatioHi, sum.Verdict = r.Median, r.Min, r.Max, r.Lo, r.Hi, r.Verdict()
 		}

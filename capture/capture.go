@@ -725,6 +725,9 @@ func fill(s *artifacts.Store, b *artifacts.Build, resp response, r artifacts.Rou
 			}
 		}
 	}
+	if err := envForKind(r.Kind, resp.Env); err != nil {
+		return err
+	}
 	switch r.Kind {
 	case "object":
 		if resp.Entry == nil || resp.Entry.Symbol == "" {
@@ -743,9 +746,6 @@ func fill(s *artifacts.Store, b *artifacts.Build, resp response, r artifacts.Rou
 			if !strings.HasPrefix(l, "-l") && !strings.HasPrefix(l, "-L/") && !strings.HasPrefix(l, "-Wl,") {
 				return fmt.Errorf("response link[%d] %q: want -lNAME, -L/abs or -Wl,...", i, l)
 			}
-		}
-		if err := artifacts.CheckObjectEnv(resp.Env); err != nil {
-			return fmt.Errorf("response %w", err)
 		}
 		b.Entry, b.Link, b.Env = resp.Entry, resp.Link, resp.Env
 	case "process":
@@ -857,6 +857,23 @@ func checkCubin(files []responseFile, work string, sig []oracle.Param) error {
 	}
 	if err := m.MatchPTX(ptx); err != nil {
 		return fmt.Errorf("%s against %s: %w", one["manifest"], one["ptx"], err)
+	}
+	return nil
+}
+
+// envForKind checks a build response's top-level env: an object build's
+// may set artifacts.ObjectEnv; any other kind has none (a process build
+// gives its variables in process.env, a cubin build runs tilepipe's timer
+// with none), so a route cannot add one that would be silently ignored.
+func envForKind(kind string, env map[string]string) error {
+	if kind != "object" {
+		if env != nil {
+			return fmt.Errorf("response env: a %s build sets no variables here (an object build's visits may take %s)", kind, strings.Join(artifacts.ObjectEnv, ", "))
+		}
+		return nil
+	}
+	if err := artifacts.CheckObjectEnv(env); err != nil {
+		return fmt.Errorf("response %w", err)
 	}
 	return nil
 }

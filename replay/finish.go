@@ -211,7 +211,7 @@ func Summaries(cases, routes []string, entries []artifacts.Prepared, visits []ar
 		}
 		rr, err := stats.PairedRatios(cfg.Interval, ratios, cfg.Bootstrap, cfg.Seed)
 		if err != nil {
-			rr = stats.Ratio{N: len(ratios)} // Validate refused it before any visit
+			rr = stats.Ratio{N: len(ratios), Exact: true} // no interval, no verdict; Validate refused it before any visit
 		}
 		s.Ratio, s.RatioMin, s.RatioMax, s.RatioLo, s.RatioHi, s.RatioPairs, s.Verdict = rr.Median, rr.Min, rr.Max, rr.Lo, rr.Hi, rr.N, rr.Verdict()
 	}
