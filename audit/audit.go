@@ -1101,7 +1101,10 @@ func Markdown(r *Report) string {
 			claim, ratio := "unsupported", "-"
 			if row.Supported {
 				claim = "supported"
-				if row.Ratio != nil {
+				switch {
+				case row.Ratio != nil && row.Ratio.Verdict == stats.TooFew:
+					ratio = fmt.Sprintf("%.3f %s", row.Ratio.Median, row.Ratio.Verdict)
+				case row.Ratio != nil:
 					ratio = fmt.Sprintf("%.3f [%.3f – %.3f] %s", row.Ratio.Median, row.Ratio.Lo, row.Ratio.Hi, row.Ratio.Verdict)
 				}
 			}

@@ -33,8 +33,10 @@ func Table(doc artifacts.ReplayDoc) string {
 		ratio, interval, verdict := "baseline", "", ""
 		if s.RatioPairs > 0 {
 			ratio = fmt.Sprintf("%.3f [%.3f – %.3f]", s.Ratio, s.RatioMin, s.RatioMax)
-			interval = fmt.Sprintf("%.3f – %.3f", s.RatioLo, s.RatioHi)
-			verdict = s.Verdict
+			interval, verdict = fmt.Sprintf("%.3f – %.3f", s.RatioLo, s.RatioHi), s.Verdict
+			if verdict == stats.TooFew {
+				interval = "-" // the range is in the ratio column; no interval covers
+			}
 		} else if s.Route != c.Baseline {
 			ratio = "-"
 		}

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/tilepipe/tilepipe/artifacts"
+	"github.com/tilepipe/tilepipe/stats"
 )
 
 // TestMachineLoad: a replay that measured no load renders nothing (so
@@ -29,5 +30,27 @@ func TestMachineLoad(t *testing.T) {
 	got := machineLoad(busy)
 	if want := fmt.Sprintf("12 of 12 visits overlapped more than 0.25 cores (flagged; still in every statistic): visit 0 (c r, round 1) 0.50; "); !strings.Contains(got, want) || !strings.HasSuffix(got, "; and 2 more.\n") {
 		t.Errorf("busy: %q, want %q and the last two counted", got, want)
+	}
+}
+
+// TestTableTooFewRounds: a row whose ratios are too few for an exact
+// interval shows their range in the ratio column and no interval, so
+// nobody reads the range as a 95% interval; a row with enough shows its
+// interval.
+func TestTableTooFewRounds(t *testing.T) {
+	row := func(route, verdict string, pairs int) artifacts.Summary {
+		return artifacts.Summary{Case: "c", Route: route, Status: artifacts.StatusPassed, MedianNs: 1000, MinNs: 900, MaxNs: 1100,
+			RatioPairs: pairs, Ratio: 0.5, RatioMin: 0.4, RatioMax: 0.6, RatioLo: 0.41, RatioHi: 0.59, Verdict: verdict}
+	}
+	doc := artifacts.ReplayDoc{Config: artifacts.ReplayConfig{Rounds: 2, Baseline: "b", Interval: stats.IntervalSign},
+		Summary: []artifacts.Summary{row("few", stats.TooFew, 2), row("many", stats.Faster, 6), row("b", "", 0)}}
+	got := Table(doc)
+	for _, want := range []string{
+		"| c | few | passed | 1 µs | 900 ns – 1.1 µs | 0 ns | 0.500 [0.400 – 0.600] | - | too few rounds |\n",
+		"| c | many | passed | 1 µs | 900 ns – 1.1 µs | 0 ns | 0.500 [0.400 – 0.600] | 0.410 – 0.590 | faster |\n",
+	} {
+		if !strings.Contains(got, want) {
+			t.Errorf("table: want the row\n%s in\n%s", want, got)
+		}
 	}
 }

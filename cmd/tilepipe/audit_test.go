@@ -90,7 +90,7 @@ func forgeStage[T any](t *testing.T, dir, typ string, subject *ocispec.Descripto
 
 // relayer replaces the layer titled title of the stage being forged with
 // edit's bytes: the old blob goes, the new one takes its title.
-func relayer(t *testing.T, st *artifacts.Stage, title string, edit func([]byte) []byte) {
+func relayer(t *testing.T, st *artifacts.Stage, title string, edit func([]byte) []byte) artifacts.Digest {
 	t.Helper()
 	old, err := st.Layer(title)
 	if err != nil {
@@ -111,6 +111,7 @@ func relayer(t *testing.T, st *artifacts.Stage, title string, edit func([]byte) 
 	if err := os.Remove(st.Store.Path(old.Digest)); err != nil {
 		t.Fatal(err)
 	}
+	return d.Digest
 }
 
 // rejournal applies edit to every line of the replay's journal.jsonl.

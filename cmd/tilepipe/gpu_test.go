@@ -1,20 +1,22 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"slices"
+	"strings"
+	"testing"
 
 	"github.com/tilepipe/tilepipe/artifacts"
+	"github.com/tilepipe/tilepipe/artifacts/samples"
 	"github.com/tilepipe/tilepipe/capture"
 	"github.com/tilepipe/tilepipe/internal/floors"
 	"github.com/tilepipe/tilepipe/oracle"
 	"github.com/tilepipe/tilepipe/report"
-	"os"
-	"os/exec"
-	"path/filepath"
-	"strings"
-	"testing"
 )
 
 // TestCubinPrepared: prepare builds the CUDA timer for a cubin build
@@ -119,11 +121,9 @@ func copyCheckpoint(t *testing.T) string {
 }
 
 // TestGPUCheckpointAudits: the committed GPU checkpoint audits here, with
-// no GPU, intact with every timed claim supported; one byte of a captured
-// cubin changed breaks it, and the audit names the cubin's blob. Its
-// telemetry came from the first monitor, which printed zeros for every
-// reading (docs/results/2026-12-01-telemetry): the audit names every such
-// sample, and marks its rows, instead of passing it as quiet.
+// no GPU, intact with every timed claim supported and NVML readings around
+// every sample; one byte of a captured cubin changed breaks it, and the
+// audit names the cubin's blob.
 func TestGPUCheckpointAudits(t *testing.T) {
 	dir := copyCheckpoint(t)
 	audit := func(name string) (int, string) {
@@ -135,13 +135,8 @@ func TestGPUCheckpointAudits(t *testing.T) {
 	if want := "audit verdict: PASS (checkpoint intact; 11 of 15 claims supported;"; code != 0 || !strings.Contains(errs, want) {
 		t.Fatalf("audit of the GPU checkpoint = exit %d, want 0 and %q\n%s", code, want, errs)
 	}
-	for _, want := range []string{
-		"audit: WARNED telemetry: GPU readings around every sample of 22 passed GPU visits; 0 samples flagged (power, heat or another process); ",
-		"with readings of no powered GPU",
-	} {
-		if !strings.Contains(errs, want) {
-			t.Errorf("audit of the GPU checkpoint: want %q\n%s", want, errs)
-		}
+	if want := "audit: PASSED telemetry: GPU readings around every sample of 22 passed GPU visits; 0 samples flagged (power, heat or another process); 0 with readings of no powered GPU\n"; !strings.Contains(errs, want) {
+		t.Errorf("audit of the GPU checkpoint: want %q\n%s", want, errs)
 	}
 	var cubin artifacts.FileRef
 	for _, c := range readCapture(t, filepath.Join(dir, "capture")).Cases {
@@ -168,6 +163,117 @@ func TestGPUCheckpointAudits(t *testing.T) {
 	if code != 1 || !strings.Contains(errs, "checkpoint BROKEN") || !strings.Contains(errs, want) {
 		t.Errorf("audit with one byte of the softmax cubin flipped = exit %d, want 1, the checkpoint broken and\n%s\n%s", code, want, errs)
 	}
+}
+
+// TestGPUTelemetryForged: the committed GPU checkpoint with visit 0's
+// sample table rewritten and the replay re-hashed consistently, the way a
+// tool hiding the GPU's state would. Readings removed fail the telemetry
+// check; zeroed readings (a monitor that read nothing) warn and mark the
+// row "telemetry unread"; a second process's readings with its flag
+// cleared fail the table's read; the same readings with the flag the
+// readings give warn and mark the row.
+func TestGPUTelemetryForged(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		mutate func([]samples.Row) []samples.Row
+		code   int
+		wants  []string
+	}{
+		{"readings removed", func(rows []samples.Row) []samples.Row {
+			for i := range rows {
+				rows[i].Telemetry, rows[i].Before, rows[i].After, rows[i].Flags = "", samples.Reading{}, samples.Reading{}, ""
+			}
+			return rows
+		}, 1, []string{"audit: FAILED telemetry: ", "\n- visit 0 (add-2x64-cuda triton): GPU sample empty 0 has no telemetry\n"}},
+		{"readings zeroed", func(rows []samples.Row) []samples.Row {
+			for i := range rows {
+				rows[i].Before, rows[i].After = samples.Reading{}, samples.Reading{}
+			}
+			return rows
+		}, 0, []string{
+			"audit: WARNED telemetry: ", "\n- visit 0 (add-2x64-cuda triton, round 1): 26 samples' readings",
+			" samples' readings cannot describe a powered GPU (SM clock 0 MHz, memory clock 0 MHz: a powered GPU has both): the telemetry says nothing of them",
+			"| add-2x64-cuda | triton | passed | supported | 0.515 too few rounds | telemetry unread: ",
+		}},
+		{"other process, flag cleared", func(rows []samples.Row) []samples.Row {
+			rows[0].After.Procs = 2
+			return rows
+		}, 1, []string{`flags "" disagree with the readings, which give "other_process"`}},
+		{"other process, flagged", func(rows []samples.Row) []samples.Row {
+			rows[0].After.Procs = 2
+			rows[0].Flags = samples.Flags(rows[0].Telemetry, rows[0].Before, rows[0].After)
+			return rows
+		}, 0, []string{
+			"audit: WARNED telemetry: ", "\n- visit 0 (add-2x64-cuda triton, round 1): other_process in 1 (empty 0)\n",
+			"| add-2x64-cuda | triton | passed | supported | 0.515 too few rounds | other_process: 1 samples |",
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := copyCheckpoint(t)
+			resampleAll(t, dir, tc.mutate)
+			out := filepath.Join(t.TempDir(), "audit.json")
+			code, stdout, errs := tp(t, "audit", "--capture", filepath.Join(dir, "capture"), "--prepared", filepath.Join(dir, "prepared"), "--replay", filepath.Join(dir, "replay"), "--output", out)
+			for _, want := range tc.wants {
+				if code != tc.code || !strings.Contains(stdout+errs, want) {
+					t.Errorf("audit = exit %d, want %d and %q\n%s%s", code, tc.code, want, stdout, errs)
+				}
+			}
+		})
+	}
+}
+
+// resampleAll forges visit 0's sample table as a careful tool would:
+// the visit's table, the replay's table of all samples, the journal's
+// record of the visit, the row's flagged count and results.md all say
+// the same, so only a check of what the samples mean can tell.
+func resampleAll(t *testing.T, dir string, mutate func([]samples.Row) []samples.Row) {
+	t.Helper()
+	forgeStage(t, filepath.Join(dir, "replay"), artifacts.ReplayType, nil, func(st *artifacts.Stage, d *artifacts.ReplayDoc, _ *artifacts.Receipt) {
+		read := func(dg artifacts.Digest) []samples.Row {
+			rows, err := samples.ReadFile(st.Store.Path(dg), nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return rows
+		}
+		v := &d.Visits[0]
+		rows := mutate(read(v.Samples))
+		flagged := 0
+		for _, r := range rows {
+			if r.Flags != "" {
+				flagged++
+			}
+		}
+		table := func(rows []samples.Row) func([]byte) []byte {
+			return func([]byte) []byte {
+				var b bytes.Buffer
+				if err := samples.Write(&b, rows); err != nil {
+					t.Fatal(err)
+				}
+				return b.Bytes()
+			}
+		}
+		v.Samples = relayer(t, st, fmt.Sprintf("visits/%d/samples.arrow", v.Index), table(rows))
+		var all []samples.Row
+		all = append(all, rows...)
+		for _, w := range d.Visits[1:] {
+			if w.Status == artifacts.StatusPassed {
+				all = append(all, read(w.Samples)...)
+			}
+		}
+		d.Samples = relayer(t, st, "samples.arrow", table(all))
+		rejournal(t, st, func(l *artifacts.JournalLine) {
+			if l.Visit != nil && l.Visit.Index == v.Index {
+				l.Visit.Samples = v.Samples
+			}
+		})
+		for i := range d.Summary {
+			if d.Summary[i].Case == v.Case && d.Summary[i].Route == v.Route && flagged > 0 {
+				d.Summary[i].Flagged += flagged
+				relayer(t, st, "results.md", func([]byte) []byte { return []byte(report.Table(*d)) })
+			}
+		}
+	})
 }
 
 // TestCUDAObjectPrepared: an object build for a cuda case is linked with
