@@ -327,10 +327,6 @@ echo '{"protocol": 1, "status": "built", "kind": "object", "files": [{"path": "e
 	}
 }
 
-// TestGPUAdversaries runs add kernels that cheat (routes/testdata/
-// triton-adversary) through capture, prepare and replay on the GPU
-// (skipped without one, or without Triton) and expects each visit to fail
-// naming what it did.
 // gpuAdversary runs capture, prepare and replay of add 64x1000 on the GPU
 // with the triton-adversary route as adversary (and routes, "" or
 // "triton", beside it) for rounds rounds; it returns replay's exit, its
@@ -343,14 +339,26 @@ func gpuAdversary(t *testing.T, adversary, routes string, rounds int) (int, arti
 	if err := exec.Command("python3", "-c", "import triton").Run(); err != nil {
 		t.Skip("no Triton here")
 	}
-	route, err := filepath.Abs("../../routes/testdata/triton-adversary/route")
+	t.Setenv("TILEPIPE_TEST_GPU_ADVERSARY", adversary)
+	baseline := "triton-adversary"
+	if routes != "" {
+		baseline = routes
+	}
+	return gpuChain(t, "triton-adversary", `{"op": "add", "dims": {"M": 64, "N": 1000}, "seed": 7, "device": "cuda"}`, routes, baseline, rounds)
+}
+
+// gpuChain runs capture (the route routes/testdata/ADVERSARY/route beside
+// routes), prepare and replay (3 samples, rounds rounds, baseline) of one
+// cuda case; it returns replay's exit, its document and its stderr.
+func gpuChain(t *testing.T, adversary, caseJSON, routes, baseline string, rounds int) (int, artifacts.ReplayDoc, string) {
+	t.Helper()
+	route, err := filepath.Abs("../../routes/testdata/" + adversary + "/route")
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Setenv("TILEPIPE_TEST_GPU_ADVERSARY", adversary)
 	dir := t.TempDir()
 	co := filepath.Join(dir, "cohort.json")
-	os.WriteFile(co, []byte(fmt.Sprintf(`{"schema": 1, "rounds": %d, "cases": [{"op": "add", "dims": {"M": 64, "N": 1000}, "seed": 7, "device": "cuda"}]}`, rounds)), 0o644)
+	os.WriteFile(co, []byte(fmt.Sprintf(`{"schema": 1, "rounds": %d, "cases": [%s]}`, rounds, caseJSON)), 0o644)
 	capDir, prepDir, repDir := filepath.Join(dir, "capture"), filepath.Join(dir, "prepared"), filepath.Join(dir, "replay")
 	if code, out, errs := tp(t, "capture", "--cohort", co, "--routes", routes, "--route-exec", route, "--output", capDir); code != 0 {
 		t.Fatalf("capture = exit %d\n%s%s", code, out, errs)
@@ -358,14 +366,14 @@ func gpuAdversary(t *testing.T, adversary, routes string, rounds int) (int, arti
 	if code, _, errs := tp(t, "prepare", "--capture", capDir, "--output", prepDir); code != 0 {
 		t.Fatalf("prepare = exit %d\n%s", code, errs)
 	}
-	baseline := "triton-adversary"
-	if routes != "" {
-		baseline = routes
-	}
-	code, _, errs := tp(t, "replay", "--prepared", prepDir, "--output", repDir, "--baseline", baseline, "--samples", "3")
+	code, _, errs := tp(t, "replay", "--prepared", prepDir, "--output", repDir, "--baseline", baseline, "--samples", "3", "--rounds", fmt.Sprint(rounds))
 	return code, readReplay(t, repDir), errs
 }
 
+// TestGPUAdversaries runs add kernels that cheat (routes/testdata/
+// triton-adversary) through capture, prepare and replay on the GPU
+// (skipped without one, or without Triton) and expects each visit to fail
+// naming what it did.
 func TestGPUAdversaries(t *testing.T) {
 	for _, tc := range []struct{ name, want string }{
 		{"input_write", "input_written: A warm byte "},
@@ -383,6 +391,39 @@ func TestGPUAdversaries(t *testing.T) {
 			}
 			t.Logf("%s: %s", tc.name, v.Reason)
 		})
+	}
+}
+
+// TestGPUSideStream (on a GPU with cuBLAS): an object entry that runs its
+// gemm on a stream of its own and returns with the work still running
+// (routes/testdata/cublas-adversary) passes validation, as it computes the
+// right answer, and is timed at the gemm's time, because the CUDA timer
+// synchronises the whole device before its closing event. A timer that
+// waited on its own stream only would time the launches: a 2048^3 strict
+// f32 gemm takes about 340 us on an H200, its launch a few; the test asks
+// for at least 0.8 of the honest cublas route's time.
+func TestGPUSideStream(t *testing.T) {
+	if _, err := exec.LookPath("nvidia-smi"); err != nil {
+		t.Skip("no GPU here")
+	}
+	if _, err := os.Stat("/usr/local/cuda/include/cublas_v2.h"); err != nil && os.Getenv("CUDA_HOME") == "" {
+		t.Skip("no CUDA toolkit with cuBLAS here")
+	}
+	code, doc, errs := gpuChain(t, "cublas-adversary", `{"op": "gemm", "dims": {"M": 2048, "N": 2048, "K": 2048}, "seed": 8, "device": "cuda"}`, "cublas", "cublas", 2)
+	if code != exitOK {
+		t.Fatalf("replay = exit %d, want 0 (both routes compute the gemm)\n%s", code, errs)
+	}
+	med := map[string]float64{}
+	for _, s := range doc.Summary {
+		if s.Status != artifacts.StatusPassed {
+			t.Fatalf("row %s %s = %s %q, want passed", s.Case, s.Route, s.Status, s.Reason)
+		}
+		med[s.Route] = s.MedianNs
+	}
+	ratio := med["cublas-adversary"] / med["cublas"]
+	t.Logf("median per call: cublas %.0f ns, cublas-adversary (its own stream) %.0f ns, ratio %.3f", med["cublas"], med["cublas-adversary"], ratio)
+	if !(ratio >= 0.8) {
+		t.Errorf("the side-stream entry timed at %.3f of the honest route's time: its work escaped the span", ratio)
 	}
 }
 
