@@ -257,7 +257,19 @@ type ReplayConfig struct {
 	// GraphBatch is N, the logical calls of each CUDA graph a GPU visit
 	// replays for its graph samples (--graph-batch; 0: none).
 	GraphBatch int `json:"graphBatch,omitempty"`
+	// Load is what a visit flagged for other load (VisitLoad.Loaded) does
+	// to the paired ratios: "exclude" (the default) leaves out every round
+	// in which the row's visit or its baseline's was flagged; "allow"
+	// (--allow-load) keeps them. Absent (replays made before it) keeps
+	// them too, as those replays did.
+	Load string `json:"load,omitempty"`
 }
+
+// Load rules (ReplayConfig.Load).
+const (
+	LoadExclude = "exclude"
+	LoadAllow   = "allow"
+)
 
 // IntervalSign is ReplayConfig.Interval's exact interval.
 const IntervalSign = "sign"
@@ -515,6 +527,10 @@ type Summary struct {
 	RatioHi    float64 `json:"ratioHi,omitempty"`
 	RatioPairs int     `json:"ratioPairs,omitempty"`
 	Verdict    string  `json:"verdict,omitempty"`
+	// RatioExcluded counts the rounds left out of the paired ratio
+	// because the row's visit or its baseline's overlapped other load
+	// (config.load "exclude").
+	RatioExcluded int `json:"ratioExcluded,omitempty"`
 }
 
 // ReplayDoc is the replay stage's document.

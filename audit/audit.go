@@ -714,11 +714,26 @@ func (a *auditor) summaries() {
 				p = append(p, fmt.Sprintf("summary %s/%s %s: stored %g, recomputed %g", k[0], k[1], f.name, f.hv, f.wv))
 			}
 		}
-		if h.Samples != w.Samples || h.Verdict != w.Verdict || h.Flagged != w.Flagged {
-			p = append(p, fmt.Sprintf("summary %s/%s: stored samples %d verdict %q flagged %d, recomputed %d %q %d", k[0], k[1], h.Samples, h.Verdict, h.Flagged, w.Samples, w.Verdict, w.Flagged))
+		if h.Samples != w.Samples || h.Verdict != w.Verdict || h.Flagged != w.Flagged || h.RatioExcluded != w.RatioExcluded {
+			p = append(p, fmt.Sprintf("summary %s/%s: stored samples %d verdict %q flagged %d ratioExcluded %d, recomputed %d %q %d %d", k[0], k[1], h.Samples, h.Verdict, h.Flagged, h.RatioExcluded, w.Samples, w.Verdict, w.Flagged, w.RatioExcluded))
 		}
 	}
 	var w []string
+	switch l := a.rdoc.Config.Load; l {
+	case artifacts.LoadExclude, artifacts.LoadAllow:
+	case "":
+		n := 0
+		for _, v := range a.rdoc.Visits {
+			if v.Load != nil && v.Load.Loaded {
+				n++
+			}
+		}
+		if n > 0 {
+			w = append(w, fmt.Sprintf("%d visits overlapped other load and config.load is absent (a replay made before the load rule): their rounds are kept in the paired ratios", n))
+		}
+	default:
+		p = append(p, fmt.Sprintf("config.load %q: want %q or %q", l, artifacts.LoadExclude, artifacts.LoadAllow))
+	}
 	switch _, err := stats.PairedRatios(a.rdoc.Config.Interval, nil, 0, 0); {
 	case err != nil:
 		p = append(p, "config."+err.Error())
@@ -793,9 +808,13 @@ func readRows(st *artifacts.Stage, d artifacts.Digest) ([]samples.Row, error) {
 // from raw rows, written independently of replay's code path.
 func recompute(doc artifacts.ReplayDoc, rows []samples.Row, device func(id string) string) map[[2]string]artifacts.Summary {
 	failed := map[[2]string]bool{}
+	loaded := map[[3]string]bool{} // (case, route, round) left out of ratios
 	for _, v := range doc.Visits {
 		if v.Status != artifacts.StatusPassed {
 			failed[[2]string{v.Case, v.Route}] = true
+		}
+		if doc.Config.Load == artifacts.LoadExclude && v.Load != nil && v.Load.Loaded {
+			loaded[[3]string{v.Case, v.Route, fmt.Sprint(v.Round)}] = true
 		}
 	}
 	all := map[[2]string][]float64{}
@@ -850,6 +869,10 @@ func recompute(doc artifacts.ReplayDoc, rows []samples.Row, device func(id strin
 			sort.Ints(ids)
 			var ratios []float64
 			for _, rd := range ids {
+				if loaded[[3]string{k[0], k[1], fmt.Sprint(rd)}] || loaded[[3]string{base[0], base[1], fmt.Sprint(rd)}] {
+					sum.RatioExcluded++
+					continue
+				}
 				ratios = append(ratios, stats.Median(rounds[k][int32(rd)])/stats.Median(rounds[base][int32(rd)]))
 			}
 			r, err := stats.PairedRatios(doc.Config.Interval, ratios, doc.Config.Bootstrap, doc.Config.Seed)

@@ -63,6 +63,9 @@ func (c Config) Validate() error {
 	if c.Interval != artifacts.IntervalSign {
 		return fmt.Errorf("interval %q: want %q: a new replay's intervals are exact", c.Interval, artifacts.IntervalSign)
 	}
+	if c.Load != artifacts.LoadExclude && c.Load != artifacts.LoadAllow {
+		return fmt.Errorf("load %q: want %q (the default) or %q (--allow-load)", c.Load, artifacts.LoadExclude, artifacts.LoadAllow)
+	}
 	if c.L2 != artifacts.L2Warm && c.L2 != artifacts.L2Flush {
 		return fmt.Errorf("--l2: want %s or %s, got %q", artifacts.L2Warm, artifacts.L2Flush, c.L2)
 	}

@@ -136,9 +136,16 @@ func Summaries(cases, routes []string, entries []artifacts.Prepared, visits []ar
 		perRound[k][row.Round] = append(perRound[k][row.Round], row.PerOpNs())
 	}
 	visitsOf := map[key][]artifacts.VisitResult{}
+	loaded := map[key]map[int32]bool{} // rounds left out of ratios (config.load)
 	for _, v := range visits {
 		k := key{v.Case, v.Route}
 		visitsOf[k] = append(visitsOf[k], v)
+		if v.Load != nil && v.Load.Loaded && cfg.Load == artifacts.LoadExclude {
+			if loaded[k] == nil {
+				loaded[k] = map[int32]bool{}
+			}
+			loaded[k][int32(v.Round)] = true
+		}
 	}
 	entry := map[key]artifacts.Prepared{}
 	for _, e := range entries {
@@ -205,7 +212,12 @@ func Summaries(cases, routes []string, entries []artifacts.Prepared, visits []ar
 		}
 		sort.Ints(rounds)
 		for _, rd := range rounds {
-			if t, ok := theirs[int32(rd)]; ok {
+			t, ok := theirs[int32(rd)]
+			switch {
+			case !ok:
+			case loaded[key{s.Case, s.Route}][int32(rd)] || loaded[key{s.Case, cfg.Baseline}][int32(rd)]:
+				s.RatioExcluded++
+			default:
 				ratios = append(ratios, stats.Median(mine[int32(rd)])/stats.Median(t))
 			}
 		}

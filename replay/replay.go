@@ -48,7 +48,7 @@ type Config struct {
 // the baseline of the paired ratios.
 var DefaultConfig = Config{ReplayConfig: artifacts.ReplayConfig{
 	Samples: 5, Singles: 5, SampleMs: 20, WarmupMs: 50, TimeoutS: 300,
-	Threads: runtime.NumCPU(), Baseline: "torch-eager", Seed: 1, Bootstrap: 2000, Interval: artifacts.IntervalSign, Sets: sets.DefaultWarm,
+	Threads: runtime.NumCPU(), Baseline: "torch-eager", Seed: 1, Bootstrap: 2000, Interval: artifacts.IntervalSign, Load: artifacts.LoadExclude, Sets: sets.DefaultWarm,
 	L2: artifacts.L2Warm,
 }}
 
@@ -551,6 +551,10 @@ func (r *replayer) createOrResume(pr *artifacts.PlanRecord) (map[int]*artifacts.
 	if old.Config.Interval != pr.Config.Interval {
 		return nil, nil, fmt.Errorf("--resume %s: %s records config.interval %q; this tilepipe computes intervals by %q (docs/statistics.md): a replay begun by another version cannot be resumed, start a new one",
 			r.cfg.Output, planFile, old.Config.Interval, pr.Config.Interval)
+	}
+	if old.Config.Load == "" {
+		return nil, nil, fmt.Errorf("--resume %s: %s records no config.load (a replay begun before the load rule, docs/statistics.md): a replay begun by another version cannot be resumed, start a new one",
+			r.cfg.Output, planFile)
 	}
 	if old.Prepared != pr.Prepared || old.Capture != pr.Capture || !reflect.DeepEqual(old.Plan, pr.Plan) || old.Config != pr.Config {
 		return nil, nil, fmt.Errorf("--resume %s: %s records prepared %s with config %+v; this run asks for prepared %s with config %+v: resume with the same flags",

@@ -37,13 +37,16 @@ func Table(doc artifacts.ReplayDoc) string {
 			if verdict == stats.TooFew {
 				interval = "-" // the range is in the ratio column; no interval covers
 			}
+			if s.RatioExcluded > 0 {
+				verdict += fmt.Sprintf(" (%d rounds left out: load)", s.RatioExcluded)
+			}
 		} else if s.Route != c.Baseline {
 			ratio = "-"
 		}
 		fmt.Fprintf(&b, "| %s | %s | %s | %s | %s – %s | %s | %s | %s | %s |\n", s.Case, s.Route, s.Status, Duration(s.MedianNs), Duration(s.MinNs), Duration(s.MaxNs), Duration(s.ChannelNs), ratio, interval, verdict)
 	}
 	b.WriteString(gpuCeilings(doc))
-	b.WriteString(machineLoad(doc.Visits))
+	b.WriteString(machineLoad(doc.Visits, c.Load))
 	var failedClosure []string
 	for _, cc := range doc.Closure {
 		if cc.Status != artifacts.StatusPassed {
@@ -165,9 +168,10 @@ func gpuCeilings(doc artifacts.ReplayDoc) string {
 }
 
 // machineLoad is the other load the visits overlapped (artifacts.VisitLoad):
-// its median and most, in cores, and every visit above the threshold; ""
-// for a replay that did not measure it.
-func machineLoad(visits []artifacts.VisitResult) string {
+// its median and most, in cores, and every visit above the threshold with
+// what the load rule (config.load) did with it; "" for a replay that did
+// not measure it.
+func machineLoad(visits []artifacts.VisitResult, rule string) string {
 	var cores []float64
 	var most artifacts.VisitResult
 	mostCores := -1.0
@@ -197,5 +201,12 @@ func machineLoad(visits []artifacts.VisitResult) string {
 	if n > 10 {
 		loaded = append(loaded[:10], fmt.Sprintf("and %d more", n-10))
 	}
-	return s + fmt.Sprintf("%d of %d visits overlapped more than %.2f cores (flagged; still in every statistic): %s.\n", n, len(cores), load.MaxOtherCores, strings.Join(loaded, "; "))
+	what := "flagged; still in every statistic" // replays made before the load rule
+	switch rule {
+	case artifacts.LoadExclude:
+		what = "flagged; their rounds are left out of the paired ratios, not of the medians"
+	case artifacts.LoadAllow:
+		what = "flagged; kept in every statistic, as --allow-load asked"
+	}
+	return s + fmt.Sprintf("%d of %d visits overlapped more than %.2f cores (%s): %s.\n", n, len(cores), load.MaxOtherCores, what, strings.Join(loaded, "; "))
 }

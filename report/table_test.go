@@ -16,10 +16,10 @@ func TestMachineLoad(t *testing.T) {
 	visit := func(i int, other int64, loaded bool) artifacts.VisitResult {
 		return artifacts.VisitResult{Visit: artifacts.Visit{Index: i, Case: "c", Route: "r"}, WallNs: 1e9, Load: &artifacts.VisitLoad{OtherNs: other, Loaded: loaded}}
 	}
-	if got := machineLoad([]artifacts.VisitResult{{WallNs: 1e9}}); got != "" {
+	if got := machineLoad([]artifacts.VisitResult{{WallNs: 1e9}}, artifacts.LoadExclude); got != "" {
 		t.Errorf("no load measured: %q, want nothing", got)
 	}
-	quiet := machineLoad([]artifacts.VisitResult{visit(0, 0.01e9, false), visit(1, 0.03e9, false), visit(2, 0.02e9, false)})
+	quiet := machineLoad([]artifacts.VisitResult{visit(0, 0.01e9, false), visit(1, 0.03e9, false), visit(2, 0.02e9, false)}, artifacts.LoadExclude)
 	if want := "median 0.02, most 0.03 (visit 1, c r). No visit overlapped more than 0.25 cores.\n"; !strings.HasSuffix(quiet, want) {
 		t.Errorf("quiet: %q, want it to end %q", quiet, want)
 	}
@@ -27,27 +27,35 @@ func TestMachineLoad(t *testing.T) {
 	for i := range 12 {
 		busy = append(busy, visit(i, 0.5e9, true))
 	}
-	got := machineLoad(busy)
-	if want := fmt.Sprintf("12 of 12 visits overlapped more than 0.25 cores (flagged; still in every statistic): visit 0 (c r, round 1) 0.50; "); !strings.Contains(got, want) || !strings.HasSuffix(got, "; and 2 more.\n") {
-		t.Errorf("busy: %q, want %q and the last two counted", got, want)
+	for _, tc := range []struct{ rule, what string }{
+		{artifacts.LoadExclude, "flagged; their rounds are left out of the paired ratios, not of the medians"},
+		{artifacts.LoadAllow, "flagged; kept in every statistic, as --allow-load asked"},
+		{"", "flagged; still in every statistic"},
+	} {
+		got := machineLoad(busy, tc.rule)
+		if want := fmt.Sprintf("12 of 12 visits overlapped more than 0.25 cores (%s): visit 0 (c r, round 1) 0.50; ", tc.what); !strings.Contains(got, want) || !strings.HasSuffix(got, "; and 2 more.\n") {
+			t.Errorf("busy, load rule %q: %q, want %q and the last two counted", tc.rule, got, want)
+		}
 	}
 }
 
 // TestTableTooFewRounds: a row whose ratios are too few for an exact
 // interval shows their range in the ratio column and no interval, so
 // nobody reads the range as a 95% interval; a row with enough shows its
-// interval.
+// interval, and the rounds the load rule left out of it.
 func TestTableTooFewRounds(t *testing.T) {
 	row := func(route, verdict string, pairs int) artifacts.Summary {
 		return artifacts.Summary{Case: "c", Route: route, Status: artifacts.StatusPassed, MedianNs: 1000, MinNs: 900, MaxNs: 1100,
 			RatioPairs: pairs, Ratio: 0.5, RatioMin: 0.4, RatioMax: 0.6, RatioLo: 0.41, RatioHi: 0.59, Verdict: verdict}
 	}
 	doc := artifacts.ReplayDoc{Config: artifacts.ReplayConfig{Rounds: 2, Baseline: "b", Interval: stats.IntervalSign},
-		Summary: []artifacts.Summary{row("few", stats.TooFew, 2), row("many", stats.Faster, 6), row("b", "", 0)}}
+		Summary: []artifacts.Summary{row("few", stats.TooFew, 2), row("many", stats.Faster, 6), row("b", "", 0), row("loaded", stats.Faster, 6)}}
+	doc.Summary[3].RatioExcluded = 2
 	got := Table(doc)
 	for _, want := range []string{
 		"| c | few | passed | 1 µs | 900 ns – 1.1 µs | 0 ns | 0.500 [0.400 – 0.600] | - | too few rounds |\n",
 		"| c | many | passed | 1 µs | 900 ns – 1.1 µs | 0 ns | 0.500 [0.400 – 0.600] | 0.410 – 0.590 | faster |\n",
+		"| c | loaded | passed | 1 µs | 900 ns – 1.1 µs | 0 ns | 0.500 [0.400 – 0.600] | 0.410 – 0.590 | faster (2 rounds left out: load) |\n",
 	} {
 		if !strings.Contains(got, want) {
 			t.Errorf("table: want the row\n%s in\n%s", want, got)

@@ -5,6 +5,7 @@ import (
 	"os"
 
 	"github.com/tilepipe/tilepipe/artifacts"
+	"github.com/tilepipe/tilepipe/internal/load"
 	"github.com/tilepipe/tilepipe/internal/progress"
 	"github.com/tilepipe/tilepipe/replay"
 	"github.com/tilepipe/tilepipe/report"
@@ -24,6 +25,7 @@ func replayFlags() []cli.Flag {
 		&cli.StringFlag{Name: "baseline", Value: d.Baseline, Usage: "route the paired ratios compare against"},
 		&cli.Uint64Flag{Name: "seed", Value: d.Seed, Usage: "bootstrap seed"},
 		&cli.StringFlag{Name: "l2", Value: d.L2, Usage: "L2 policy of GPU visits: warm, or flush (twice the L2 written before every sample, outside its span; recorded)"},
+		&cli.BoolFlag{Name: "allow-load", Usage: fmt.Sprintf("keep rounds whose visits overlapped other load (more than %.2f cores of other processes) in the paired ratios; by default they are left out (recorded as config.load; the table counts them)", load.MaxOtherCores)},
 		&cli.IntFlag{Name: "graph-batch", Value: d.GraphBatch, Usage: fmt.Sprintf("GPU visits also take graph samples: a CUDA graph of N calls replayed by adaptive_replay_span_v2 (0: none; 1 to %d)", replay.MaxGraphBatch)},
 	}
 }
@@ -43,6 +45,9 @@ func replayConfig(c *cli.Context, prepared, output string) replay.Config {
 	cfg.SampleMs, cfg.WarmupMs, cfg.TimeoutS = c.Float64("sample-ms"), c.Float64("warmup-ms"), c.Float64("timeout-s")
 	cfg.Baseline, cfg.Seed, cfg.L2, cfg.GraphBatch = c.String("baseline"), c.Uint64("seed"), c.String("l2"), c.Int("graph-batch")
 	cfg.NoSandbox, cfg.Bwrap = c.Bool("no-sandbox"), c.String("bwrap")
+	if c.Bool("allow-load") {
+		cfg.Load = artifacts.LoadAllow
+	}
 	if c.IsSet("threads") {
 		cfg.Threads = c.Int("threads")
 	}

@@ -384,6 +384,16 @@ func TestReplayResumesAfterKill(t *testing.T) {
 	if code, _, errs := tp(t, append(args, "--resume")...); code != exitFailure || !strings.Contains(errs, `plan.json records config.interval ""; this tilepipe computes intervals by "sign" (docs/statistics.md): a replay begun by another version cannot be resumed, start a new one`) {
 		t.Errorf("resume of an older version's replay = exit %d, stderr %q; want exit 1 saying it cannot be resumed", code, errs)
 	}
+	// Nor one begun before the load rule (no config.load).
+	plan["config"].(map[string]any)["interval"] = "sign"
+	delete(plan["config"].(map[string]any), "load")
+	older, _ = json.Marshal(plan)
+	if err := os.WriteFile(planPath, older, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if code, _, errs := tp(t, append(args, "--resume")...); code != exitFailure || !strings.Contains(errs, `plan.json records no config.load (a replay begun before the load rule, docs/statistics.md): a replay begun by another version cannot be resumed, start a new one`) {
+		t.Errorf("resume of a replay begun before the load rule = exit %d, stderr %q; want exit 1 saying it cannot be resumed", code, errs)
+	}
 	if err := os.WriteFile(planPath, orig, 0o644); err != nil {
 		t.Fatal(err)
 	}

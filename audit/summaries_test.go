@@ -1,0 +1,54 @@
+package audit
+
+import (
+	"testing"
+
+	"github.com/tilepipe/tilepipe/artifacts"
+	"github.com/tilepipe/tilepipe/artifacts/samples"
+	"github.com/tilepipe/tilepipe/oracle"
+)
+
+// TestRecomputeLoadRule: the audit's own recomputation leaves a round
+// whose visit overlapped other load out of the paired ratio under
+// config.load "exclude" and counts it, keeps it under "allow" and in
+// replays made before the rule (absent). A replay that kept the round
+// while saying "exclude" is caught by the comparison of ratioExcluded and
+// the ratio's range (replay's TestSummariesLoadRule has the same fixture).
+func TestRecomputeLoadRule(t *testing.T) {
+	var d artifacts.ReplayDoc
+	d.Config.Baseline, d.Config.Interval = "b", "sign"
+	var rows []samples.Row
+	for rd := range 6 {
+		for i, rt := range []string{"r", "b"} {
+			ns := int64(200)
+			if rt == "r" {
+				ns = 100
+				if rd == 2 {
+					ns = 300
+				}
+			}
+			v := artifacts.VisitResult{Visit: artifacts.Visit{Index: 2*rd + i, Round: rd, Case: "c", Route: rt}, Status: artifacts.StatusPassed, WallNs: 1e9}
+			if rt == "r" && rd == 2 {
+				v.Load = &artifacts.VisitLoad{OtherNs: 0.9e9, Loaded: true}
+			}
+			d.Visits = append(d.Visits, v)
+			rows = append(rows, samples.Row{Visit: int32(v.Index), Round: int32(rd), Case: "c", Route: rt, Kind: "batch", Calls: 10, TotalNs: 10 * ns, Clock: samples.ClockReplay})
+		}
+	}
+	cpu := func(string) string { return oracle.DeviceCPU }
+	for _, tc := range []struct {
+		rule     string
+		left     int
+		ratioMax float64
+	}{
+		{artifacts.LoadExclude, 1, 0.5},
+		{artifacts.LoadAllow, 0, 1.5},
+		{"", 0, 1.5},
+	} {
+		d.Config.Load = tc.rule
+		r := recompute(d, rows, cpu)[[2]string{"c", "r"}]
+		if r.RatioExcluded != tc.left || r.RatioMax != tc.ratioMax || r.Ratio != 0.5 || r.MaxNs != 300 {
+			t.Errorf("load %q: recomputed %d left out, ratio %g max %g, max %g ns; want %d, 0.5, %g, 300 ns (medians keep the round)", tc.rule, r.RatioExcluded, r.Ratio, r.RatioMax, r.MaxNs, tc.left, tc.ratioMax)
+		}
+	}
+}
