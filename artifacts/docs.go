@@ -263,6 +263,25 @@ type ReplayConfig struct {
 	// (--allow-load) keeps them. Absent (replays made before it) keeps
 	// them too, as those replays did.
 	Load string `json:"load,omitempty"`
+	// Target, BudgetS and MaxRounds make the replay adaptive
+	// (docs/statistics.md, "Rounds to a precision target"): after the
+	// Rounds every case gets, a case gets another block of rounds (one of
+	// each balanced route order) while a paired ratio's exact 95% interval
+	// is wider than ±Target (relative) of its median, no row of the case
+	// has spent BudgetS seconds of visit time, and rounds remain below
+	// MaxRounds. Target 0 (or absent): every case gets Rounds rounds.
+	Target    float64 `json:"target,omitempty"`
+	BudgetS   float64 `json:"budgetS,omitempty"`
+	MaxRounds int     `json:"maxRounds,omitempty"`
+}
+
+// PlannedRounds is the most rounds the replay can run: MaxRounds when it
+// is adaptive, else Rounds. Input seeds are drawn for all of them.
+func (c ReplayConfig) PlannedRounds() int {
+	if c.Target > 0 {
+		return max(c.MaxRounds, c.Rounds)
+	}
+	return c.Rounds
 }
 
 // Load rules (ReplayConfig.Load).
@@ -531,6 +550,18 @@ type Summary struct {
 	// because the row's visit or its baseline's overlapped other load
 	// (config.load "exclude").
 	RatioExcluded int `json:"ratioExcluded,omitempty"`
+	// Precision is the paired ratio's interval's larger half-width
+	// relative to its median (adaptive replays only; 0 without an exact
+	// interval): the row reached config.target when it is at most that.
+	Precision float64 `json:"precision,omitempty"`
+}
+
+// CaseStop is where an adaptive replay stopped giving a case rounds, and
+// why (internal/adaptive's reasons).
+type CaseStop struct {
+	Case   string `json:"case"`
+	Rounds int    `json:"rounds"`
+	Stop   string `json:"stop"`
 }
 
 // ReplayDoc is the replay stage's document.
@@ -553,10 +584,17 @@ type ReplayDoc struct {
 	Closure  []ClosureCheck `json:"closure"`
 	Samples  Digest         `json:"samples"` // all samples, one Arrow table
 	Summary  []Summary      `json:"summary"`
+	// Stops: where an adaptive replay (config.target) stopped each case,
+	// and why; Plan then holds the visits the cases got, the fixed rounds'
+	// (plan.json's plan) first.
+	Stops []CaseStop `json:"stops,omitempty"`
 }
 
 // PlanRecord is a replay's plan.json: what a replay directory is replaying,
-// written before the first visit, read by --resume and by the audit.
+// written before the first visit, read by --resume and by the audit. An
+// adaptive replay's plan is its fixed rounds; the rounds the stopping rule
+// adds follow from the samples (the document's plan holds them all), and
+// Inputs holds seeds for config.PlannedRounds() rounds.
 type PlanRecord struct {
 	Prepared Digest       `json:"prepared"`
 	Capture  Digest       `json:"capture"`

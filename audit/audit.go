@@ -17,6 +17,7 @@ import (
 	"github.com/tilepipe/tilepipe/artifacts"
 	"github.com/tilepipe/tilepipe/artifacts/samples"
 	"github.com/tilepipe/tilepipe/artifacts/tensor"
+	"github.com/tilepipe/tilepipe/internal/adaptive"
 	"github.com/tilepipe/tilepipe/internal/floors"
 	"github.com/tilepipe/tilepipe/internal/progress"
 	"github.com/tilepipe/tilepipe/internal/record"
@@ -154,6 +155,7 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	a.records()
 	a.journal()
 	a.results()
+	a.stopping()
 	a.balance()
 	a.timeWindows()
 	a.floors()
@@ -432,8 +434,8 @@ func (a *auditor) outputs() {
 		cases[a.cdoc.Cases[i].Case.ID] = &a.cdoc.Cases[i]
 	}
 	seeds := sets.Seeds(a.rdoc.Inputs)
-	if len(seeds.Rounds) != a.rdoc.Config.Rounds {
-		a.add("outputs", []string{fmt.Sprintf("replay inputs: seeds for %d rounds, config says %d", len(seeds.Rounds), a.rdoc.Config.Rounds)}, nil, "")
+	if len(seeds.Rounds) != a.rdoc.Config.PlannedRounds() {
+		a.add("outputs", []string{fmt.Sprintf("replay inputs: seeds for %d rounds, config says %d", len(seeds.Rounds), a.rdoc.Config.PlannedRounds())}, nil, "")
 		return
 	}
 	// Visit a (round, case) at a time, so its sets are generated once.
@@ -709,7 +711,7 @@ func (a *auditor) summaries() {
 		for _, f := range []struct {
 			name   string
 			hv, wv float64
-		}{{"medianNs", h.MedianNs, w.MedianNs}, {"minNs", h.MinNs, w.MinNs}, {"maxNs", h.MaxNs, w.MaxNs}, {"q1Ns", h.Q1Ns, w.Q1Ns}, {"q3Ns", h.Q3Ns, w.Q3Ns}, {"channelNs", h.ChannelNs, w.ChannelNs}, {"graphNs", h.GraphNs, w.GraphNs}, {"graphMinNs", h.GraphMinNs, w.GraphMinNs}, {"ratio", h.Ratio, w.Ratio}, {"ratioMin", h.RatioMin, w.RatioMin}, {"ratioMax", h.RatioMax, w.RatioMax}, {"ratioLo", h.RatioLo, w.RatioLo}, {"ratioHi", h.RatioHi, w.RatioHi}} {
+		}{{"medianNs", h.MedianNs, w.MedianNs}, {"minNs", h.MinNs, w.MinNs}, {"maxNs", h.MaxNs, w.MaxNs}, {"q1Ns", h.Q1Ns, w.Q1Ns}, {"q3Ns", h.Q3Ns, w.Q3Ns}, {"channelNs", h.ChannelNs, w.ChannelNs}, {"graphNs", h.GraphNs, w.GraphNs}, {"graphMinNs", h.GraphMinNs, w.GraphMinNs}, {"ratio", h.Ratio, w.Ratio}, {"ratioMin", h.RatioMin, w.RatioMin}, {"ratioMax", h.RatioMax, w.RatioMax}, {"ratioLo", h.RatioLo, w.RatioLo}, {"ratioHi", h.RatioHi, w.RatioHi}, {"precision", h.Precision, w.Precision}} {
 			if !near(f.hv, f.wv) {
 				p = append(p, fmt.Sprintf("summary %s/%s %s: stored %g, recomputed %g", k[0], k[1], f.name, f.hv, f.wv))
 			}
@@ -875,11 +877,19 @@ func recompute(doc artifacts.ReplayDoc, rows []samples.Row, device func(id strin
 				}
 				ratios = append(ratios, stats.Median(rounds[k][int32(rd)])/stats.Median(rounds[base][int32(rd)]))
 			}
+			if len(ratios) == 0 {
+				sum.Verdict = stats.TooFew
+				out[k] = sum
+				continue
+			}
 			r, err := stats.PairedRatios(doc.Config.Interval, ratios, doc.Config.Bootstrap, doc.Config.Seed)
 			if err != nil {
 				r = stats.Ratio{N: len(ratios), Exact: true} // no interval, no verdict; the summaries check names the interval
 			}
 			sum.Ratio, sum.RatioMin, sum.RatioMax, sum.RatioLo, sum.RatioHi, sum.Verdict = r.Median, r.Min, r.Max, r.Lo, r.Hi, r.Verdict()
+			if doc.Config.Target > 0 {
+				sum.Precision = adaptive.Precision(r.Median, r.Lo, r.Hi, r.Coverage > 0)
+			}
 		}
 		out[k] = sum
 	}
@@ -901,7 +911,8 @@ func (a *auditor) balance() {
 			break
 		}
 	}
-	// Every prepared pair is planned in every round.
+	// Every prepared pair is planned in every round of its case: every
+	// round, or in an adaptive replay every round before its case stopped.
 	prepared := map[[2]string]bool{}
 	for _, e := range a.pdoc.Entries {
 		if e.Status == artifacts.StatusPrepared {
@@ -909,12 +920,34 @@ func (a *auditor) balance() {
 		}
 	}
 	perPair := map[[2]string]int{}
+	rounds := d.Config.Rounds
 	for _, v := range d.Plan {
 		perPair[[2]string{v.Case, v.Route}]++
+		rounds = max(rounds, v.Round+1)
+	}
+	roundsOf := map[string]int{}
+	for _, s := range d.Stops {
+		roundsOf[s.Case] = s.Rounds
 	}
 	for k := range prepared {
-		if perPair[k] != d.Config.Rounds {
-			p = append(p, fmt.Sprintf("%s/%s planned %d times, want one visit per round (%d)", k[0], k[1], perPair[k], d.Config.Rounds))
+		want := d.Config.Rounds
+		if d.Config.Target > 0 && roundsOf[k[0]] > 0 {
+			want = roundsOf[k[0]]
+		}
+		if perPair[k] != want {
+			p = append(p, fmt.Sprintf("%s/%s planned %d times, want one visit per round (%d)", k[0], k[1], perPair[k], want))
+		}
+	}
+	if d.Config.Target > 0 && len(d.Stops) > 0 {
+		want := a.adaptivePlan()
+		if len(want) != len(d.Plan) {
+			p = append(p, fmt.Sprintf("plan: %d visits, the stops give %d", len(d.Plan), len(want)))
+		}
+		for i := range min(len(want), len(d.Plan)) {
+			if want[i] != d.Plan[i] {
+				p = append(p, fmt.Sprintf("plan entry %d %+v, the stops give %+v", i, d.Plan[i], want[i]))
+				break
+			}
 		}
 	}
 	// Each round has one route order; reconstruct it from positions.
@@ -940,7 +973,7 @@ func (a *auditor) balance() {
 	pos := map[string][]int{}
 	prec := map[[2]string]int{}
 	present := 0
-	for rd := 0; rd < d.Config.Rounds; rd++ {
+	for rd := 0; rd < rounds; rd++ {
 		var o []string
 		for _, rt := range order[rd] {
 			if rt != "" {
@@ -988,9 +1021,9 @@ func (a *auditor) balance() {
 		}
 	}
 	if len(w) > 0 {
-		w = append([]string{fmt.Sprintf("%d rounds over %d routes is a screen, not a balanced comparison", d.Config.Rounds, n)}, w...)
+		w = append([]string{fmt.Sprintf("%d rounds over %d routes is a screen, not a balanced comparison", rounds, n)}, w...)
 	}
-	a.add("balance", p, w, fmt.Sprintf("%d visits in %d rounds; positions and immediate precedence of %d routes counted", len(d.Visits), d.Config.Rounds, n))
+	a.add("balance", p, w, fmt.Sprintf("%d visits in %d rounds; positions and immediate precedence of %d routes counted", len(d.Visits), rounds, n))
 }
 
 // timeWindows checks that verification came before timing and that every

@@ -62,7 +62,23 @@ func planAgrees(b []byte, d artifacts.ReplayDoc) []string {
 	if !slices.Equal(pr.Cases, d.Cases) {
 		p = append(p, fmt.Sprintf("plan.json cases %v, the document %v", pr.Cases, d.Cases))
 	}
-	if len(pr.Plan) != len(d.Plan) {
+	if d.Config.Target > 0 && len(pr.Plan) <= len(d.Plan) {
+		// An adaptive replay's plan.json holds its fixed rounds; the
+		// document's plan goes on with the rounds the stopping rule gave
+		// (the stopping rule check re-derives them).
+		for i := range pr.Plan {
+			if pr.Plan[i] != d.Plan[i] {
+				p = append(p, fmt.Sprintf("plan.json plan[%d] %+v, the document %+v", i, pr.Plan[i], d.Plan[i]))
+				break
+			}
+		}
+		for _, v := range d.Plan[len(pr.Plan):] {
+			if v.Round < d.Config.Rounds {
+				p = append(p, fmt.Sprintf("plan entry %d is in fixed round %d, after plan.json's %d visits", v.Index, v.Round+1, len(pr.Plan)))
+				break
+			}
+		}
+	} else if len(pr.Plan) != len(d.Plan) {
 		p = append(p, fmt.Sprintf("plan.json plan: %d visits, the document %d", len(pr.Plan), len(d.Plan)))
 	} else {
 		for i := range pr.Plan {

@@ -52,3 +52,21 @@ func TestRecomputeLoadRule(t *testing.T) {
 		}
 	}
 }
+
+// TestRecomputeEveryRoundLoaded: with every round of a row left out the
+// recomputation has no ratio and no NaN: "too few rounds", as replay says.
+func TestRecomputeEveryRoundLoaded(t *testing.T) {
+	d := artifacts.ReplayDoc{Config: artifacts.ReplayConfig{Baseline: "b", Interval: "sign", Load: artifacts.LoadExclude}}
+	var rows []samples.Row
+	for rd := range 2 {
+		for i, rt := range []string{"r", "b"} {
+			d.Visits = append(d.Visits, artifacts.VisitResult{Visit: artifacts.Visit{Index: 2*rd + i, Round: rd, Case: "c", Route: rt}, Status: artifacts.StatusPassed, WallNs: 1e9,
+				Load: &artifacts.VisitLoad{OtherNs: 0.9e9, Loaded: rt == "r"}})
+			rows = append(rows, samples.Row{Visit: int32(2*rd + i), Round: int32(rd), Case: "c", Route: rt, Kind: "batch", Calls: 1, TotalNs: 100, Clock: samples.ClockReplay})
+		}
+	}
+	r := recompute(d, rows, func(string) string { return oracle.DeviceCPU })[[2]string{"c", "r"}]
+	if r.Verdict != "too few rounds" || r.RatioExcluded != 2 || r.Ratio != 0 || r.RatioHi != 0 {
+		t.Errorf("recomputed %+v, want too few rounds, 2 left out, no ratio", r)
+	}
+}

@@ -32,8 +32,15 @@ const (
 	// MaxThreads bounds the threads of a timed process; the compute floor
 	// divides by them.
 	MaxThreads = 1024
-	// MaxVisits bounds the plan: rounds × prepared (case, route) pairs.
+	// MaxVisits bounds the plan: rounds × prepared (case, route) pairs
+	// (an adaptive replay's most rounds).
 	MaxVisits = 100000
+	// MinTargetPct and MaxTargetPct bound --target, the half-width of the
+	// paired ratios' intervals an adaptive replay aims for, in percent of
+	// the median; MinBudgetS and MaxBudgetS bound --budget-s, the visit
+	// time a row may spend.
+	MinTargetPct, MaxTargetPct float64 = 0.1, 50
+	MinBudgetS, MaxBudgetS     float64 = 1, 86400
 )
 
 // Validate checks every number of c that a flag sets against its range
@@ -62,6 +69,21 @@ func (c Config) Validate() error {
 	}
 	if c.Interval != artifacts.IntervalSign {
 		return fmt.Errorf("interval %q: want %q: a new replay's intervals are exact", c.Interval, artifacts.IntervalSign)
+	}
+	if c.Target != 0 {
+		for _, err := range []error{
+			floatIn("--target", c.Target*100, MinTargetPct, MaxTargetPct),
+			floatIn("--budget-s", c.BudgetS, MinBudgetS, MaxBudgetS),
+		} {
+			if err != nil {
+				return err
+			}
+		}
+	}
+	if c.MaxRounds != 0 { // 0: DefaultMaxRounds, resolved with the rounds
+		if err := intIn("--max-rounds", c.MaxRounds, max(c.Rounds, 1), MaxRounds); err != nil {
+			return err
+		}
 	}
 	if c.Load != artifacts.LoadExclude && c.Load != artifacts.LoadAllow {
 		return fmt.Errorf("load %q: want %q (the default) or %q (--allow-load)", c.Load, artifacts.LoadExclude, artifacts.LoadAllow)
@@ -109,8 +131,8 @@ func (r *replayer) checkConfig(routes []string) error {
 			pairs++
 		}
 	}
-	if n := c.Rounds * pairs; n > MaxVisits {
-		return fmt.Errorf("plan: %d rounds x %d prepared (case, route) pairs = %d visits, limit %d (give fewer --rounds, cases or routes)", c.Rounds, pairs, n, MaxVisits)
+	if n := c.PlannedRounds() * pairs; n > MaxVisits {
+		return fmt.Errorf("plan: %d rounds x %d prepared (case, route) pairs = %d visits, limit %d (give fewer --rounds or --max-rounds, cases or routes)", c.PlannedRounds(), pairs, n, MaxVisits)
 	}
 	// A visit keeps its outputs as one tensor per output, its sets
 	// stacked: more than a tensor file holds fails before any timing.

@@ -65,6 +65,15 @@ func TestValidate(t *testing.T) {
 		{"threads 1", func(c *Config) { c.Threads = 1 }, ""},
 		{"threads 1024", func(c *Config) { c.Threads = 1024 }, ""},
 		{"threads 1025", func(c *Config) { c.Threads = 1025 }, "--threads: want 1 to 1024, got 1025"},
+		{"target 0 (fixed rounds)", func(c *Config) { c.Target = 0 }, ""},
+		{"target 0.05%", func(c *Config) { c.Target = 0.0005 }, "--target: want 0.1 to 50, got 0.05"},
+		{"target 51%", func(c *Config) { c.Target = 0.51 }, "--target: want 0.1 to 50, got 51"},
+		{"target -1%", func(c *Config) { c.Target = -0.01 }, "--target: want 0.1 to 50, got -1"},
+		{"budget-s 0.5", func(c *Config) { c.BudgetS = 0.5 }, "--budget-s: want 1 to 86400, got 0.5"},
+		{"budget-s 86401", func(c *Config) { c.BudgetS = 86401 }, "--budget-s: want 1 to 86400, got 86401"},
+		{"max-rounds below rounds", func(c *Config) { c.Rounds, c.MaxRounds = 12, 8 }, "--max-rounds: want 12 to 1000, got 8"},
+		{"max-rounds 1001", func(c *Config) { c.MaxRounds = 1001 }, "--max-rounds: want 1 to 1000, got 1001"},
+		{"max-rounds 0 (the default)", func(c *Config) { c.MaxRounds = 0 }, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			c := base
@@ -115,10 +124,10 @@ func TestCheckConfig(t *testing.T) {
 	}{
 		{"plan at the limit", 1000, 0, 50, 0, "a", ""},
 		{"plan over the limit", 1000, 0, 51, 0, "a",
-			"plan: 1000 rounds x 102 prepared (case, route) pairs = 102000 visits, limit 100000 (give fewer --rounds, cases or routes)"},
+			"plan: 1000 rounds x 102 prepared (case, route) pairs = 102000 visits, limit 100000 (give fewer --rounds or --max-rounds, cases or routes)"},
 		{"only prepared pairs count", 1000, 0, 51, 2, "a", ""},
 		{"plan over the limit at fewer rounds", 500, 0, 101, 0, "a",
-			"plan: 500 rounds x 202 prepared (case, route) pairs = 101000 visits, limit 100000 (give fewer --rounds, cases or routes)"},
+			"plan: 500 rounds x 202 prepared (case, route) pairs = 101000 visits, limit 100000 (give fewer --rounds or --max-rounds, cases or routes)"},
 		{"cohort rounds over the limit", 5000, 5000, 1, 0, "a",
 			"cohort t: rounds: want 1 to 1000, got 5000 (the capture's cohort default; give --rounds)"},
 		{"rounds over the limit", 1001, 0, 1, 0, "a", "--rounds: want 1 to 1000 (or 0: the cohort's default), got 1001"},

@@ -9,6 +9,7 @@ import (
 
 	"github.com/tilepipe/tilepipe/artifacts"
 	"github.com/tilepipe/tilepipe/artifacts/samples"
+	"github.com/tilepipe/tilepipe/internal/adaptive"
 	"github.com/tilepipe/tilepipe/internal/crashpoint"
 	"github.com/tilepipe/tilepipe/internal/floors"
 	"github.com/tilepipe/tilepipe/internal/visit"
@@ -18,9 +19,9 @@ import (
 
 // finish writes the sample table, the summaries and the results table,
 // and commits the stage.
-func (r *replayer) finish(pr artifacts.PlanRecord, done map[int]*artifacts.VisitResult, closures []artifacts.ClosureCheck) (*Result, error) {
+func (r *replayer) finish(pr artifacts.PlanRecord, done map[int]*artifacts.VisitResult, closures []artifacts.ClosureCheck, stops []artifacts.CaseStop) (*Result, error) {
 	doc := artifacts.ReplayDoc{Schema: artifacts.DocSchema, Prepared: pr.Prepared, Capture: pr.Capture, Config: pr.Config,
-		Routes: pr.Routes, Cases: pr.Cases, Plan: pr.Plan, Inputs: pr.Inputs, Sandbox: r.sandbox.Record(), CPULimit: r.cpuLimit, Sessions: r.sessions, Closure: closures}
+		Routes: pr.Routes, Cases: pr.Cases, Plan: pr.Plan, Inputs: pr.Inputs, Sandbox: r.sandbox.Record(), CPULimit: r.cpuLimit, Sessions: r.sessions, Closure: closures, Stops: stops}
 	var all []samples.Row
 	res := &Result{}
 	for _, v := range pr.Plan {
@@ -221,11 +222,18 @@ func Summaries(cases, routes []string, entries []artifacts.Prepared, visits []ar
 				ratios = append(ratios, stats.Median(mine[int32(rd)])/stats.Median(t))
 			}
 		}
+		if len(ratios) == 0 { // every round left out (load), or no round in common
+			s.Verdict = stats.TooFew
+			continue
+		}
 		rr, err := stats.PairedRatios(cfg.Interval, ratios, cfg.Bootstrap, cfg.Seed)
 		if err != nil {
 			rr = stats.Ratio{N: len(ratios), Exact: true} // no interval, no verdict; Validate refused it before any visit
 		}
 		s.Ratio, s.RatioMin, s.RatioMax, s.RatioLo, s.RatioHi, s.RatioPairs, s.Verdict = rr.Median, rr.Min, rr.Max, rr.Lo, rr.Hi, rr.N, rr.Verdict()
+		if cfg.Target > 0 {
+			s.Precision = adaptive.Precision(rr.Median, rr.Lo, rr.Hi, rr.Coverage > 0)
+		}
 	}
 	return out
 }

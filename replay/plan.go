@@ -83,18 +83,30 @@ func DefaultRounds(routes int) int {
 // r, and within each case the routes in order Orders[r mod len]. Only
 // timeable (case, route) pairs get visits.
 func Plan(cases, routes []string, rounds int, timeable func(c, r string) bool) []artifacts.Visit {
-	orders := Orders(len(routes))
 	var plan []artifacts.Visit
 	for r := 0; r < rounds; r++ {
-		order := orders[r%len(orders)]
-		for i := range cases {
-			c := cases[(i+r)%len(cases)]
-			for pos, ri := range order {
-				if !timeable(c, routes[ri]) {
-					continue
-				}
-				plan = append(plan, artifacts.Visit{Index: len(plan), Round: r, Position: pos, Case: c, Route: routes[ri]})
+		plan = RoundVisits(plan, cases, routes, r, func(string) bool { return true }, timeable)
+	}
+	return plan
+}
+
+// RoundVisits appends to plan the visits of round r (as [Plan] orders
+// them) of the cases open in it, numbered on from plan's length: an
+// adaptive replay's rounds after its fixed ones visit only the cases the
+// stopping rule left open (internal/adaptive).
+func RoundVisits(plan []artifacts.Visit, cases, routes []string, r int, open func(c string) bool, timeable func(c, r string) bool) []artifacts.Visit {
+	orders := Orders(len(routes))
+	order := orders[r%len(orders)]
+	for i := range cases {
+		c := cases[(i+r)%len(cases)]
+		if !open(c) {
+			continue
+		}
+		for pos, ri := range order {
+			if !timeable(c, routes[ri]) {
+				continue
 			}
+			plan = append(plan, artifacts.Visit{Index: len(plan), Round: r, Position: pos, Case: c, Route: routes[ri]})
 		}
 	}
 	return plan

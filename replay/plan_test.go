@@ -2,7 +2,11 @@ package replay
 
 import (
 	"fmt"
+	"slices"
 	"testing"
+
+	"github.com/tilepipe/tilepipe/artifacts"
+	"github.com/tilepipe/tilepipe/internal/adaptive"
 )
 
 // balance counts how often each route takes each position and how often
@@ -73,5 +77,34 @@ func TestDefaultRoundsExact(t *testing.T) {
 		if got != want || got%len(Orders(routes)) != 0 {
 			t.Errorf("DefaultRounds(%d) = %d, want %d (a multiple of %d orders, at least 6)", routes, got, want, len(Orders(routes)))
 		}
+	}
+}
+
+// TestBlockIsOrders: an adaptive block is one round of each balanced
+// order (internal/adaptive.Block counts them without this package).
+func TestBlockIsOrders(t *testing.T) {
+	for n := 1; n <= 9; n++ {
+		if got, want := adaptive.Block(n), len(Orders(n)); got != want {
+			t.Errorf("adaptive.Block(%d) = %d, want len(Orders(%d)) = %d", n, got, n, want)
+		}
+	}
+}
+
+// TestRoundVisits: a round of an adaptive replay visits the open cases
+// only, in the order Plan gives them, numbered on from the plan so far.
+func TestRoundVisits(t *testing.T) {
+	all := func(string, string) bool { return true }
+	full := Plan([]string{"a", "b", "c"}, []string{"x", "y"}, 3, all)
+	plan := Plan([]string{"a", "b", "c"}, []string{"x", "y"}, 2, all)
+	plan = RoundVisits(plan, []string{"a", "b", "c"}, []string{"x", "y"}, 2, func(c string) bool { return c != "b" }, all)
+	var want []artifacts.Visit
+	for _, v := range full {
+		if v.Round < 2 || v.Case != "b" {
+			v.Index = len(want)
+			want = append(want, v)
+		}
+	}
+	if !slices.Equal(plan, want) {
+		t.Errorf("RoundVisits = %+v\nwant %+v", plan[12:], want[12:])
 	}
 }

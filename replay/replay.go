@@ -44,13 +44,21 @@ type Config struct {
 	Progress *progress.Reporter
 }
 
-// DefaultConfig: rounds 0 means twice the number of routes; torch-eager is
-// the baseline of the paired ratios.
+// DefaultConfig: rounds 0 means the cohort's, else [DefaultRounds];
+// torch-eager is the baseline of the paired ratios; adaptive to ±1.5%
+// within 60 s of visits per row, max rounds 0 meaning
+// [DefaultMaxRounds] (or the rounds, if more).
 var DefaultConfig = Config{ReplayConfig: artifacts.ReplayConfig{
 	Samples: 5, Singles: 5, SampleMs: 20, WarmupMs: 50, TimeoutS: 300,
 	Threads: runtime.NumCPU(), Baseline: "torch-eager", Seed: 1, Bootstrap: 2000, Interval: artifacts.IntervalSign, Load: artifacts.LoadExclude, Sets: sets.DefaultWarm,
-	L2: artifacts.L2Warm,
+	L2: artifacts.L2Warm, Target: 0.015, BudgetS: 60,
 }}
+
+// DefaultMaxRounds is an adaptive replay's most rounds unless --max-rounds
+// says otherwise: at 6 rounds an exact interval spans the extremes, and
+// about 100 narrow one to ±1.5% for per-round ratios with 5% noise
+// (docs/statistics.md).
+const DefaultMaxRounds = 120
 
 const (
 	planFile    = "plan.json"
@@ -120,6 +128,12 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	if r.cfg.Rounds == 0 {
 		r.cfg.Rounds = DefaultRounds(len(routes))
 	}
+	if r.cfg.Target > 0 && r.cfg.MaxRounds == 0 {
+		r.cfg.MaxRounds = max(DefaultMaxRounds, r.cfg.Rounds)
+	}
+	if r.cfg.Target == 0 {
+		r.cfg.BudgetS, r.cfg.MaxRounds = 0, 0 // recorded only for adaptive replays
+	}
 	if err := r.checkConfig(routes); err != nil {
 		return nil, err
 	}
@@ -147,7 +161,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 			e := r.entries[[2]string{c, rt}]
 			return e != nil && e.Status == artifacts.StatusPrepared
 		})}
-	seeds, err := sets.Draw(r.cfg.Rounds)
+	seeds, err := sets.Draw(r.cfg.PlannedRounds())
 	if err != nil {
 		return nil, err
 	}
@@ -197,7 +211,28 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	for _, v := range pr.Plan {
 		byRound[v.Round] = append(byRound[v.Round], v)
 	}
-	for round := 0; round < r.cfg.Rounds && !closureFailed; round++ {
+	ad := r.newAdaptive(cases, routes)
+	for round := 0; round < r.cfg.PlannedRounds() && !closureFailed; round++ {
+		if round >= r.cfg.Rounds {
+			// An adaptive round: the stopping rule decides which cases it
+			// visits, from the rounds before it (internal/adaptive).
+			open, err := ad.open(round, done)
+			if err != nil {
+				return nil, err
+			}
+			if len(open) == 0 {
+				break
+			}
+			n := len(pr.Plan)
+			pr.Plan = RoundVisits(pr.Plan, cases, routes, round, func(c string) bool { return open[c] }, ad.timeable)
+			for _, v := range pr.Plan[n:] {
+				if d, ok := done[v.Index]; ok && d.Visit != v {
+					return nil, fmt.Errorf("--resume %s: %s: visit %d is not the adaptive plan's (%+v, the rule gives %+v): the journal disagrees with its own samples; start a new replay", r.cfg.Output, journalFile, v.Index, d.Visit, v)
+				}
+				byRound[round] = append(byRound[round], v)
+			}
+			r.cfg.Progress.Printf("replay: round %d: %d of %d cases open (adaptive, target ±%.3g%%)", round+1, len(open), len(cases), r.cfg.Target*100)
+		}
 		var todo []artifacts.Visit
 		for _, v := range byRound[round] {
 			if _, ok := done[v.Index]; !ok {
@@ -259,7 +294,15 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		closureFailed = cc.Status != artifacts.StatusPassed
 	}
 	r.cfg.Progress.Done()
-	return r.finish(pr, done, closures)
+	if len(done) > 0 {
+		if last := slices.Max(slices.Collect(maps.Keys(done))); last >= len(pr.Plan) {
+			return nil, fmt.Errorf("--resume %s: %s: visit %d is beyond the plan the stopping rule gives (%d visits): the journal disagrees with its own samples; start a new replay", r.cfg.Output, journalFile, last, len(pr.Plan))
+		}
+	}
+	if r.cfg.Target > 0 && !closureFailed {
+		ad.finish(r.cfg.PlannedRounds())
+	}
+	return r.finish(pr, done, closures, ad.stops)
 }
 
 func absPath(p string) string {
@@ -560,8 +603,8 @@ func (r *replayer) createOrResume(pr *artifacts.PlanRecord) (map[int]*artifacts.
 		return nil, nil, fmt.Errorf("--resume %s: %s records prepared %s with config %+v; this run asks for prepared %s with config %+v: resume with the same flags",
 			r.cfg.Output, planFile, artifacts.Short(old.Prepared), old.Config, artifacts.Short(pr.Prepared), pr.Config)
 	}
-	if len(old.Inputs.Rounds) != pr.Config.Rounds {
-		return nil, nil, fmt.Errorf("--resume %s: %s: input seeds for %d rounds, want %d", r.cfg.Output, planFile, len(old.Inputs.Rounds), pr.Config.Rounds)
+	if len(old.Inputs.Rounds) != pr.Config.PlannedRounds() {
+		return nil, nil, fmt.Errorf("--resume %s: %s: input seeds for %d rounds, want %d", r.cfg.Output, planFile, len(old.Inputs.Rounds), pr.Config.PlannedRounds())
 	}
 	pr.Inputs = old.Inputs // the inputs drawn when the replay began
 	jpath := filepath.Join(s.Dir(), journalFile)
@@ -594,7 +637,10 @@ func (r *replayer) createOrResume(pr *artifacts.PlanRecord) (map[int]*artifacts.
 			closures = append(closures, *l.Closure)
 		case l.Visit != nil && l.Session == nil && l.Closure == nil:
 			v := l.Visit
-			if v.Index < 0 || v.Index >= len(pr.Plan) || pr.Plan[v.Index] != v.Visit {
+			// An adaptive round's visits follow the fixed plan; the main loop
+			// checks them against the rule's plan as it rebuilds it.
+			adaptiveRound := r.cfg.Target > 0 && v.Index >= len(pr.Plan) && v.Round >= r.cfg.Rounds && v.Round < r.cfg.PlannedRounds()
+			if v.Index < 0 || (v.Index >= len(pr.Plan) || pr.Plan[v.Index] != v.Visit) && !adaptiveRound {
 				return nil, nil, bad("visit %d is not in the plan", v.Index)
 			}
 			if v.Session < 0 || v.Session >= len(r.sessions) {

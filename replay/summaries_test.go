@@ -64,3 +64,22 @@ func TestSummariesLoadRule(t *testing.T) {
 		}
 	}
 }
+
+// TestSummariesEveryRoundLoaded: a row whose every round was left out has
+// no ratio, says "too few rounds" and counts them: no NaN reaches the
+// document (json refuses NaN, and a replay once failed on it).
+func TestSummariesEveryRoundLoaded(t *testing.T) {
+	entries, visits, rows := loadFixture()
+	for i := range visits {
+		if visits[i].Route == "r" {
+			visits[i].Load = &artifacts.VisitLoad{OtherNs: 0.9e9, Loaded: true}
+		}
+	}
+	cfg := DefaultConfig.ReplayConfig
+	cfg.Baseline = "b"
+	for _, s := range Summaries([]string{"c"}, []string{"r", "b"}, entries, visits, rows, cfg, nil) {
+		if s.Route == "r" && (s.RatioPairs != 0 || s.RatioExcluded != 6 || s.Verdict != "too few rounds" || s.Ratio != 0 || s.RatioLo != 0) {
+			t.Errorf("row r = %+v, want no ratio, 6 rounds left out, too few rounds", s)
+		}
+	}
+}

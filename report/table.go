@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/tilepipe/tilepipe/artifacts"
+	"github.com/tilepipe/tilepipe/internal/adaptive"
 	"github.com/tilepipe/tilepipe/internal/floors"
 	"github.com/tilepipe/tilepipe/internal/load"
 	"github.com/tilepipe/tilepipe/oracle"
@@ -42,10 +43,14 @@ func Table(doc artifacts.ReplayDoc) string {
 			}
 		} else if s.Route != c.Baseline {
 			ratio = "-"
+			if s.RatioExcluded > 0 {
+				verdict = fmt.Sprintf("%s (%d rounds left out: load)", stats.TooFew, s.RatioExcluded)
+			}
 		}
 		fmt.Fprintf(&b, "| %s | %s | %s | %s | %s – %s | %s | %s | %s | %s |\n", s.Case, s.Route, s.Status, Duration(s.MedianNs), Duration(s.MinNs), Duration(s.MaxNs), Duration(s.ChannelNs), ratio, interval, verdict)
 	}
 	b.WriteString(gpuCeilings(doc))
+	b.WriteString(adaptiveRounds(doc))
 	b.WriteString(machineLoad(doc.Visits, c.Load))
 	var failedClosure []string
 	for _, cc := range doc.Closure {
@@ -209,4 +214,50 @@ func machineLoad(visits []artifacts.VisitResult, rule string) string {
 		what = "flagged; kept in every statistic, as --allow-load asked"
 	}
 	return s + fmt.Sprintf("%d of %d visits overlapped more than %.2f cores (%s): %s.\n", n, len(cores), load.MaxOtherCores, what, strings.Join(loaded, "; "))
+}
+
+// adaptiveRounds says what an adaptive replay's stopping rule did
+// (config.target): the rule, how many ratio rows reached the target, the
+// rows short of it, and where each case stopped; "" for a replay of
+// fixed rounds.
+func adaptiveRounds(doc artifacts.ReplayDoc) string {
+	c := doc.Config
+	if c.Target <= 0 {
+		return ""
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "\nAdaptive rounds: after %d rounds, a case got blocks of %d more until every paired ratio's exact 95%% interval was within ±%.3g%% of its median, a row had spent %g s of visits, or it had %d rounds.",
+		c.Rounds, adaptive.Block(len(doc.Routes)), c.Target*100, c.BudgetS, c.MaxRounds)
+	ratios, reached := 0, 0
+	var short []string
+	for _, s := range doc.Summary {
+		if s.RatioPairs == 0 && s.Verdict == "" {
+			continue
+		}
+		ratios++
+		if s.Precision > 0 && s.Precision <= c.Target {
+			reached++
+		} else if p := s.Precision; p > 0 {
+			short = append(short, fmt.Sprintf("%s %s ±%.2g%%", s.Case, s.Route, p*100))
+		} else {
+			short = append(short, fmt.Sprintf("%s %s (no interval)", s.Case, s.Route))
+		}
+	}
+	fmt.Fprintf(&b, " %d of %d ratio rows reached the target", reached, ratios)
+	if n := len(short); n > 0 {
+		if n > 10 {
+			short = append(short[:10], fmt.Sprintf("and %d more", n-10))
+		}
+		fmt.Fprintf(&b, "; short of it: %s", strings.Join(short, "; "))
+	}
+	b.WriteString(". Cases stopped:")
+	for i, st := range doc.Stops {
+		sep := ";"
+		if i == 0 {
+			sep = ""
+		}
+		fmt.Fprintf(&b, "%s %s after %d rounds (%s)", sep, st.Case, st.Rounds, st.Stop)
+	}
+	b.WriteString(".\n")
+	return b.String()
 }

@@ -49,13 +49,15 @@ func TestTableTooFewRounds(t *testing.T) {
 			RatioPairs: pairs, Ratio: 0.5, RatioMin: 0.4, RatioMax: 0.6, RatioLo: 0.41, RatioHi: 0.59, Verdict: verdict}
 	}
 	doc := artifacts.ReplayDoc{Config: artifacts.ReplayConfig{Rounds: 2, Baseline: "b", Interval: stats.IntervalSign},
-		Summary: []artifacts.Summary{row("few", stats.TooFew, 2), row("many", stats.Faster, 6), row("b", "", 0), row("loaded", stats.Faster, 6)}}
+		Summary: []artifacts.Summary{row("few", stats.TooFew, 2), row("many", stats.Faster, 6), row("b", "", 0), row("loaded", stats.Faster, 6), row("all loaded", stats.TooFew, 0)}}
 	doc.Summary[3].RatioExcluded = 2
+	doc.Summary[4].RatioExcluded = 6
 	got := Table(doc)
 	for _, want := range []string{
 		"| c | few | passed | 1 µs | 900 ns – 1.1 µs | 0 ns | 0.500 [0.400 – 0.600] | - | too few rounds |\n",
 		"| c | many | passed | 1 µs | 900 ns – 1.1 µs | 0 ns | 0.500 [0.400 – 0.600] | 0.410 – 0.590 | faster |\n",
 		"| c | loaded | passed | 1 µs | 900 ns – 1.1 µs | 0 ns | 0.500 [0.400 – 0.600] | 0.410 – 0.590 | faster (2 rounds left out: load) |\n",
+		"| c | all loaded | passed | 1 µs | 900 ns – 1.1 µs | 0 ns | - |  | too few rounds (6 rounds left out: load) |\n",
 	} {
 		if !strings.Contains(got, want) {
 			t.Errorf("table: want the row\n%s in\n%s", want, got)

@@ -366,7 +366,7 @@ func gpuChain(t *testing.T, adversary, caseJSON, routes, baseline string, rounds
 	if code, _, errs := tp(t, "prepare", "--capture", capDir, "--output", prepDir); code != 0 {
 		t.Fatalf("prepare = exit %d\n%s", code, errs)
 	}
-	code, _, errs := tp(t, "replay", "--prepared", prepDir, "--output", repDir, "--baseline", baseline, "--samples", "3", "--rounds", fmt.Sprint(rounds))
+	code, _, errs := tp(t, "replay", "--prepared", prepDir, "--output", repDir, "--baseline", baseline, "--samples", "3", "--rounds", fmt.Sprint(rounds), "--target", "0")
 	return code, readReplay(t, repDir), errs
 }
 

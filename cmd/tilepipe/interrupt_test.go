@@ -21,7 +21,7 @@ import (
 // replayArgs replays the shared passing run's prepared stage into rep.
 func replayArgs(dir, rep string, extra ...string) []string {
 	return append([]string{"replay", "--prepared", filepath.Join(dir, "prepared"), "--capture", filepath.Join(dir, "capture"), "--output", rep,
-		"--baseline", "naive", "--samples", "2", "--singles", "1", "--sample-ms", "1", "--warmup-ms", "0"}, extra...)
+		"--baseline", "naive", "--samples", "2", "--singles", "1", "--sample-ms", "1", "--warmup-ms", "0", "--target", "0"}, extra...)
 }
 
 func auditRun(t *testing.T, dir, rep string) (int, string) {

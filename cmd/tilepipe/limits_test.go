@@ -26,6 +26,9 @@ func TestLimits(t *testing.T) {
 		{"--sample-ms", "0.09", "60000.5", "want 0.1 to 60000, got "},
 		{"--warmup-ms", "-1", "60001", "want 0 to 60000, got "},
 		{"--timeout-s", "0", "86401", "want 1 to 86400, got "},
+		{"--target", "0.09", "50.5", "want 0.1 to 50, got "},
+		{"--budget-s", "0.5", "86401", "want 1 to 86400, got "},
+		{"--max-rounds", "-1", "1001", "want 1 to 1000, got "},
 		{"--threads", "0", "1025", "want 1 to 1024, got "},
 	}
 	captureLimits := []limit{
@@ -75,7 +78,11 @@ func TestLimitsInside(t *testing.T) {
 			"--sample-ms", "0.1", "--warmup-ms", "60000", "--timeout-s", "86400", "--threads", "1024"},
 			"tilepipe: error: open stage: lstat " + missing + ": no such file or directory\n"},
 		{[]string{"replay", "--prepared", missing, "--rounds", "1", "--samples", "1", "--singles", "0", "--sets", "2",
-			"--sample-ms", "60000", "--warmup-ms", "0", "--timeout-s", "1", "--threads", "1"},
+			"--sample-ms", "60000", "--warmup-ms", "0", "--timeout-s", "1", "--threads", "1", "--target", "0.1", "--budget-s", "1", "--max-rounds", "1"},
+			"tilepipe: error: open stage: lstat " + missing + ": no such file or directory\n"},
+		{[]string{"replay", "--prepared", missing, "--target", "50", "--budget-s", "86400", "--max-rounds", "1000"},
+			"tilepipe: error: open stage: lstat " + missing + ": no such file or directory\n"},
+		{[]string{"replay", "--prepared", missing, "--target", "0", "--budget-s", "0"}, // fixed rounds: no budget
 			"tilepipe: error: open stage: lstat " + missing + ": no such file or directory\n"},
 		{[]string{"prepare", "--capture", missing, "--build-timeout-s", "86400"}, "tilepipe: error: open stage: lstat " + missing + ": no such file or directory\n"},
 		{[]string{"prepare", "--capture", missing, "--build-timeout-s", "1"}, "tilepipe: error: open stage: lstat " + missing + ": no such file or directory\n"},

@@ -48,7 +48,7 @@ func tinyCohort(t *testing.T, cases string) string {
 const gemm16 = `{"op": "gemm", "dims": {"M": 16, "N": 16, "K": 16}, "seed": 3}`
 
 // fast are replay flags that keep test visits short.
-var fast = []string{"--samples", "2", "--singles", "1", "--sample-ms", "1", "--warmup-ms", "0"}
+var fast = []string{"--samples", "2", "--singles", "1", "--sample-ms", "1", "--warmup-ms", "0", "--target", "0"}
 
 // naiveRun runs the whole pipeline with the naive test route into a new
 // directory and returns it with the exit code and output.

@@ -330,7 +330,7 @@ func TestReplayResumesAfterKill(t *testing.T) {
 	dir := copyRun(t, good)
 	rep := filepath.Join(dir, "replay-resumed")
 	args := []string{"replay", "--prepared", filepath.Join(dir, "prepared"), "--capture", filepath.Join(dir, "capture"), "--output", rep,
-		"--baseline", "naive", "--rounds", "3", "--samples", "2", "--singles", "1", "--sample-ms", "1", "--warmup-ms", "150"}
+		"--baseline", "naive", "--rounds", "3", "--target", "0", "--samples", "2", "--singles", "1", "--sample-ms", "1", "--warmup-ms", "150"}
 	cmd := exec.Command(tilepipeBinary(t), args...)
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr

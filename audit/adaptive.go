@@ -1,0 +1,144 @@
+package audit
+
+import (
+	"fmt"
+	"slices"
+
+	"github.com/tilepipe/tilepipe/artifacts"
+	"github.com/tilepipe/tilepipe/artifacts/samples"
+	"github.com/tilepipe/tilepipe/internal/adaptive"
+	"github.com/tilepipe/tilepipe/replay"
+)
+
+// stopping re-derives an adaptive replay's stops (config.target,
+// docs/statistics.md "Rounds to a precision target"): at every boundary
+// it recomputes, from the recorded samples of the rounds before it and
+// with the audit's own summaries, each open case's paired ratios and the
+// visit time each row spent, applies the rule (internal/adaptive), and
+// compares the stops with the document's. The plan must be the one those
+// stops give (balance checks it). A replay of fixed rounds records none.
+func (a *auditor) stopping() {
+	d := a.rdoc
+	c := d.Config
+	if c.Target <= 0 {
+		var p []string
+		if len(d.Stops) > 0 {
+			p = append(p, fmt.Sprintf("config.target is 0 (fixed rounds), yet the document records %d stops", len(d.Stops)))
+		}
+		a.add("stopping rule", p, nil, fmt.Sprintf("fixed rounds: every case %d", c.Rounds))
+		return
+	}
+	if slices.ContainsFunc(d.Closure, func(cc artifacts.ClosureCheck) bool { return cc.Status != artifacts.StatusPassed }) {
+		a.add("stopping rule", nil, []string{"a closure check failed, which ended the replay early: its stops are not re-derived"}, "adaptive rounds ended by a failed closure check")
+		return
+	}
+	want := a.stops()
+	var p []string
+	if !slices.Equal(want, d.Stops) {
+		p = append(p, fmt.Sprintf("stops %v, the rule gives %v from the recorded samples", d.Stops, want))
+	}
+	reached, ratios := 0, 0
+	for _, s := range d.Summary {
+		if s.Verdict == "" {
+			continue
+		}
+		ratios++
+		if s.Precision > 0 && s.Precision <= c.Target {
+			reached++
+		}
+	}
+	a.add("stopping rule", p, nil, fmt.Sprintf("re-derived where %d cases stopped (target ±%.3g%%, budget %g s a row, at most %d rounds); %d of %d ratio rows reached the target", len(want), c.Target*100, c.BudgetS, c.MaxRounds, reached, ratios))
+}
+
+// stops applies the stopping rule to the recorded visits and samples.
+func (a *auditor) stops() []artifacts.CaseStop {
+	d := a.rdoc
+	c := d.Config
+	visits, vrows, _ := a.passedRows()
+	rowsOf := map[int][]samples.Row{}
+	for i, v := range visits {
+		rowsOf[v.Index] = vrows[i]
+	}
+	open := map[string]bool{}
+	for _, cs := range d.Cases {
+		open[cs] = true
+	}
+	var stops []artifacts.CaseStop
+	block := adaptive.Block(len(d.Routes))
+	for r := c.Rounds; r < c.PlannedRounds(); r++ {
+		if !adaptive.Boundary(r, c.Rounds, block) {
+			continue
+		}
+		for _, cs := range d.Cases {
+			if !open[cs] {
+				continue
+			}
+			before := d
+			before.Visits = nil
+			var rows []samples.Row
+			spent := map[string]int64{}
+			for _, v := range d.Visits {
+				if v.Case != cs || v.Round >= r {
+					continue
+				}
+				before.Visits = append(before.Visits, v)
+				spent[v.Route] += v.WallNs
+				rows = append(rows, rowsOf[v.Index]...)
+			}
+			got := recompute(before, rows, a.device)
+			var sums []artifacts.Summary
+			for _, rt := range d.Routes {
+				if !a.timeable(cs, rt) {
+					continue
+				}
+				s, ok := got[[2]string{cs, rt}]
+				if !ok {
+					s = artifacts.Summary{Case: cs, Route: rt, Status: artifacts.StatusFailed}
+				} else {
+					s.Status = artifacts.StatusPassed
+				}
+				sums = append(sums, s)
+			}
+			if stop := adaptive.Decide(adaptive.Rows(sums, c.Baseline, spent), c.Target, int64(c.BudgetS*1e9)); stop != "" {
+				open[cs] = false
+				stops = append(stops, artifacts.CaseStop{Case: cs, Rounds: r, Stop: stop})
+			}
+		}
+		if !slices.ContainsFunc(d.Cases, func(cs string) bool { return open[cs] }) {
+			return stops
+		}
+	}
+	for _, cs := range d.Cases {
+		if open[cs] {
+			stops = append(stops, artifacts.CaseStop{Case: cs, Rounds: c.PlannedRounds(), Stop: adaptive.StopRounds})
+		}
+	}
+	return stops
+}
+
+// timeable: the pairs the plan visits (prepared entries).
+func (a *auditor) timeable(c, rt string) bool {
+	for _, e := range a.pdoc.Entries {
+		if e.Case == c && e.Route == rt {
+			return e.Status == artifacts.StatusPrepared
+		}
+	}
+	return false
+}
+
+// adaptivePlan is the plan an adaptive replay's stops give: the fixed
+// rounds, then each case in every round before its stop.
+func (a *auditor) adaptivePlan() []artifacts.Visit {
+	d := a.rdoc
+	roundsOf := map[string]int{}
+	last := d.Config.Rounds
+	for _, s := range d.Stops {
+		roundsOf[s.Case] = s.Rounds
+		last = max(last, s.Rounds)
+	}
+	plan := replay.Plan(d.Cases, d.Routes, d.Config.Rounds, a.timeable)
+	for r := d.Config.Rounds; r < last; r++ {
+		plan = replay.RoundVisits(plan, d.Cases, d.Routes, r, func(c string) bool { return roundsOf[c] > r }, a.timeable)
+	}
+	return plan
+}

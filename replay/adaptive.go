@@ -1,0 +1,92 @@
+package replay
+
+import (
+	"maps"
+	"slices"
+
+	"github.com/tilepipe/tilepipe/artifacts"
+	"github.com/tilepipe/tilepipe/artifacts/samples"
+	"github.com/tilepipe/tilepipe/internal/adaptive"
+)
+
+// adaptiveRounds applies the stopping rule (internal/adaptive) as an
+// adaptive replay goes: which cases each round after the fixed ones
+// visits, and where and why each case stopped.
+type adaptiveRounds struct {
+	r             *replayer
+	cases, routes []string
+	isOpen        map[string]bool
+	stops         []artifacts.CaseStop
+	rows          map[int][]samples.Row // a done visit's samples, read once
+}
+
+func (r *replayer) newAdaptive(cases, routes []string) *adaptiveRounds {
+	a := &adaptiveRounds{r: r, cases: cases, routes: routes, isOpen: map[string]bool{}, rows: map[int][]samples.Row{}}
+	for _, c := range cases {
+		a.isOpen[c] = true
+	}
+	return a
+}
+
+// timeable: the pairs the plan visits.
+func (a *adaptiveRounds) timeable(c, rt string) bool {
+	e := a.r.entries[[2]string{c, rt}]
+	return e != nil && e.Status == artifacts.StatusPrepared
+}
+
+// open is the set of cases round visits: at a boundary the rule decides
+// each open case from its visits before round; between boundaries the
+// set stands.
+func (a *adaptiveRounds) open(round int, done map[int]*artifacts.VisitResult) (map[string]bool, error) {
+	cfg := a.r.cfg.ReplayConfig
+	if adaptive.Boundary(round, cfg.Rounds, adaptive.Block(len(a.routes))) {
+		for _, c := range a.cases {
+			if !a.isOpen[c] {
+				continue
+			}
+			var visits []artifacts.VisitResult
+			var rows []samples.Row
+			spent := map[string]int64{}
+			for _, i := range slices.Sorted(maps.Keys(done)) {
+				v := done[i]
+				if v.Case != c || v.Round >= round {
+					continue
+				}
+				visits = append(visits, *v)
+				spent[v.Route] += v.WallNs
+				if v.Status != artifacts.StatusPassed {
+					continue
+				}
+				if a.rows[i] == nil {
+					rs, err := a.r.readSamples(v.Samples)
+					if err != nil {
+						return nil, err
+					}
+					a.rows[i] = rs
+				}
+				rows = append(rows, a.rows[i]...)
+			}
+			sums := Summaries([]string{c}, a.routes, a.r.pdoc.Entries, visits, rows, cfg, nil)
+			if stop := adaptive.Decide(adaptive.Rows(sums, cfg.Baseline, spent), cfg.Target, int64(cfg.BudgetS*1e9)); stop != "" {
+				a.isOpen[c] = false
+				a.stops = append(a.stops, artifacts.CaseStop{Case: c, Rounds: round, Stop: stop})
+			}
+		}
+	}
+	open := map[string]bool{}
+	for c, o := range a.isOpen {
+		if o {
+			open[c] = true
+		}
+	}
+	return open, nil
+}
+
+// finish records the cases still open after the most rounds.
+func (a *adaptiveRounds) finish(rounds int) {
+	for _, c := range a.cases {
+		if a.isOpen[c] {
+			a.stops = append(a.stops, artifacts.CaseStop{Case: c, Rounds: rounds, Stop: adaptive.StopRounds})
+		}
+	}
+}
