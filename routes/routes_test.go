@@ -213,6 +213,13 @@ func build(t *testing.T, route, op string, dims map[string]int, sig []param) (bu
 // none).
 func buildCase(t *testing.T, route, op string, dims map[string]int, sig []param, dtype, ranking string) (buildResp, string) {
 	t.Helper()
+	return buildCaseEnv(t, route, op, dims, sig, dtype, ranking, nil)
+}
+
+// buildCaseEnv is buildCase with KEY=VALUE variables added to the route's
+// environment.
+func buildCaseEnv(t *testing.T, route, op string, dims map[string]int, sig []param, dtype, ranking string, env []string) (buildResp, string) {
+	t.Helper()
 	tmp := t.TempDir()
 	work := filepath.Join(tmp, "work")
 	if err := os.Mkdir(work, 0o755); err != nil {
@@ -241,7 +248,7 @@ func buildCase(t *testing.T, route, op string, dims map[string]int, sig []param,
 		t.Fatal(err)
 	}
 	var b buildResp
-	out := run(t, tmp, nil, routeExe(t, route), "build", "--case", casePath, "--workdir", work)
+	out := run(t, tmp, env, routeExe(t, route), "build", "--case", casePath, "--workdir", work)
 	decode(t, route+" build "+op, out, &b)
 	if b.Protocol != 1 {
 		t.Errorf("%s build %s: protocol = %d, want 1", route, op, b.Protocol)
@@ -863,6 +870,51 @@ func TestOpenBLASCoreType(t *testing.T) {
 		t.Errorf("env %v requires_cpu %v with no core set", b.Env, b.RequiresCPU)
 	}
 	t.Logf("this machine: core %s (%s), env %v", sched.Core, sched.Why, b.Env)
+}
+
+// TestTorchEagerCoreType: torch's CPU matrix ops run on the OpenBLAS
+// Debian links it with, so the torch-eager route chooses the core type by
+// the openblas route's rule and confirms it with the library before it
+// sets it for the visits (process env); a core type already in the
+// environment is kept and passed on, with the flags its kernels need;
+// ops that make no BLAS call set nothing.
+func TestTorchEagerCoreType(t *testing.T) {
+	t.Parallel()
+	requireRoute(t, "torch-eager")
+	type sched struct {
+		BLAS string `json:"blas"`
+		Core string `json:"openblas_core"`
+		Why  string `json:"openblas_core_why"`
+	}
+	dims := dimsFor("gemm")
+	for _, tc := range []struct {
+		name string
+		env  []string
+	}{{"this machine", nil}, {"kept", []string{"OPENBLAS_CORETYPE=Haswell"}}} {
+		b, _ := buildCaseEnv(t, "torch-eager", "gemm", dims, signature("gemm", dims), "f32", "", tc.env)
+		var s sched
+		if err := json.Unmarshal(b.Schedule, &s); err != nil || b.Process == nil {
+			t.Fatalf("%s: schedule %s process %v: %v", tc.name, b.Schedule, b.Process, err)
+		}
+		if strings.HasPrefix(s.BLAS, "not OpenBLAS") {
+			t.Skipf("torch here does not load OpenBLAS: %s", s.BLAS)
+		}
+		set := b.Process.Env["OPENBLAS_CORETYPE"]
+		t.Logf("%s: core %s (%s), env %v, requires %v", tc.name, s.Core, s.Why, b.Process.Env, b.RequiresCPU)
+		switch {
+		case tc.env != nil && (set != "Haswell" || s.Why != "OPENBLAS_CORETYPE=Haswell is set in the environment: kept" || !slices.Equal(b.RequiresCPU, []string{"avx2", "fma"})):
+			t.Errorf("kept: env %v why %q requires %v; want Haswell passed on, said kept, requiring avx2 fma", b.Process.Env, s.Why, b.RequiresCPU)
+		case tc.env == nil && set != "" && (set != s.Core || len(b.RequiresCPU) == 0 || !strings.Contains(s.Why, "allow "+set)):
+			t.Errorf("env %v requires_cpu %v schedule %+v: a core set must be the one recorded, with the flags that justify it", b.Process.Env, b.RequiresCPU, s)
+		case tc.env == nil && set == "" && (len(b.RequiresCPU) > 0 || s.Core == "" || s.Why == ""):
+			t.Errorf("env %v requires_cpu %v schedule %+v: with no core set, want the library's core and why, no requirement", b.Process.Env, b.RequiresCPU, s)
+		}
+	}
+	dims = dimsFor("add")
+	b, _ := build(t, "torch-eager", "add", dims, signature("add", dims))
+	if b.Process == nil || len(b.Process.Env) != 0 || strings.Contains(string(b.Schedule), "openblas") {
+		t.Errorf("add: process %+v schedule %s; want no core type (no BLAS call)", b.Process, b.Schedule)
+	}
 }
 
 func TestOpenBLASBuildUnsupported(t *testing.T) {

@@ -38,7 +38,7 @@ CASES = [
      "the library picks no known core; the CPU flags avx allow Sandybridge"),
     ({"sse2"}, "Prescott", "", None,
      "the CPU flags allow no core wider than SSE: the library's own choice (Prescott)"),
-    (AVX512, "Prescott", "Haswell", None,
+    (AVX512, "Prescott", "Haswell", "Haswell",
      "OPENBLAS_CORETYPE=Haswell is set in the environment: kept"),
 ]
 
