@@ -348,6 +348,20 @@ type Session struct {
 	// nothing could, after which every GPU visit fails.
 	Telemetry      string `json:"telemetry,omitempty"`
 	TelemetryError string `json:"telemetryError,omitempty"`
+	// Cores is where the session put its visits and itself
+	// (internal/affinity): the visits' cores, replay's, and whether the
+	// machine had too few to keep them apart; absent in replays made
+	// before it was recorded.
+	Cores *CorePlan `json:"cores,omitempty"`
+}
+
+// CorePlan is a session's split of the cores between its visits' timed
+// threads and replay's own (internal/affinity.Plan).
+type CorePlan struct {
+	Visit  []int  `json:"visit"`
+	Replay []int  `json:"replay"`
+	Shared bool   `json:"shared"`
+	Why    string `json:"why"`
 }
 
 // GPUCeilings is one GPU's measured ceilings (docs/gpu.md, "Ceilings"):
@@ -451,9 +465,13 @@ type VisitResult struct {
 	Throttled int64 `json:"throttled,omitempty"`
 	// Load is what the machine did besides the visit and replay while it
 	// ran (internal/load); absent in replays made before it was measured.
-	Load  *VisitLoad `json:"load,omitempty"`
-	Start time.Time  `json:"start"`
-	End   time.Time  `json:"end"`
+	Load *VisitLoad `json:"load,omitempty"`
+	// Cores is the CPU mask of the visit's top process, read back from the
+	// kernel as it started (its threads and children inherit it); absent
+	// in replays made before it was recorded.
+	Cores []int     `json:"cores,omitempty"`
+	Start time.Time `json:"start"`
+	End   time.Time `json:"end"`
 }
 
 // VisitLoad is the other load a visit overlapped: CPU time of processes

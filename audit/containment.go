@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/tilepipe/tilepipe/artifacts"
+	"github.com/tilepipe/tilepipe/internal/affinity"
 	"github.com/tilepipe/tilepipe/internal/load"
 	"github.com/tilepipe/tilepipe/internal/visit"
 )
@@ -95,6 +96,7 @@ func (a *auditor) containment() []Row {
 	case d.Config.NoSandbox:
 		w = append(w, "replay ran without a sandbox (--no-sandbox): every row is marked "+MarkNoSandbox)
 	}
+	p = append(p, coresOf(d)...)
 	checked := 0
 	for _, v := range d.Visits {
 		if v.Status != artifacts.StatusPassed {
@@ -149,4 +151,34 @@ func (a *auditor) containment() []Row {
 		out = append(out, r)
 	}
 	return out
+}
+
+// coresOf checks each session's split of the cores (internal/affinity)
+// against the rule that makes it, and each passed visit's mask, read back
+// as it started, against its session's share for visits: a visit that
+// ran on replay's cores, or a split that claims to keep replay off cores
+// it shared, is named.
+func coresOf(d artifacts.ReplayDoc) []string {
+	var p []string
+	for _, s := range d.Sessions {
+		c := s.Cores
+		if c == nil {
+			continue
+		}
+		all := slices.Compact(slices.Sorted(slices.Values(append(slices.Clone(c.Visit), c.Replay...))))
+		want := affinity.Choose(all, d.Config.Threads)
+		if !slices.Equal(c.Visit, want.Visit) || !slices.Equal(c.Replay, want.Replay) || c.Shared != want.Shared || c.Why != want.Why {
+			p = append(p, fmt.Sprintf("session %d: cores %+v, the rule gives %+v for cores %s and %d threads", s.Index, *c, want, affinity.List(all), d.Config.Threads))
+		}
+	}
+	for _, v := range d.Visits {
+		if v.Status != artifacts.StatusPassed || v.Cores == nil || v.Session < 0 || v.Session >= len(d.Sessions) || d.Sessions[v.Session].Cores == nil {
+			continue
+		}
+		c := d.Sessions[v.Session].Cores
+		if !c.Shared && !slices.Equal(v.Cores, c.Visit) {
+			p = append(p, fmt.Sprintf("visit %d: ran on cores %s, its session's visits were to run on %s (replay on %s)", v.Index, affinity.List(v.Cores), affinity.List(c.Visit), affinity.List(c.Replay)))
+		}
+	}
+	return p
 }

@@ -23,6 +23,7 @@ import (
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 	"github.com/tilepipe/tilepipe/artifacts"
 	"github.com/tilepipe/tilepipe/artifacts/samples"
+	"github.com/tilepipe/tilepipe/internal/affinity"
 	"github.com/tilepipe/tilepipe/internal/crashpoint"
 	"github.com/tilepipe/tilepipe/internal/floors"
 	"github.com/tilepipe/tilepipe/internal/progress"
@@ -107,6 +108,8 @@ type replayer struct {
 	sessions []artifacts.Session
 	// set0 is, per (case, route), the first passed visit and its Set0.
 	set0 map[[2]string]*artifacts.VisitResult
+	// visitCores is the mask visits start with (nil: they share replay's).
+	visitCores []int
 }
 
 // Run verifies the prepared stage and its capture, then times every
@@ -182,6 +185,9 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	}
 	floors.WarmUp(200 * time.Millisecond)
 	sess := artifacts.Session{Index: len(r.sessions), Started: start, ColdBandwidth: floors.ColdBandwidth(1)}
+	if err := r.placeCores(&sess); err != nil {
+		return nil, err
+	}
 	r.cfg.Progress.Printf("replay: memory delivers %.1f GB/s to one thread (read+write, %d MiB)", sess.ColdBandwidth/1e9, floors.ColdSize>>20)
 	if err := r.measureFloors(&sess, cases); err != nil {
 		return nil, err
@@ -303,6 +309,27 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		ad.finish(r.cfg.PlannedRounds())
 	}
 	return r.finish(pr, done, closures, ad.stops)
+}
+
+// placeCores splits the cores replay may use between the visits' timed
+// threads and replay's own bookkeeping (internal/affinity), pins replay's
+// threads to its share and records the split in the session.
+func (r *replayer) placeCores(sess *artifacts.Session) error {
+	avail, err := affinity.Self()
+	if err != nil {
+		return fmt.Errorf("replay: cores: %w", err)
+	}
+	p := affinity.Choose(avail, r.cfg.Threads)
+	sess.Cores = &artifacts.CorePlan{Visit: p.Visit, Replay: p.Replay, Shared: p.Shared, Why: p.Why}
+	r.visitCores = nil
+	if !p.Shared {
+		if err := affinity.PinSelf(p.Replay); err != nil {
+			return fmt.Errorf("replay: cores: %w", err)
+		}
+		r.visitCores = p.Visit
+	}
+	r.cfg.Progress.Printf("replay: cores: %s", p.Why)
+	return nil
 }
 
 func absPath(p string) string {

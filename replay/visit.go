@@ -380,7 +380,7 @@ func (r *replayer) visit(ctx context.Context, v artifacts.Visit, programs map[[2
 	}
 	spec := visit.Spec{Argv: argv, Env: visitEnv(r.cfg.Threads, vr.MallocPerturb, extra), Dir: dir, Sandbox: r.sandbox, Mounts: l.mounts,
 		Timeout: time.Duration(r.cfg.TimeoutS * float64(time.Second)), Threads: r.cfg.Threads, Limiter: r.limiter, Files: bufs.files()}
-	spec.Telemetry = tel
+	spec.Telemetry, spec.Cores = tel, r.visitCores
 	before, lerr := load.Read(load.StatPath)
 	sess, err := visit.Start(ctx, spec)
 	if err != nil {
@@ -393,7 +393,7 @@ func (r *replayer) visit(ctx context.Context, v artifacts.Visit, programs map[[2
 			return nil, err
 		}
 	}
-	vr.Argv = sess.Argv
+	vr.Argv, vr.Cores = sess.Argv, sess.Cores
 	smps, calls, final, derr := r.drive(sess, vr, e, bufs)
 	reason, out, cerr := sess.Close(derr, final)
 	os.Remove(timer)

@@ -14,6 +14,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/tilepipe/tilepipe/artifacts/samples"
+	"github.com/tilepipe/tilepipe/internal/affinity"
 )
 
 // Limits of what a visit may write besides its reports.
@@ -52,6 +53,9 @@ type Spec struct {
 	// Telemetry, when set, reads the GPU just before every sample command
 	// and just after its report (LastTelemetry); its error fails the visit.
 	Telemetry func() (samples.Reading, error)
+	// Cores, when set, is the CPU mask the visit's processes start with
+	// (internal/affinity): replay's own threads keep off them.
+	Cores []int
 }
 
 // Session is one running timer.
@@ -73,6 +77,9 @@ type Session struct {
 	tel      Telemetry // of the last sample command
 	cgroup   *cgroup   // nil: no CPU quota
 	Argv     []string  // what was started, sandbox included (the cgroup is the Limiter's record)
+	// Cores is the visit's top process's CPU mask, read back from the
+	// kernel just after it started (nil where it could not be read).
+	Cores []int
 }
 
 // sink drains one output pipe, keeping at most limit bytes.
@@ -150,7 +157,15 @@ func Start(ctx context.Context, spec Spec) (*Session, error) {
 	c.ExtraFiles = append([]*os.File{childCmd, childRep}, spec.Files...)
 	c.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	s := &Session{spec: spec, cmd: c, cmdW: cmdP[1], repR: repP[0], killed: make(chan struct{}), exited: make(chan struct{}), cgroup: cg, Argv: argv}
-	startErr := c.Start()
+	var startErr error
+	if len(spec.Cores) > 0 {
+		startErr = affinity.StartOn(spec.Cores, c.Start)
+	} else {
+		startErr = c.Start()
+	}
+	if startErr == nil {
+		s.Cores, _ = affinity.Of(c.Process.Pid)
+	}
 	childCmd.Close()
 	childRep.Close()
 	outW.Close()

@@ -1,0 +1,63 @@
+package main
+
+import (
+	"path/filepath"
+	"runtime"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/tilepipe/tilepipe/artifacts"
+	"github.com/tilepipe/tilepipe/internal/testroute"
+)
+
+// TestCoresSplit: with --threads 1 on a machine of two cores or more,
+// replay keeps its own threads off the core its visits run on, and every
+// visit's mask, read back from the kernel as it started, is that core.
+// The audit re-derives the split and checks every visit against it: a
+// visit recorded on replay's cores, and a session that claims a split
+// the machine's cores do not give, are named.
+func TestCoresSplit(t *testing.T) {
+	if runtime.NumCPU() < 2 {
+		t.Skip("one core: nothing to split")
+	}
+	dir := filepath.Join(t.TempDir(), "run")
+	args := append([]string{"run", "--cohort", tinyCohort(t, gemm16), "--routes", "", "--route-exec", testroute.Path(t),
+		"--baseline", "naive", "--rounds", "1", "--threads", "1", "--output", dir}, fast...)
+	if code, out, errs := tp(t, args...); code != exitOK {
+		t.Fatalf("run = exit %d:\n%s%s", code, out, errs)
+	}
+	doc := readReplay(t, filepath.Join(dir, "replay"))
+	c := doc.Sessions[0].Cores
+	if c == nil || c.Shared || len(c.Visit) != 1 || slices.Contains(c.Replay, c.Visit[0]) {
+		t.Fatalf("session cores %+v: want one core for the visits, the rest for replay", c)
+	}
+	for _, v := range doc.Visits {
+		if !slices.Equal(v.Cores, c.Visit) {
+			t.Errorf("visit %d ran on cores %v, want %v", v.Index, v.Cores, c.Visit)
+		}
+	}
+	for _, tc := range []struct {
+		name   string
+		mutate func(d *artifacts.ReplayDoc)
+		want   string
+	}{
+		{"visit on replay's cores", func(d *artifacts.ReplayDoc) {
+			d.Visits[0].Cores = append(d.Visits[0].Cores, d.Sessions[0].Cores.Replay...)
+		},
+			"- visit 0: ran on cores "},
+		{"split claimed on shared cores", func(d *artifacts.ReplayDoc) {
+			d.Sessions[0].Cores.Replay = nil
+			d.Config.Threads = len(d.Sessions[0].Cores.Visit)
+		}, "- session 0: cores "},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			forged := copyRun(t, dir)
+			forge(t, filepath.Join(forged, "replay"), artifacts.ReplayType, func(_ *artifacts.Store, d *artifacts.ReplayDoc, _ *artifacts.Receipt) { tc.mutate(d) })
+			code, out := auditRun(t, forged, filepath.Join(forged, "replay"))
+			if code != exitFailure || !strings.Contains(out, tc.want) || !strings.Contains(out, "FAILED containment") {
+				t.Errorf("audit = exit %d, want 1, containment FAILED and %q:\n%s", code, tc.want, out)
+			}
+		})
+	}
+}
