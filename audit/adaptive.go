@@ -7,7 +7,7 @@ import (
 	"github.com/tilepipe/tilepipe/artifacts"
 	"github.com/tilepipe/tilepipe/artifacts/samples"
 	"github.com/tilepipe/tilepipe/internal/adaptive"
-	"github.com/tilepipe/tilepipe/replay"
+	"github.com/tilepipe/tilepipe/internal/plan"
 )
 
 // stopping re-derives an adaptive replay's stops (config.target,
@@ -136,9 +136,9 @@ func (a *auditor) adaptivePlan() []artifacts.Visit {
 		roundsOf[s.Case] = s.Rounds
 		last = max(last, s.Rounds)
 	}
-	plan := replay.Plan(d.Cases, d.Routes, d.Config.Rounds, a.timeable)
+	visits := plan.Plan(d.Cases, d.Routes, d.Config.Rounds, a.timeable)
 	for r := d.Config.Rounds; r < last; r++ {
-		plan = replay.RoundVisits(plan, d.Cases, d.Routes, r, func(c string) bool { return roundsOf[c] > r }, a.timeable)
+		visits = plan.RoundVisits(visits, d.Cases, d.Routes, r, func(c string) bool { return roundsOf[c] > r }, a.timeable)
 	}
-	return plan
+	return visits
 }

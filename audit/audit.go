@@ -361,7 +361,12 @@ func (a *auditor) sameTensor(st *artifacts.Stage, ref artifacts.TensorRef, want 
 }
 
 // oracle recomputes the FP64 reference and bound of every case and compares
-// them bit for bit with the capture packet.
+// them with the capture packet: bit for bit, except the references and
+// bounds of the gemm family, which come from a BLAS whose summation order
+// differs between builds (gonum in a CGO_ENABLED=0 build, OpenBLAS's
+// CPU-chosen kernels in a cgo one) and are accepted within the FP64
+// rounding of two evaluations (oracle.SamePacket; docs/oracle.md,
+// "Recomputation on another BLAS").
 func (a *auditor) oracle() {
 	var p []string
 	a.expected = map[string][]oracle.Expected{}
@@ -371,6 +376,31 @@ func (a *auditor) oracle() {
 		// auditor's oracle; only the packet bytes are not comparable.
 		p = append(p, fmt.Sprintf("capture: oracle %q, this auditor computes %q: references and bounds are compared only within one oracle version; audit with the tilepipe that made the capture", a.cdoc.Oracle, oracle.Version))
 	}
+	// read returns a packet tensor's bytes, from a layer of the capture
+	// with the shape and dtype its document gives.
+	read := func(ref artifacts.TensorRef) ([]byte, error) {
+		if !a.cap.Has(ref.Digest) {
+			return nil, fmt.Errorf("blob %s is not a layer of its stage", artifacts.Short(ref.Digest))
+		}
+		t, err := tensor.ReadFile(a.cap.Store.Path(ref.Digest), nil)
+		if err != nil {
+			return nil, err
+		}
+		defer t.Release()
+		if !slices.Equal(t.Meta.Shape, ref.Shape) || t.Meta.Dtype != ref.Dtype {
+			return nil, fmt.Errorf("tensor %s %v, document says %s %v", t.Meta.Dtype, t.Meta.Shape, ref.Dtype, ref.Shape)
+		}
+		return bytes.Clone(t.Bytes()), nil
+	}
+	// word is the little-endian 8-byte element i of b.
+	word := func(b []byte, i int) uint64 {
+		var w uint64
+		for j := 7; j >= 0; j-- {
+			w = w<<8 | uint64(b[8*i+j])
+		}
+		return w
+	}
+	exact, rounded := 0, 0
 	for _, c := range a.cdoc.Cases {
 		in, err := oracle.Generate(c.Case)
 		if err != nil {
@@ -390,36 +420,100 @@ func (a *auditor) oracle() {
 			p = append(p, fmt.Sprintf("case %s: %d expected tensors, the oracle makes %d", c.Case.ID, len(c.Packet.Expected), len(exp)))
 			continue
 		}
-		// Bounds exist for float outputs only and are matched by name.
-		byName := map[string]oracle.Expected{}
-		nb := 0
+		// The stored packet, decoded, beside its bytes: expected tensors
+		// in output order, bounds (float outputs only) matched by name.
+		stored := make([]oracle.Expected, len(exp))
+		raw := map[[2]string][]byte{} // {expected|bound, name} -> bytes
+		byName := map[string]int{}
+		whole, same := true, true
 		for i, ref := range c.Packet.Expected {
 			want := tensor.Float64Bytes(exp[i].Want)
-			if exp[i].WantI != nil || ref.Dtype == "i64" {
+			isInt := exp[i].WantI != nil || ref.Dtype == "i64"
+			if isInt {
 				want = oracle.Encode(oracle.I64(exp[i].WantI))
 			} else {
-				byName[ref.Name] = exp[i]
-				nb++
+				byName[ref.Name] = i
 			}
-			if err := a.sameTensor(a.cap, ref, want); err != nil {
+			b, err := read(ref)
+			if err == nil && len(b) != len(want) {
+				err = fmt.Errorf("%d bytes, the recomputed tensor has %d", len(b), len(want))
+			}
+			if err != nil {
 				p = append(p, fmt.Sprintf("case %s expected %s: %v", c.Case.ID, ref.Name, err))
-			}
-		}
-		if len(c.Packet.Bound) != nb {
-			p = append(p, fmt.Sprintf("case %s: %d bound tensors, the oracle makes %d", c.Case.ID, len(c.Packet.Bound), nb))
-		}
-		for _, ref := range c.Packet.Bound {
-			e, ok := byName[ref.Name]
-			if !ok {
-				p = append(p, fmt.Sprintf("case %s bound %s: no float output of that name", c.Case.ID, ref.Name))
+				whole = false
 				continue
 			}
-			if err := a.sameTensor(a.cap, ref, tensor.Float64Bytes(e.Bound)); err != nil {
+			raw[[2]string{"expected", ref.Name}], same = b, same && bytes.Equal(b, want)
+			for j := 0; j < len(b)/8; j++ {
+				if isInt {
+					stored[i].WantI = append(stored[i].WantI, int64(word(b, j)))
+				} else {
+					stored[i].Want = append(stored[i].Want, math.Float64frombits(word(b, j)))
+				}
+			}
+		}
+		if len(c.Packet.Bound) != len(byName) {
+			p = append(p, fmt.Sprintf("case %s: %d bound tensors, the oracle makes %d", c.Case.ID, len(c.Packet.Bound), len(byName)))
+			whole = false
+		}
+		for _, ref := range c.Packet.Bound {
+			i, ok := byName[ref.Name]
+			if !ok {
+				p = append(p, fmt.Sprintf("case %s bound %s: no float output of that name", c.Case.ID, ref.Name))
+				whole = false
+				continue
+			}
+			want := tensor.Float64Bytes(exp[i].Bound)
+			b, err := read(ref)
+			if err == nil && len(b) != len(want) {
+				err = fmt.Errorf("%d bytes, the recomputed tensor has %d", len(b), len(want))
+			}
+			if err != nil {
 				p = append(p, fmt.Sprintf("case %s bound %s: %v", c.Case.ID, ref.Name, err))
+				whole = false
+				continue
+			}
+			raw[[2]string{"bound", ref.Name}], same = b, same && bytes.Equal(b, want)
+			for j := 0; j < len(b)/8; j++ {
+				stored[i].Bound = append(stored[i].Bound, math.Float64frombits(word(b, j)))
+			}
+		}
+		switch {
+		case !whole:
+		case same:
+			exact++
+		default:
+			err := oracle.SamePacket(c.Case, in, stored, exp)
+			pe, ok := err.(*oracle.PacketError)
+			switch {
+			case err == nil:
+				rounded++
+			case ok:
+				// Name the byte where the element first differs, as a
+				// byte comparison of the tensors would.
+				var w uint64
+				for i, ref := range c.Packet.Expected {
+					switch {
+					case ref.Name != pe.Output:
+					case pe.Tensor == "bound":
+						w = math.Float64bits(exp[i].Bound[pe.Index])
+					case exp[i].WantI != nil:
+						w = uint64(exp[i].WantI[pe.Index])
+					default:
+						w = math.Float64bits(exp[i].Want[pe.Index])
+					}
+				}
+				b, k := raw[[2]string{pe.Tensor, pe.Output}], 0
+				for k < 7 && b[8*pe.Index+k] == byte(w>>(8*k)) {
+					k++
+				}
+				p = append(p, fmt.Sprintf("case %s %s %s: stored bytes differ from the recomputed ones at byte %d: %s", c.Case.ID, pe.Tensor, pe.Output, 8*pe.Index+k, pe.Detail()))
+			default:
+				p = append(p, err.Error())
 			}
 		}
 	}
-	a.add("oracle", p, nil, fmt.Sprintf("recomputed the FP64 reference and bound of %d cases; packets match bit for bit", len(a.cdoc.Cases)))
+	a.add("oracle", p, nil, fmt.Sprintf("recomputed the FP64 reference and bound of %d cases: %d packets match bit for bit, %d gemm-family packets within the FP64 rounding of two BLAS evaluations (2·γ_K(2^-53)·s per element)", len(a.cdoc.Cases), exact, rounded))
 }
 
 // outputs regenerates every buffer set a passed visit was timed on from the
@@ -581,7 +675,11 @@ func (a *auditor) outputs() {
 // outputs (worst): replay takes the same maximum over the same sets, warm
 // and fresh.
 func maxErrRatioAgrees(v artifacts.VisitResult, worst float64) []string {
-	if near(v.MaxErrRatio, worst) {
+	// The references and bounds of the gemm family may come from another
+	// BLAS than replay's (oracle.SamePacket): error/bound then moves by up
+	// to about 2^-26, which 2^-20 covers; the verdict (error within bound)
+	// is recomputed element by element regardless.
+	if near(v.MaxErrRatio, worst) || math.Abs(v.MaxErrRatio-worst) <= 0x1p-20 {
 		return nil
 	}
 	return []string{fmt.Sprintf("visit %d: maxErrRatio %g recorded, its stored outputs give %g", v.Index, v.MaxErrRatio, worst)}

@@ -8,8 +8,8 @@ import (
 	"github.com/tilepipe/tilepipe/artifacts"
 )
 
-// plan is the plan.json the replay of doc() wrote.
-func plan(d artifacts.ReplayDoc) artifacts.PlanRecord {
+// planRecordOf is the plan.json the replay of doc() wrote.
+func planRecordOf(d artifacts.ReplayDoc) artifacts.PlanRecord {
 	return artifacts.PlanRecord{Prepared: d.Prepared, Capture: d.Capture, Config: d.Config, Routes: d.Routes, Cases: d.Cases, Plan: d.Plan, Inputs: d.Inputs}
 }
 
@@ -53,7 +53,7 @@ func TestPlanAgrees(t *testing.T) {
 	}
 	for _, tt := range tests {
 		d := planned()
-		pr := plan(planned())
+		pr := planRecordOf(planned())
 		tt.edit(&pr)
 		b, _ := json.Marshal(pr)
 		if got := planAgrees(b, d); !reflect.DeepEqual(got, tt.want) {
@@ -97,5 +97,13 @@ func TestMaxErrRatioAgrees(t *testing.T) {
 	}
 	if got, want := maxErrRatioAgrees(v, 0.5), []string{"visit 4: maxErrRatio 0.25 recorded, its stored outputs give 0.5"}; !reflect.DeepEqual(got, want) {
 		t.Errorf("maxErrRatioAgrees(0.5) = %q, want %q", got, want)
+	}
+	// Another BLAS's references move the ratio by ~2^-26: within 2^-20
+	// it agrees, beyond it does not.
+	if got := maxErrRatioAgrees(v, 0.25+0x1p-22); got != nil {
+		t.Errorf("maxErrRatioAgrees(0.25 + 2^-22) = %q, want none (another BLAS's rounding)", got)
+	}
+	if got := maxErrRatioAgrees(v, 0.25+0x1p-18); got == nil {
+		t.Error("maxErrRatioAgrees(0.25 + 2^-18) agrees, want it named")
 	}
 }

@@ -1,7 +1,8 @@
 // Package oracle generates a case's inputs, computes its FP64 reference
 // with a per-element error bound, and checks binary32 outputs against it.
-// It depends on nothing but the standard library and gonum, so every stage
-// and the audit can recompute it.
+// It depends on nothing but the standard library, gonum and, where cgo is
+// on, OpenBLAS's cblas_dgemm (-lopenblas), so every stage and the audit
+// can recompute it.
 //
 // # Case
 //
@@ -29,7 +30,9 @@
 // # Reference
 //
 // [Reference] computes the exact-math result of the op on the stored
-// inputs, in float64 (gonum's Dgemm for gemm), as one [Expected] per
+// inputs, in float64 (a BLAS dgemm for the gemm family: OpenBLAS where cgo
+// is on, gonum's pure-Go Dgemm in a CGO_ENABLED=0 build; [BLAS] names
+// which), as one [Expected] per
 // output: values and bounds for a float output, exact indices for an i64
 // output. The float64 value is the
 // centre of the acceptance interval, not a binary32 answer to match bit for
@@ -55,4 +58,14 @@
 // reason (nan, nonfinite, bound, trivial, length), plus the largest
 // error-to-bound ratio seen. [Check] regenerates inputs and reference
 // first. Reasons are specified in docs/oracle.md, "Verdicts".
+//
+// # Packet
+//
+// The [Expected] values of a case, as capture stores them, are its
+// packet. Two builds compute the same packet bit for bit except for the
+// gemm family, whose sums a BLAS orders as it likes: [SamePacket] accepts
+// a stored packet when it is what some build computes, every reference
+// within the FP64 rounding of two evaluations and every bound within what
+// that moves it, and otherwise names the first element that is not, as a
+// [PacketError] (docs/oracle.md, "Recomputation on another BLAS").
 package oracle

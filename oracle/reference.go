@@ -5,9 +5,6 @@ import (
 	"math"
 	"math/bits"
 	"slices"
-
-	"gonum.org/v1/gonum/blas"
-	"gonum.org/v1/gonum/blas/blas64"
 )
 
 // The error model of docs/oracle.md. Every bound is derived from these
@@ -220,14 +217,13 @@ func widen(x []float32) []float64 {
 }
 
 // refGemm: C = A·B. See docs/oracle.md, "gemm"; policy tf32 widens the
-// bound to the TF32 envelope (docs/oracle.md, "Policies").
+// bound to the TF32 envelope (docs/oracle.md, "Policies"). Both products
+// are one [dgemm] each: OpenBLAS where cgo is on, gonum where it is off;
+// their last bits differ, which [SamePacket] allows for.
 func refGemm(M, N, K int, a, b []float32, policy string) (want, bnd []float64) {
 	a64, b64 := widen(a), widen(b)
 	want = make([]float64, M*N)
-	blas64.Gemm(blas.NoTrans, blas.NoTrans, 1,
-		blas64.General{Rows: M, Cols: K, Data: a64, Stride: K},
-		blas64.General{Rows: K, Cols: N, Data: b64, Stride: N},
-		0, blas64.General{Rows: M, Cols: N, Data: want, Stride: N})
+	dgemm(M, N, K, a64, b64, want)
 	for i := range a64 {
 		a64[i] = math.Abs(a64[i])
 	}
@@ -235,10 +231,7 @@ func refGemm(M, N, K int, a, b []float32, policy string) (want, bnd []float64) {
 		b64[i] = math.Abs(b64[i])
 	}
 	bnd = make([]float64, M*N)
-	blas64.Gemm(blas.NoTrans, blas.NoTrans, 1,
-		blas64.General{Rows: M, Cols: K, Data: a64, Stride: K},
-		blas64.General{Rows: K, Cols: N, Data: b64, Stride: N},
-		0, blas64.General{Rows: M, Cols: N, Data: bnd, Stride: N})
+	dgemm(M, N, K, a64, b64, bnd)
 	if policy == PolicyTF32 {
 		for i, s := range bnd {
 			bnd[i] = tf32DotBound(s, K)

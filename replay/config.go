@@ -2,6 +2,7 @@ package replay
 
 import (
 	"fmt"
+	"github.com/tilepipe/tilepipe/internal/plan"
 	"maps"
 	"slices"
 
@@ -147,7 +148,7 @@ func (r *replayer) checkConfig(routes []string) error {
 	if c.Baseline != "" && !slices.Contains(routes, c.Baseline) {
 		return fmt.Errorf("--baseline %q: not one of the captured routes %v", c.Baseline, routes)
 	}
-	if n := len(Orders(len(routes))); c.Rounds%n != 0 {
+	if n := len(plan.Orders(len(routes))); c.Rounds%n != 0 {
 		r.cfg.Progress.Printf("warning: %d rounds is not a multiple of the %d balanced orders: this run is a screen, not a balanced comparison", c.Rounds, n)
 	}
 	return nil

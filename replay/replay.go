@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/tilepipe/tilepipe/internal/plan"
 	"io"
 	"io/fs"
 	"maps"
@@ -129,7 +130,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		r.cfg.Rounds = r.cdoc.Rounds // the cohort's default, if it has one
 	}
 	if r.cfg.Rounds == 0 {
-		r.cfg.Rounds = DefaultRounds(len(routes))
+		r.cfg.Rounds = plan.DefaultRounds(len(routes))
 	}
 	if r.cfg.Target > 0 && r.cfg.MaxRounds == 0 {
 		r.cfg.MaxRounds = max(DefaultMaxRounds, r.cfg.Rounds)
@@ -160,7 +161,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		r.cpuLimit = r.limiter.Describe()
 	}
 	pr := artifacts.PlanRecord{Prepared: r.prep.Descriptor.Digest, Capture: r.cap.Descriptor.Digest, Config: r.cfg.ReplayConfig, Routes: routes, Cases: cases,
-		Plan: Plan(cases, routes, r.cfg.Rounds, func(c, rt string) bool {
+		Plan: plan.Plan(cases, routes, r.cfg.Rounds, func(c, rt string) bool {
 			e := r.entries[[2]string{c, rt}]
 			return e != nil && e.Status == artifacts.StatusPrepared
 		})}
@@ -185,9 +186,11 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	}
 	floors.WarmUp(200 * time.Millisecond)
 	sess := artifacts.Session{Index: len(r.sessions), Started: start, ColdBandwidth: floors.ColdBandwidth(1)}
-	if err := r.placeCores(&sess); err != nil {
+	unpin, err := r.placeCores(&sess)
+	if err != nil {
 		return nil, err
 	}
+	defer unpin()
 	r.cfg.Progress.Printf("replay: memory delivers %.1f GB/s to one thread (read+write, %d MiB)", sess.ColdBandwidth/1e9, floors.ColdSize>>20)
 	if err := r.measureFloors(&sess, cases); err != nil {
 		return nil, err
@@ -230,7 +233,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 				break
 			}
 			n := len(pr.Plan)
-			pr.Plan = RoundVisits(pr.Plan, cases, routes, round, func(c string) bool { return open[c] }, ad.timeable)
+			pr.Plan = plan.RoundVisits(pr.Plan, cases, routes, round, func(c string) bool { return open[c] }, ad.timeable)
 			for _, v := range pr.Plan[n:] {
 				if d, ok := done[v.Index]; ok && d.Visit != v {
 					return nil, fmt.Errorf("--resume %s: %s: visit %d is not the adaptive plan's (%+v, the rule gives %+v): the journal disagrees with its own samples; start a new replay", r.cfg.Output, journalFile, v.Index, d.Visit, v)
@@ -313,23 +316,32 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 
 // placeCores splits the cores replay may use between the visits' timed
 // threads and replay's own bookkeeping (internal/affinity), pins replay's
-// threads to its share and records the split in the session.
-func (r *replayer) placeCores(sess *artifacts.Session) error {
+// threads to its share and records the split in the session. unpin gives
+// every thread of the process all the cores back (a process that goes on
+// after the replay, such as a test binary or `run`'s audit, must not
+// stay on replay's share, nor its children inherit it).
+func (r *replayer) placeCores(sess *artifacts.Session) (unpin func(), err error) {
 	avail, err := affinity.Self()
 	if err != nil {
-		return fmt.Errorf("replay: cores: %w", err)
+		return nil, fmt.Errorf("replay: cores: %w", err)
 	}
 	p := affinity.Choose(avail, r.cfg.Threads)
 	sess.Cores = &artifacts.CorePlan{Visit: p.Visit, Replay: p.Replay, Shared: p.Shared, Why: p.Why}
 	r.visitCores = nil
+	unpin = func() {}
 	if !p.Shared {
 		if err := affinity.PinSelf(p.Replay); err != nil {
-			return fmt.Errorf("replay: cores: %w", err)
+			return nil, fmt.Errorf("replay: cores: %w", err)
 		}
 		r.visitCores = p.Visit
+		unpin = func() {
+			if err := affinity.PinSelf(avail); err != nil {
+				r.cfg.Progress.Printf("replay: cores: %v", err)
+			}
+		}
 	}
 	r.cfg.Progress.Printf("replay: cores: %s", p.Why)
-	return nil
+	return unpin, nil
 }
 
 func absPath(p string) string {

@@ -577,7 +577,7 @@ func TestAuditRehashed(t *testing.T) {
 			forgeReplay(t, dir, func(_ *artifacts.Stage, d *replayDoc, _ *artifacts.Receipt) { d.Config.Threads++ })
 			n := orig.Config.Threads
 			return []string{ev("plan.json config.threads: %d, the document says %d", n, n+1), ev("receipt parameters.config.threads: %d, the document says %d", n, n+1), ev("visit 0: threads %d, config.threads %d", n, n+1)}
-		}, "records", "FAILED", []string{"records", "results table", "physical floor"}},
+		}, "records", "FAILED", []string{"records", "results table", "physical floor", "containment"}}, // containment: the session's core split is for the recorded threads
 		{"warmupMs in the document only", func(t *testing.T, dir string) []string {
 			forgeReplay(t, dir, func(_ *artifacts.Stage, d *replayDoc, _ *artifacts.Receipt) { d.Config.WarmupMs = 50 })
 			return []string{ev("plan.json config.warmupMs: %v, the document says 50", orig.Config.WarmupMs), ev("receipt parameters.config.warmupMs: %v, the document says 50", orig.Config.WarmupMs)}
@@ -588,7 +588,7 @@ func TestAuditRehashed(t *testing.T) {
 			})
 			n := orig.Config.Threads
 			return []string{ev("visit 0: threads %d, config.threads %d", n, n+1)}
-		}, "records", "FAILED", []string{"records", "physical floor"}},
+		}, "records", "FAILED", []string{"records", "physical floor", "containment"}},
 		{"sampleMs everywhere", func(t *testing.T, dir string) []string {
 			forgeReplay(t, dir, func(st *artifacts.Stage, d *replayDoc, r *artifacts.Receipt) {
 				reconfigure(t, st, d, r, func(c *artifacts.ReplayConfig) { c.SampleMs *= 100 })

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/tilepipe/tilepipe/artifacts"
+	"github.com/tilepipe/tilepipe/internal/affinity"
 	"github.com/tilepipe/tilepipe/internal/testroute"
 )
 
@@ -26,6 +27,9 @@ func TestCoresSplit(t *testing.T) {
 		"--baseline", "naive", "--rounds", "1", "--threads", "1", "--output", dir}, fast...)
 	if code, out, errs := tp(t, args...); code != exitOK {
 		t.Fatalf("run = exit %d:\n%s%s", code, out, errs)
+	}
+	if self, err := affinity.Self(); err != nil || len(self) != runtime.NumCPU() {
+		t.Errorf("after the replay this process runs on cores %v (%v), want all %d back", self, err, runtime.NumCPU())
 	}
 	doc := readReplay(t, filepath.Join(dir, "replay"))
 	c := doc.Sessions[0].Cores

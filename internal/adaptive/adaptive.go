@@ -10,6 +10,7 @@ package adaptive
 
 import (
 	"github.com/tilepipe/tilepipe/artifacts"
+	"github.com/tilepipe/tilepipe/internal/plan"
 	"github.com/tilepipe/tilepipe/stats"
 )
 
@@ -115,19 +116,6 @@ func Rows(sums []artifacts.Summary, baseline string, spent map[string]int64) []R
 }
 
 // Block is the rounds of one block for n routes: one round of each of
-// replay's balanced orders (every permutation for n <= 3, else a Williams
-// square of n rows, 2n for odd n; replay.Orders, whose test holds the two
-// equal), so every block keeps positions and carry-over balanced.
-func Block(n int) int {
-	switch {
-	case n <= 1:
-		return 1
-	case n == 2:
-		return 2
-	case n == 3:
-		return 6
-	case n%2 == 1:
-		return 2 * n
-	}
-	return n
-}
+// the plan's balanced orders, so every block keeps positions and
+// carry-over balanced.
+func Block(n int) int { return len(plan.Orders(n)) }

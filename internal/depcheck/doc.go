@@ -7,7 +7,7 @@
 // sub-packages. Stages never import each other; they meet only through the
 // store, package artifacts. Only cmd/tilepipe strings stages together, so
 // no other package imports a stage. oracle is a leaf: the standard library
-// and gonum only. artifacts (and its sub-packages) import no stage.
+// and gonum only (and, through cgo's "C", OpenBLAS for its dgemm). artifacts (and its sub-packages) import no stage.
 //
 // Only non-test imports count: tests may reach across to build fixtures.
 package depcheck

@@ -1,4 +1,7 @@
-package replay
+// Package plan is a replay's plan: the balanced route orders, the visits
+// of each round, and the default rounds. Replay follows it and the audit
+// regenerates it, so it lives outside both stages.
+package plan
 
 import (
 	"github.com/tilepipe/tilepipe/artifacts"

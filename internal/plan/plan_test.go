@@ -1,4 +1,4 @@
-package replay
+package plan
 
 import (
 	"fmt"
@@ -6,7 +6,6 @@ import (
 	"testing"
 
 	"github.com/tilepipe/tilepipe/artifacts"
-	"github.com/tilepipe/tilepipe/internal/adaptive"
 )
 
 // balance counts how often each route takes each position and how often
@@ -76,16 +75,6 @@ func TestDefaultRoundsExact(t *testing.T) {
 		got := DefaultRounds(routes)
 		if got != want || got%len(Orders(routes)) != 0 {
 			t.Errorf("DefaultRounds(%d) = %d, want %d (a multiple of %d orders, at least 6)", routes, got, want, len(Orders(routes)))
-		}
-	}
-}
-
-// TestBlockIsOrders: an adaptive block is one round of each balanced
-// order (internal/adaptive.Block counts them without this package).
-func TestBlockIsOrders(t *testing.T) {
-	for n := 1; n <= 9; n++ {
-		if got, want := adaptive.Block(n), len(Orders(n)); got != want {
-			t.Errorf("adaptive.Block(%d) = %d, want len(Orders(%d)) = %d", n, got, n, want)
 		}
 	}
 }
