@@ -5,6 +5,8 @@ BIN := $(abspath bin)
 RUN_DIR ?= runs/$(shell date -u +%Y%m%dT%H%M%SZ)
 COHORT ?= cpu-default
 ROUTES ?= halide,openblas,torch-eager
+# More flags for `tilepipe run`, e.g. RUN_FLAGS="--target 0" for fixed rounds.
+RUN_FLAGS ?=
 
 # System packages the routes need (Debian 12 names).
 DEB_PACKAGES := libhalide14-0-dev libopenblas-dev python3-torch python3-numpy g++ gcc llvm-14-dev clang-14 bubblewrap
@@ -40,7 +42,7 @@ routes:
 # make error; 1 (any failure) and 2 (usage) are.
 run: build
 	@mkdir -p runs
-	$(BIN)/tilepipe run --cohort $(COHORT) --routes $(ROUTES) --output $(RUN_DIR) || [ $$? -eq 3 ]
+	$(BIN)/tilepipe run --cohort $(COHORT) --routes $(ROUTES) --output $(RUN_DIR) $(RUN_FLAGS) || [ $$? -eq 3 ]
 
 # Tests run through gotestsum (a tool dependency in go.mod): go test alone
 # prints a package only when it ends, minutes into cmd/tilepipe; gotestsum

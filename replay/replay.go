@@ -439,6 +439,15 @@ func (r *replayer) telemetry() (*telemetry.Monitor, error) {
 	return m, nil
 }
 
+// helperPids are replay's own processes beside the visits: the telemetry
+// monitor, while it runs.
+func (r *replayer) helperPids() []int {
+	if r.monitor != nil && r.monitor.Alive() {
+		return []int{r.monitor.Pid()}
+	}
+	return nil
+}
+
 func (r *replayer) stopMonitor() {
 	if r.monitor != nil {
 		r.monitor.Close()

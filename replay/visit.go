@@ -381,7 +381,8 @@ func (r *replayer) visit(ctx context.Context, v artifacts.Visit, programs map[[2
 	spec := visit.Spec{Argv: argv, Env: visitEnv(r.cfg.Threads, vr.MallocPerturb, extra), Dir: dir, Sandbox: r.sandbox, Mounts: l.mounts,
 		Timeout: time.Duration(r.cfg.TimeoutS * float64(time.Second)), Threads: r.cfg.Threads, Limiter: r.limiter, Files: bufs.files()}
 	spec.Telemetry, spec.Cores = tel, r.visitCores
-	before, lerr := load.Read(load.StatPath)
+	helpers := r.helperPids()
+	before, lerr := load.Read(load.StatPath, helpers...)
 	sess, err := visit.Start(ctx, spec)
 	if err != nil {
 		return nil, err
@@ -399,7 +400,7 @@ func (r *replayer) visit(ctx context.Context, v artifacts.Visit, programs map[[2
 	os.Remove(timer)
 	vr.End = time.Now().UTC()
 	vr.Exit, vr.CPUNs, vr.WallNs, vr.Throttled = out.Exit, out.CPU.Nanoseconds(), out.Wall.Nanoseconds(), out.Throttled
-	if after, err := load.Read(load.StatPath); err == nil && lerr == nil {
+	if after, err := load.Read(load.StatPath, helpers...); err == nil && lerr == nil {
 		other, steal := load.Other(before, after, vr.CPUNs)
 		vr.Load = &artifacts.VisitLoad{OtherNs: other, StealNs: steal, Loaded: load.Loaded(other, steal, vr.WallNs)}
 	}

@@ -39,12 +39,12 @@ func Table(doc artifacts.ReplayDoc) string {
 				interval = "-" // the range is in the ratio column; no interval covers
 			}
 			if s.RatioExcluded > 0 {
-				verdict += fmt.Sprintf(" (%d rounds left out: load)", s.RatioExcluded)
+				verdict += fmt.Sprintf(" (%s left out: load)", plural(s.RatioExcluded, "round"))
 			}
 		} else if s.Route != c.Baseline {
 			ratio = "-"
 			if s.RatioExcluded > 0 {
-				verdict = fmt.Sprintf("%s (%d rounds left out: load)", stats.TooFew, s.RatioExcluded)
+				verdict = fmt.Sprintf("%s (%s left out: load)", stats.TooFew, plural(s.RatioExcluded, "round"))
 			}
 		}
 		fmt.Fprintf(&b, "| %s | %s | %s | %s | %s – %s | %s | %s | %s | %s |\n", s.Case, s.Route, s.Status, Duration(s.MedianNs), Duration(s.MinNs), Duration(s.MaxNs), Duration(s.ChannelNs), ratio, interval, verdict)
@@ -260,4 +260,12 @@ func adaptiveRounds(doc artifacts.ReplayDoc) string {
 	}
 	b.WriteString(".\n")
 	return b.String()
+}
+
+// plural is "1 round", "2 rounds".
+func plural(n int, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	return fmt.Sprintf("%d %ss", n, noun)
 }

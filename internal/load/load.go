@@ -29,11 +29,17 @@ const MaxOtherCores = 0.25
 type Snapshot struct {
 	BusyNs  int64 // all CPUs, every process: user, nice, system, irq, softirq
 	StealNs int64 // all CPUs: time the hypervisor ran something else
-	SelfNs  int64 // replay's own process, every thread
+	// SelfNs is replay's own: its process, every thread, and the helper
+	// processes it runs beside the visits (the GPU telemetry monitor).
+	SelfNs int64
 }
 
-// Read takes a snapshot from path (StatPath) and this process's usage.
-func Read(path string) (Snapshot, error) {
+// Read takes a snapshot from path (StatPath) and this process's usage,
+// with the CPU time of replay's helper processes (pids) counted as its
+// own: they are replay's bookkeeping, not the machine's other load (on
+// the H200, the NVML monitor's readings alone were 0.3 cores of "other"
+// load, enough to flag every GPU visit).
+func Read(path string, helpers ...int) (Snapshot, error) {
 	b, err := os.ReadFile(path)
 	if err != nil {
 		return Snapshot{}, err
@@ -47,7 +53,42 @@ func Read(path string) (Snapshot, error) {
 		return Snapshot{}, err
 	}
 	s.SelfNs = ru.Utime.Nano() + ru.Stime.Nano()
+	for _, pid := range helpers {
+		ns, err := processCPU(fmt.Sprintf("/proc/%d/stat", pid))
+		if err != nil {
+			return Snapshot{}, err
+		}
+		s.SelfNs += ns
+	}
 	return s, nil
+}
+
+// processCPU is a process's user and system time so far, from its
+// /proc/PID/stat (fields 14 and 15, in ticks).
+func processCPU(path string) (int64, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return 0, err
+	}
+	// The command name (field 2) is in parentheses and may hold spaces:
+	// the fields after it start after its last ')'.
+	i := bytes.LastIndexByte(b, ')')
+	if i < 0 {
+		return 0, fmt.Errorf("%s: no command name", path)
+	}
+	f := bytes.Fields(b[i+1:])
+	if len(f) < 13 {
+		return 0, fmt.Errorf("%s: %d fields after the command name, want at least 13", path, len(f))
+	}
+	var ticks int64
+	for _, x := range f[11:13] { // utime, stime: fields 14 and 15 of the line
+		n, err := strconv.ParseInt(string(x), 10, 64)
+		if err != nil || n < 0 {
+			return 0, fmt.Errorf("%s: CPU time %q: want a tick count", path, x)
+		}
+		ticks += n
+	}
+	return ticks * TickNs, nil
 }
 
 // parse reads the aggregate "cpu" line: user nice system idle iowait irq

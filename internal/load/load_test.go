@@ -2,9 +2,11 @@ package load
 
 import (
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 )
 
 func TestParse(t *testing.T) {
@@ -62,5 +64,34 @@ func TestOther(t *testing.T) {
 		if got := Loaded(tc.other, tc.steal, tc.wall); got != tc.want {
 			t.Errorf("Loaded(other %d, steal %d, wall %d) = %v, want %v", tc.other, tc.steal, tc.wall, got, tc.want)
 		}
+	}
+}
+
+// TestReadHelpers: a helper process's CPU time counts as replay's own (a
+// busy child's seconds show in SelfNs only when it is named); a stat line
+// whose command name holds ") (" still parses; a helper that is gone is an
+// error naming its file.
+func TestReadHelpers(t *testing.T) {
+	cmd := exec.Command("sh", "-c", "end=$(($(date +%s) + 2)); while [ $(date +%s) -lt $end ]; do :; done")
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer cmd.Wait()
+	time.Sleep(1200 * time.Millisecond)
+	with, err := Read(StatPath, cmd.Process.Pid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	without, _ := Read(StatPath)
+	if d := with.SelfNs - without.SelfNs; d < 5*TickNs {
+		t.Errorf("a busy helper after 1.2 s adds %d ns to SelfNs, want at least 5 ticks", d)
+	}
+	p := filepath.Join(t.TempDir(), "stat")
+	os.WriteFile(p, []byte("42 (a) (b) S 1 42 42 0 -1 4194560 100 0 0 0 7 3 0 0 20 0 1 0 100 1000 10\n"), 0o644)
+	if ns, err := processCPU(p); err != nil || ns != 10*TickNs {
+		t.Errorf("processCPU(a name with \") (\") = %d, %v; want 10 ticks", ns, err)
+	}
+	if _, err := Read(StatPath, 1<<30); err == nil || !strings.Contains(err.Error(), "/proc/1073741824/stat") {
+		t.Errorf("Read with a helper that is gone = %v, want an error naming its stat file", err)
 	}
 }

@@ -164,6 +164,9 @@ func (m *Monitor) fail(err error) error {
 // Alive says whether the monitor still runs (an error ends it).
 func (m *Monitor) Alive() bool { return m.cmd.ProcessState == nil }
 
+// Pid is the monitor's process (replay counts its CPU time as its own).
+func (m *Monitor) Pid() int { return m.cmd.Process.Pid }
+
 // Close ends the monitor: stdin closed, then killed if it lingers.
 func (m *Monitor) Close() {
 	if m.cmd.ProcessState != nil {

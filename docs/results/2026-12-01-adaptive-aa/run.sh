@@ -22,6 +22,6 @@ for mode in fixed adaptive; do
   t0=$(date +%s)
   "$tp" replay --prepared "$out/prepared" --output "$out/replay-$mode" --baseline halide "${flags[@]}" > "$out/$mode.md" 2> "$out/$mode.err" || true
   echo "replay $mode: $(( $(date +%s) - t0 )) s"
-  "$tp" audit --capture "$out/capture" --prepared "$out/prepared" --replay "$out/replay-$mode" --output "$out/audit-$mode.json" > "$out/audit-$mode.md" 2>&1 || true
-  tail -n 1 "$out/audit-$mode.md"
+  "$tp" audit --capture "$out/capture" --prepared "$out/prepared" --replay "$out/replay-$mode" --output "$out/audit-$mode.json" > "$out/audit-$mode.out" 2>&1 || true
+  tail -n 1 "$out/audit-$mode.out"
 done
