@@ -273,6 +273,11 @@ type ReplayConfig struct {
 	Target    float64 `json:"target,omitempty"`
 	BudgetS   float64 `json:"budgetS,omitempty"`
 	MaxRounds int     `json:"maxRounds,omitempty"`
+	// FreshMin is the fewest fresh sets a case gets where that many fit
+	// in sets.FreshFloorBytes (sets.FreshSets): sets.MinFresh, one per
+	// fresh sample. Absent (replays made before it): FreshBytes alone
+	// decides, and a case of a few MiB got one set, so one sample.
+	FreshMin int `json:"freshMin,omitempty"`
 }
 
 // PlannedRounds is the most rounds the replay can run: MaxRounds when it

@@ -532,6 +532,10 @@ func (a *auditor) outputs() {
 		a.add("outputs", []string{fmt.Sprintf("replay inputs: seeds for %d rounds, config says %d", len(seeds.Rounds), a.rdoc.Config.PlannedRounds())}, nil, "")
 		return
 	}
+	if m := a.rdoc.Config.FreshMin; m != 0 && m != sets.MinFresh {
+		a.add("outputs", []string{fmt.Sprintf("config.freshMin %d: want %d (or absent, in a replay made before it)", m, sets.MinFresh)}, nil, "")
+		return
+	}
 	// Visit a (round, case) at a time, so its sets are generated once.
 	var order []artifacts.VisitResult
 	for _, v := range a.rdoc.Visits {
@@ -567,8 +571,8 @@ func (a *auditor) outputs() {
 		case v.Sets != a.rdoc.Config.Sets:
 			p = append(p, fmt.Sprintf("visit %d: %d warm sets, config says %d", v.Index, v.Sets, a.rdoc.Config.Sets))
 			continue
-		case v.FreshSets != sets.FreshSets(c.Signature):
-			p = append(p, fmt.Sprintf("visit %d: %d fresh sets, want %d for case %s", v.Index, v.FreshSets, sets.FreshSets(c.Signature), v.Case))
+		case v.FreshSets != sets.FreshSets(c.Signature, a.rdoc.Config.FreshMin):
+			p = append(p, fmt.Sprintf("visit %d: %d fresh sets, want %d for case %s (config.freshMin %d)", v.Index, v.FreshSets, sets.FreshSets(c.Signature, a.rdoc.Config.FreshMin), v.Case, a.rdoc.Config.FreshMin))
 			continue
 		case v.FreshCalls < 1 || v.FreshCalls > int64(v.FreshSets):
 			p = append(p, fmt.Sprintf("visit %d: fresh sample of %d calls, want 1 to %d", v.Index, v.FreshCalls, v.FreshSets))

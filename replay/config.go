@@ -89,6 +89,9 @@ func (c Config) Validate() error {
 	if c.Load != artifacts.LoadExclude && c.Load != artifacts.LoadAllow {
 		return fmt.Errorf("load %q: want %q (the default) or %q (--allow-load)", c.Load, artifacts.LoadExclude, artifacts.LoadAllow)
 	}
+	if c.FreshMin != 0 && c.FreshMin != sets.MinFresh {
+		return fmt.Errorf("freshMin %d: want %d (or 0 in a replay made before it)", c.FreshMin, sets.MinFresh)
+	}
 	if c.L2 != artifacts.L2Warm && c.L2 != artifacts.L2Flush {
 		return fmt.Errorf("--l2: want %s or %s, got %q", artifacts.L2Warm, artifacts.L2Flush, c.L2)
 	}
@@ -140,7 +143,7 @@ func (r *replayer) checkConfig(routes []string) error {
 	for _, id := range slices.Sorted(maps.Keys(r.cases)) {
 		cc := r.cases[id]
 		for _, p := range cc.Signature {
-			if n := max(c.Sets, sets.FreshSets(cc.Signature)); p.Role == "output" && int64(n)*int64(p.Elems()) > tensor.MaxElems {
+			if n := max(c.Sets, sets.FreshSets(cc.Signature, c.FreshMin)); p.Role == "output" && int64(n)*int64(p.Elems()) > tensor.MaxElems {
 				return fmt.Errorf("case %s: output %s of %d elements in %d buffer sets is more than a tensor file holds (%d elements): give fewer --sets", id, p.Name, p.Elems(), n, int64(tensor.MaxElems))
 			}
 		}

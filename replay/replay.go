@@ -52,7 +52,7 @@ type Config struct {
 // [DefaultMaxRounds] (or the rounds, if more).
 var DefaultConfig = Config{ReplayConfig: artifacts.ReplayConfig{
 	Samples: 5, Singles: 5, SampleMs: 20, WarmupMs: 50, TimeoutS: 300,
-	Threads: runtime.NumCPU(), Baseline: "torch-eager", Seed: 1, Bootstrap: 2000, Interval: artifacts.IntervalSign, Load: artifacts.LoadExclude, Sets: sets.DefaultWarm,
+	Threads: runtime.NumCPU(), Baseline: "torch-eager", Seed: 1, Bootstrap: 2000, Interval: artifacts.IntervalSign, Load: artifacts.LoadExclude, Sets: sets.DefaultWarm, FreshMin: sets.MinFresh,
 	L2: artifacts.L2Warm, Target: 0.015, BudgetS: 60,
 }}
 
@@ -205,7 +205,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	if err := r.append(artifacts.JournalLine{Session: &sess}); err != nil {
 		return nil, err
 	}
-	r.inputs = &inputCache{seeds: sets.Seeds(pr.Inputs), warm: r.cfg.Sets}
+	r.inputs = &inputCache{seeds: sets.Seeds(pr.Inputs), warm: r.cfg.Sets, freshMin: r.cfg.FreshMin}
 	defer r.inputs.release()
 	r.rec = artifacts.Receipt{Stage: "replay", Tool: artifacts.ToolInfo(), StartedOn: start, Environment: artifacts.Fingerprint(),
 		Parameters:  map[string]any{"prepared": absPath(cfg.Prepared), "capture": r.cap.Store.Dir(), "config": r.cfg.ReplayConfig, "resume": cfg.Resume, "sandbox": r.sandbox.Record(), "cpuLimit": r.cpuLimit},

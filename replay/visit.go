@@ -567,9 +567,10 @@ func (ri *roundInputs) close() {
 // inputCache holds the inputs of the (round, case) being visited: the plan
 // visits one case's routes back to back.
 type inputCache struct {
-	seeds sets.Seeds
-	warm  int
-	cur   *roundInputs
+	seeds    sets.Seeds
+	warm     int
+	freshMin int // config.freshMin
+	cur      *roundInputs
 }
 
 func (ic *inputCache) get(round int, c *artifacts.CapturedCase) (*roundInputs, error) {
@@ -582,7 +583,7 @@ func (ic *inputCache) get(round int, c *artifacts.CapturedCase) (*roundInputs, e
 	if ri.warm, err = ic.seeds.Pool(c.Case, sets.Warm, round, ic.warm); err != nil {
 		return nil, err
 	}
-	if ri.fresh, err = ic.seeds.Pool(c.Case, sets.Fresh, round, sets.FreshSets(c.Signature)); err != nil {
+	if ri.fresh, err = ic.seeds.Pool(c.Case, sets.Fresh, round, sets.FreshSets(c.Signature, ic.freshMin)); err != nil {
 		return nil, err
 	}
 	k := 0

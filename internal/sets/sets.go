@@ -25,10 +25,16 @@ const (
 const DefaultWarm = 2
 
 // FreshBytes bounds the bytes (inputs and outputs) of a case's fresh sets;
-// MaxFresh bounds their number.
+// MaxFresh bounds their number. MinFresh sets (one per fresh sample) are
+// drawn even past FreshBytes while they fit in FreshFloorBytes, so the
+// fresh-sample bound of a case of a few MiB rests on the median of three
+// samples, not on one that a preemption can fail
+// (docs/results/2026-12-01-fresh-floor).
 const (
-	FreshBytes = 8 << 20
-	MaxFresh   = 4096
+	FreshBytes      = 8 << 20
+	MaxFresh        = 4096
+	MinFresh        = 3
+	FreshFloorBytes = 64 << 20
 )
 
 // Seeds are a replay's seeds: one for warm set 0 of every case (the same
@@ -66,13 +72,21 @@ func (sd Seeds) Seed(id, pool string, round, s int) (uint64, error) {
 }
 
 // FreshSets is how many fresh sets a case gets: as many as FreshBytes
-// holds, at least 1, at most MaxFresh.
-func FreshSets(sig []oracle.Param) int {
+// holds, at least floor where floor sets fit in FreshFloorBytes, at least
+// 1, at most MaxFresh. floor is the replay's config.freshMin: MinFresh,
+// or 0 in replays made before it (their cases of more than FreshBytes/3
+// got one or two sets).
+func FreshSets(sig []oracle.Param, floor int) int {
 	n := 0
 	for _, p := range sig {
 		n += p.Bytes()
 	}
-	return max(1, min(MaxFresh, FreshBytes/max(n, 1)))
+	n = max(n, 1)
+	k := FreshBytes / n
+	if floor > k && floor*n <= FreshFloorBytes {
+		k = floor
+	}
+	return max(1, min(MaxFresh, k))
 }
 
 // Set is one buffer set's inputs and, once asked for, their oracle.

@@ -50,18 +50,28 @@ func TestPerturb(t *testing.T) {
 	}
 }
 
-// TestFreshSets: as many as FreshBytes holds, at least 1, at most MaxFresh.
+// TestFreshSets: as many as FreshBytes holds, at least MinFresh where
+// they fit in FreshFloorBytes (and 1 under a replay's floor 0), at least
+// 1, at most MaxFresh.
 func TestFreshSets(t *testing.T) {
+	sig := func(shape ...int) []oracle.Param {
+		return []oracle.Param{{Name: "X", Role: "input", Dtype: "f32", Shape: shape}, {Name: "Y", Role: "output", Dtype: "f32", Shape: shape}}
+	}
 	for _, tc := range []struct {
-		sig  []oracle.Param
-		want int
+		sig         []oracle.Param
+		floor, want int
 	}{
-		{[]oracle.Param{{Name: "X", Role: "input", Dtype: "f32", Shape: []int{2}}, {Name: "Y", Role: "output", Dtype: "f32", Shape: []int{2}}}, MaxFresh},
-		{[]oracle.Param{{Name: "X", Role: "input", Dtype: "f32", Shape: []int{256, 1024}}, {Name: "Y", Role: "output", Dtype: "f32", Shape: []int{256, 1024}}}, 4},
-		{[]oracle.Param{{Name: "X", Role: "input", Dtype: "f32", Shape: []int{4096, 4096}}, {Name: "Y", Role: "output", Dtype: "f32", Shape: []int{4096, 4096}}}, 1},
+		{sig(2), MinFresh, MaxFresh},
+		{sig(256, 1024), MinFresh, 4},
+		{sig(512, 1000), 0, 2},               // 4 MB a set: two in FreshBytes
+		{sig(512, 1000), MinFresh, MinFresh}, // three in FreshFloorBytes
+		{sig(1024, 1536), 0, 1},              // 12 MiB: past FreshBytes
+		{sig(1024, 1536), MinFresh, MinFresh},
+		{sig(2048, 2048), MinFresh, 1}, // 32 MiB: three would pass FreshFloorBytes
+		{sig(4096, 4096), MinFresh, 1},
 	} {
-		if got := FreshSets(tc.sig); got != tc.want {
-			t.Errorf("FreshSets(%v) = %d, want %d", tc.sig[0].Shape, got, tc.want)
+		if got := FreshSets(tc.sig, tc.floor); got != tc.want {
+			t.Errorf("FreshSets(%v, floor %d) = %d, want %d", tc.sig[0].Shape, tc.floor, got, tc.want)
 		}
 	}
 }
