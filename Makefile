@@ -79,9 +79,12 @@ test-oracle:
 
 # Plain go test: it prints each benchmark as it finishes already, in the
 # format benchstat reads, and gotestsum v1.13.0's summary lists every
-# benchmark of Go 1.26 as a failed test.
+# benchmark of Go 1.26 as a failed test. Three counts; then each speed
+# target as a ratio to its anchor from this same run (benchratio), the
+# raw output kept in bin/bench.txt.
 bench: build
-	TILEPIPE_ROUTES=$(BIN)/routes $(GO) test ./... -run '^$$' -bench . -benchmem
+	set -o pipefail; TILEPIPE_ROUTES=$(BIN)/routes $(GO) test ./... -run '^$$' -bench . -benchmem -count 3 | tee $(BIN)/bench.txt
+	$(GO) run ./internal/tools/benchratio < $(BIN)/bench.txt
 
 clean:
 	rm -rf bin

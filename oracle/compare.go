@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"strconv"
+	"sync"
 )
 
 // Verdict is the result of checking a case's outputs against its reference.
@@ -250,7 +251,28 @@ func compareIndex(c Case, p Param, k int, exp []Expected, outputs []Tensor, ins 
 // scan compares every element of out, output number k.
 func scan(k int, name string, out []float32, want, bound []float64) outputCheck {
 	oc := outputCheck{name: name, k: k, n: len(out), firstBad: -1, firstNaN: -1}
-	for i, g32 := range out {
+	var mu sync.Mutex
+	parallel(len(out), 1, func(lo, hi int) {
+		c := scanRange(out, want, bound, lo, hi)
+		mu.Lock()
+		defer mu.Unlock()
+		oc.bad += c.bad
+		oc.maxRatio = math.Max(oc.maxRatio, c.maxRatio)
+		if c.firstBad >= 0 && (oc.firstBad < 0 || c.firstBad < oc.firstBad) {
+			oc.firstBad = c.firstBad
+		}
+		if c.firstNaN >= 0 && (oc.firstNaN < 0 || c.firstNaN < oc.firstNaN) {
+			oc.firstNaN = c.firstNaN
+		}
+	})
+	return oc
+}
+
+// scanRange is scan of elements lo..hi-1 (indices stay the whole output's).
+func scanRange(out []float32, want, bound []float64, lo, hi int) outputCheck {
+	oc := outputCheck{firstBad: -1, firstNaN: -1}
+	for i := lo; i < hi; i++ {
+		g32 := out[i]
 		g, w, b := float64(g32), want[i], bound[i]
 		if math.IsNaN(g) || math.IsInf(g, 0) {
 			if g == w {

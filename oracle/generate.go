@@ -52,6 +52,9 @@ func (s *splitmix) next() uint64 {
 	return mix64(s.state)
 }
 
+// skip is the stream n outputs further on.
+func (s splitmix) skip(n int) splitmix { return splitmix{state: s.state + uint64(n)*golden} }
+
 // tensorStream starts the stream of the tensor at position index of the
 // signature. Its starting state is output number index+1 (counting from 1)
 // of a SplitMix64 stream started at the case seed, so tensors of one case
@@ -72,16 +75,21 @@ func Generate(c Case) ([]Tensor, error) {
 	if err != nil {
 		return nil, err
 	}
+	// draws is how many outputs of the stream each element takes, so a
+	// chunk starting at element lo starts lo*draws outputs in (SplitMix64
+	// jumps ahead by adding to its state); align keeps fillAdversarial's
+	// pairs whole.
 	var fill func(*splitmix, []float32)
+	draws, align := 1, 1
 	switch c.Pattern {
 	case "normal":
-		fill = fillNormal
+		fill, draws = fillNormal, 6
 	case "dyadic":
 		fill = fillDyadic
 	case "ties":
 		fill = fillTies
 	case "adversarial":
-		fill = fillAdversarial
+		fill, align = fillAdversarial, 2
 	default:
 		// Validate rejects unknown patterns; this guards a new pattern that
 		// was added to patterns but not here.
@@ -101,19 +109,22 @@ func Generate(c Case) ([]Tensor, error) {
 				n = c.Dims["V"]
 			}
 			x := make([]int64, p.Elems())
-			for j := range x {
+			for j := range x { // one per row: never large
 				x[j] = int64((r.next() >> 32) * uint64(n) >> 32)
 			}
 			inputs = append(inputs, I64(x))
 			continue
 		}
 		x := make([]float32, p.Elems())
-		fill(&r, x)
-		if p.Dtype != "f32" {
-			for j, v := range x {
-				x[j] = toStorage(p.Dtype, v)
+		parallel(len(x), align, func(lo, hi int) {
+			r := r.skip(lo * draws)
+			fill(&r, x[lo:hi])
+			if p.Dtype != "f32" {
+				for j := lo; j < hi; j++ {
+					x[j] = toStorage(p.Dtype, x[j])
+				}
 			}
-		}
+		})
 		inputs = append(inputs, Tensor{Dtype: p.Dtype, F: x})
 	}
 	return inputs, nil

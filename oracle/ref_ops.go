@@ -25,10 +25,12 @@ const (
 // (times slack: the float64 evaluation of the exact values).
 func evBounds(n int, f func(i int) ev) (want, bnd []float64) {
 	want, bnd = make([]float64, n), make([]float64, n)
-	for i := 0; i < n; i++ {
-		x := f(i)
-		want[i], bnd[i] = x.v, finite(x.e*slack)
-	}
+	parallel(n, 1, func(lo, hi int) {
+		for i := lo; i < hi; i++ {
+			x := f(i)
+			want[i], bnd[i] = x.v, finite(x.e*slack)
+		}
+	})
 	return want, bnd
 }
 
@@ -69,30 +71,34 @@ func refBmm(B, M, N, K int, a, b []float32, policy string) (want, bnd []float64)
 func refPointwise(op string, in []Tensor) []Expected {
 	x := in[0].F
 	n := len(x)
-	var ys, ds []ev
-	for i := 0; i < n; i++ {
-		xi := exactIn(x[i])
-		switch op {
-		case "gelu_add":
-			y, _ := gelu(evAdd(xi, exactIn(in[1].F[i])))
-			ys = append(ys, y)
-		case "gelu_pair":
-			y, d := gelu(xi)
-			ys, ds = append(ys, y), append(ds, d)
-		case "sigmoid_pair":
-			s := sigmoid(xi)
-			ys, ds = append(ys, s), append(ds, sigmoidDeriv(xi, s))
-		case "swiglu":
-			u := exactIn(in[1].F[i])
-			s := sigmoid(xi)
-			forms := []ev{evMul(evMul(xi, s), u), evMul(xi, evMul(s, u))}
-			if xi.v > -80 {
-				// (g / (1 + exp(-g))) * u while exp(-g) is finite
-				forms = append(forms, evMul(evDiv(xi, evAdd(cnst(1), evExp(ev{-xi.v, 0}))), u))
-			}
-			ys = append(ys, worst(forms...))
-		}
+	ys := make([]ev, n)
+	var ds []ev
+	if op == "gelu_pair" || op == "sigmoid_pair" {
+		ds = make([]ev, n)
 	}
+	parallel(n, 1, func(lo, hi int) {
+		for i := lo; i < hi; i++ {
+			xi := exactIn(x[i])
+			switch op {
+			case "gelu_add":
+				ys[i], _ = gelu(evAdd(xi, exactIn(in[1].F[i])))
+			case "gelu_pair":
+				ys[i], ds[i] = gelu(xi)
+			case "sigmoid_pair":
+				s := sigmoid(xi)
+				ys[i], ds[i] = s, sigmoidDeriv(xi, s)
+			case "swiglu":
+				u := exactIn(in[1].F[i])
+				s := sigmoid(xi)
+				forms := []ev{evMul(evMul(xi, s), u), evMul(xi, evMul(s, u))}
+				if xi.v > -80 {
+					// (g / (1 + exp(-g))) * u while exp(-g) is finite
+					forms = append(forms, evMul(evDiv(xi, evAdd(cnst(1), evExp(ev{-xi.v, 0}))), u))
+				}
+				ys[i] = worst(forms...)
+			}
+		}
+	})
 	pack := func(e []ev) Expected {
 		w, b := evBounds(len(e), func(i int) ev { return e[i] })
 		return Expected{Want: w, Bound: b}

@@ -79,12 +79,27 @@ func Reference(c Case, inputs []Tensor) ([]Expected, error) {
 		if t.Len() != p.Elems() {
 			return nil, fail("input %s has %d elements, want %d", p.Name, t.Len(), p.Elems())
 		}
-		for j, v := range t.F {
-			if math.IsNaN(float64(v)) || math.IsInf(float64(v), 0) {
-				return nil, fail("input %s[%d] = %v, want a finite value", p.Name, j, v)
+		x := t.F
+		if j := firstIndex(len(x), func(lo, hi int) int {
+			for j := lo; j < hi; j++ {
+				if math.Float32bits(x[j])&0x7f800000 == 0x7f800000 { // NaN or infinite
+					return j
+				}
 			}
-			if p.Dtype != "f32" && toStorage(p.Dtype, v) != v {
-				return nil, fail("input %s[%d] = %v, not a %s value", p.Name, j, v, p.Dtype)
+			return -1
+		}); j >= 0 {
+			return nil, fail("input %s[%d] = %v, want a finite value", p.Name, j, x[j])
+		}
+		if p.Dtype != "f32" {
+			if j := firstIndex(len(x), func(lo, hi int) int {
+				for j := lo; j < hi; j++ {
+					if toStorage(p.Dtype, x[j]) != x[j] {
+						return j
+					}
+				}
+				return -1
+			}); j >= 0 {
+				return nil, fail("input %s[%d] = %v, not a %s value", p.Name, j, x[j], p.Dtype)
 			}
 		}
 		if p.Dtype == "i64" {
@@ -160,13 +175,22 @@ func Reference(c Case, inputs []Tensor) ([]Expected, error) {
 			continue
 		}
 		s := storageOf(p.Dtype)
-		for i, w := range e.Want {
-			if p.Dtype != "f32" && dt != "f32" {
-				e.Bound[i] = toStore(p.Dtype, ev{w, e.Bound[i]}).e
+		if p.Dtype != "f32" && dt != "f32" {
+			parallel(len(e.Want), 1, func(lo, hi int) {
+				for i := lo; i < hi; i++ {
+					e.Bound[i] = toStore(p.Dtype, ev{e.Want[i], e.Bound[i]}).e
+				}
+			})
+		}
+		if i := firstIndex(len(e.Want), func(lo, hi int) int {
+			for i := lo; i < hi; i++ {
+				if math.Abs(e.Want[i]) > s.max {
+					return i
+				}
 			}
-			if math.Abs(w) > s.max {
-				return nil, fail("output %s[%d] = %.9g overflows %s storage", p.Name, i, w, p.Dtype)
-			}
+			return -1
+		}); i >= 0 {
+			return nil, fail("output %s[%d] = %.9g overflows %s storage", p.Name, i, e.Want[i], p.Dtype)
 		}
 	}
 	return exp, nil
@@ -293,20 +317,22 @@ func dotBound(s, y float64, n int, products bool, limit float64) float64 {
 func refAdd(a, b []float32) (want, bnd []float64) {
 	want = make([]float64, len(a))
 	bnd = make([]float64, len(a))
-	for i := range a {
-		s := float64(a[i]) + float64(b[i])
-		want[i] = s
-		switch as := math.Abs(s); {
-		case s == 0:
-			bnd[i] = 0
-		case as < tiny:
-			bnd[i] = tiny * slack
-		case float64(float32(s)) == s:
-			bnd[i] = 0
-		default:
-			bnd[i] = unit * as * slack
+	parallel(len(a), 1, func(lo, hi int) {
+		for i := lo; i < hi; i++ {
+			s := float64(a[i]) + float64(b[i])
+			want[i] = s
+			switch as := math.Abs(s); {
+			case s == 0:
+				bnd[i] = 0
+			case as < tiny:
+				bnd[i] = tiny * slack
+			case float64(float32(s)) == s:
+				bnd[i] = 0
+			default:
+				bnd[i] = unit * as * slack
+			}
 		}
-	}
+	})
 	return want, bnd
 }
 

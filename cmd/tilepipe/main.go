@@ -9,6 +9,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"runtime/pprof"
 	"syscall"
 	"time"
 
@@ -37,8 +38,33 @@ func main() {
 		fmt.Fprintf(os.Stderr, "tilepipe: %s: stopping (a second one stops at once)\n", signalName(s))
 		cancel(&interrupted{sig: s.(syscall.Signal)})
 	}()
+	stop := profile(os.Getenv("TILEPIPE_CPUPROFILE"))
 	code := tilepipe(ctx, os.Args, os.Stdout, os.Stderr)
+	stop()
 	os.Exit(code)
+}
+
+// profile writes a CPU profile of the whole command to path (read it with
+// go tool pprof) when path is set: TILEPIPE_CPUPROFILE, a developer's aid
+// to find where a stage spends its time (docs/decisions.md).
+func profile(path string) (stop func()) {
+	if path == "" {
+		return func() {}
+	}
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+	if err == nil {
+		err = pprof.StartCPUProfile(f)
+	}
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "tilepipe: TILEPIPE_CPUPROFILE: %v\n", err)
+		os.Exit(2)
+	}
+	return func() {
+		pprof.StopCPUProfile()
+		if err := f.Close(); err != nil {
+			fmt.Fprintf(os.Stderr, "tilepipe: TILEPIPE_CPUPROFILE: %v\n", err)
+		}
+	}
 }
 
 // interrupted is the cause of a context a signal cancelled. An

@@ -121,3 +121,38 @@ func TestFillPattern(t *testing.T) {
 		}
 	}
 }
+
+// TestMemFileBytes: a new file is canary at every byte outside the sets,
+// and Fill writes its pattern over every element of every set, nothing
+// else, for sizes around the doubling copies' steps.
+func TestMemFileBytes(t *testing.T) {
+	pattern := []byte{0x11, 0x22, 0x33, 0x44}
+	for _, bytes := range []int{4, 252, 256, 260, 4096, 70004} {
+		for _, pool := range []string{PoolWarm, PoolFresh} {
+			l := NewLayout(pool, 3, bytes)
+			m, err := NewOutput("C", l)
+			if err != nil {
+				t.Fatal(err)
+			}
+			m.Fill(pattern)
+			in := func(o int) int {
+				for s := range l.Sets {
+					if o >= l.Offset(s) && o < l.Offset(s)+bytes {
+						return o - l.Offset(s)
+					}
+				}
+				return -1
+			}
+			for o, b := range m.mem {
+				want := canary(o)
+				if i := in(o); i >= 0 {
+					want = pattern[i%len(pattern)]
+				}
+				if b != want {
+					t.Fatalf("%s %d bytes a set: byte %d = %#x, want %#x", pool, bytes, o, b, want)
+				}
+			}
+			m.Close()
+		}
+	}
+}
