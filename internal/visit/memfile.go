@@ -75,10 +75,18 @@ func newMemFile(name string, l Layout, sealable bool) (*MemFile, error) {
 		f.Close()
 		return nil, fmt.Errorf("memory file for %s %s: map: %w", name, l.Pool, err)
 	}
-	for o := range min(256, len(mem)) { // canary's period
-		mem[o] = canary(o)
+	// Canary in the gaps; the sets' data is written next (inputs, Fill).
+	o := 0
+	for s := 0; s <= l.Sets; s++ {
+		end := len(mem)
+		if s < l.Sets {
+			end = l.Offset(s)
+		}
+		for ; o < end; o++ {
+			mem[o] = canary(o)
+		}
+		o = end + l.Bytes
 	}
-	repeat(mem, 256)
 	return &MemFile{Name: name, Layout: l, File: f, mem: mem}, nil
 }
 
