@@ -125,6 +125,23 @@ type Build struct {
 	Validation  *Validation `json:"validation,omitempty"`
 }
 
+// BelowBest is the build's schedule.below_best: why the code its visits
+// run is slower than the best path this machine supports, as the route
+// found it (the openblas and torch-eager routes: an OpenBLAS core type
+// narrower than the CPU flags allow); "" where the route says nothing.
+// Prepare copies it to the entry, replay to the entry's summary row, and
+// the results table shows it.
+func (b Build) BelowBest() (string, error) {
+	v, ok := b.Schedule["below_best"]
+	if !ok {
+		return "", nil
+	}
+	if s, ok := v.(string); ok && s != "" {
+		return s, nil
+	}
+	return "", fmt.Errorf("schedule.below_best: want a non-empty string, got %v", v)
+}
+
 // Validation is capture's full check, against the FP64 oracle, of the
 // outputs a validating route computed from the case's inputs in its build.
 // A failed validation fails the build.
@@ -201,6 +218,8 @@ type Prepared struct {
 	// (role "cubin") and its launch in the timer's line form (role
 	// "launch", made by prepare from the captured manifest).
 	Kernel []FileRef `json:"kernel,omitempty"`
+	// BelowBest is the capture build's [Build.BelowBest].
+	BelowBest string `json:"belowBest,omitempty"`
 }
 
 // PreparedDoc is the prepare stage's document.
@@ -577,6 +596,9 @@ type Summary struct {
 	// relative to its median (adaptive replays only; 0 without an exact
 	// interval): the row reached config.target when it is at most that.
 	Precision float64 `json:"precision,omitempty"`
+	// BelowBest is the prepared entry's: why the row's code is not the
+	// best path this machine supports ("" where nothing says so).
+	BelowBest string `json:"belowBest,omitempty"`
 }
 
 // CaseStop is where an adaptive replay stopped giving a case rounds, and

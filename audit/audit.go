@@ -800,6 +800,12 @@ func (a *auditor) summaries() {
 		p = append(p, fmt.Sprintf("samples.arrow has %d rows, the passed visits' tables have %d (or differ in content)", len(rows), len(union)))
 	}
 	want := recompute(a.rdoc, rows, a.device)
+	for _, e := range a.pdoc.Entries { // the routes check holds each entry's note to its build's
+		if w, ok := want[[2]string{e.Case, e.Route}]; ok {
+			w.BelowBest = e.BelowBest
+			want[[2]string{e.Case, e.Route}] = w
+		}
+	}
 	have := map[[2]string]artifacts.Summary{}
 	for _, s := range a.rdoc.Summary {
 		have[[2]string{s.Case, s.Route}] = s
@@ -817,6 +823,9 @@ func (a *auditor) summaries() {
 			if !near(f.hv, f.wv) {
 				p = append(p, fmt.Sprintf("summary %s/%s %s: stored %g, recomputed %g", k[0], k[1], f.name, f.hv, f.wv))
 			}
+		}
+		if h.BelowBest != w.BelowBest {
+			p = append(p, fmt.Sprintf("summary %s/%s belowBest: stored %q, the prepared entry says %q", k[0], k[1], h.BelowBest, w.BelowBest))
 		}
 		if h.Samples != w.Samples || h.Verdict != w.Verdict || h.Flagged != w.Flagged || h.RatioExcluded != w.RatioExcluded {
 			p = append(p, fmt.Sprintf("summary %s/%s: stored samples %d verdict %q flagged %d ratioExcluded %d, recomputed %d %q %d %d", k[0], k[1], h.Samples, h.Verdict, h.Flagged, h.RatioExcluded, w.Samples, w.Verdict, w.Flagged, w.RatioExcluded))

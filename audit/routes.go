@@ -18,7 +18,7 @@ const maxDescribe = 1 << 20
 func (a *auditor) routes() {
 	p := routesAgree(a.cdoc.Routes, a.cap.Layers, func(d artifacts.Digest) ([]byte, error) { return a.readCapture(d, maxDescribe) })
 	p = append(p, envAgree(a.cdoc, a.pdoc)...)
-	a.add("routes", p, nil, fmt.Sprintf("%d routes' entries against their stored describe answers (routes/NAME/describe.json) and programs; every prepared entry's environment is its build's", len(a.cdoc.Routes)))
+	a.add("routes", p, nil, fmt.Sprintf("%d routes' entries against their stored describe answers (routes/NAME/describe.json) and programs; every prepared entry's environment and below-best note are its build's", len(a.cdoc.Routes)))
 }
 
 // envAgree: the environment a prepared entry gives its visits is the one
@@ -43,6 +43,11 @@ func envAgree(cdoc artifacts.CaptureDoc, pdoc artifacts.PreparedDoc) []string {
 		}
 		if !maps.Equal(e.Env, want) {
 			p = append(p, fmt.Sprintf("entry %s/%s: env %v, its capture build asked for %v", e.Case, e.Route, e.Env, want))
+		}
+		if bb, err := b.BelowBest(); err != nil {
+			p = append(p, fmt.Sprintf("entry %s/%s: capture build %v", e.Case, e.Route, err))
+		} else if e.BelowBest != bb {
+			p = append(p, fmt.Sprintf("entry %s/%s: belowBest %q, its capture build says %q", e.Case, e.Route, e.BelowBest, bb))
 		}
 		if e.Kind == "object" {
 			if err := artifacts.CheckObjectEnv(e.Env); err != nil {

@@ -165,7 +165,14 @@ func Run(ctx context.Context, cfg Config) (_ *Result, err error) {
 		var inputs []artifacts.TensorRef
 		for _, b := range c.Builds {
 			e := &artifacts.Prepared{Case: c.Case.ID, Route: b.Route, Kind: b.Kind, Status: b.Status, Reason: b.Reason}
-			if b.Status == artifacts.StatusBuilt {
+			if bb, err := b.BelowBest(); err != nil {
+				if b.Status == artifacts.StatusBuilt {
+					e.Status, e.Reason = artifacts.StatusFailed, "capture build "+err.Error()
+				}
+			} else {
+				e.BelowBest = bb
+			}
+			if e.Status == artifacts.StatusBuilt {
 				if inputs == nil {
 					if inputs, err = p.rawInputs(*c); err != nil {
 						return nil, err

@@ -160,7 +160,7 @@ func Summaries(cases, routes []string, entries []artifacts.Prepared, visits []ar
 			if !ok {
 				continue
 			}
-			s := artifacts.Summary{Case: c, Route: rt, Status: e.Status, Reason: e.Reason, Visits: len(visitsOf[k])}
+			s := artifacts.Summary{Case: c, Route: rt, Status: e.Status, Reason: e.Reason, Visits: len(visitsOf[k]), BelowBest: e.BelowBest}
 			if e.Status == artifacts.StatusPrepared {
 				s.Status = artifacts.StatusPassed
 				for _, v := range visitsOf[k] {

@@ -47,8 +47,13 @@ func Table(doc artifacts.ReplayDoc) string {
 				verdict = fmt.Sprintf("%s (%s left out: load)", stats.TooFew, plural(s.RatioExcluded, "round"))
 			}
 		}
-		fmt.Fprintf(&b, "| %s | %s | %s | %s | %s – %s | %s | %s | %s | %s |\n", s.Case, s.Route, s.Status, Duration(s.MedianNs), Duration(s.MinNs), Duration(s.MaxNs), Duration(s.ChannelNs), ratio, interval, verdict)
+		status := s.Status
+		if s.BelowBest != "" {
+			status += ", below best path"
+		}
+		fmt.Fprintf(&b, "| %s | %s | %s | %s | %s – %s | %s | %s | %s | %s |\n", s.Case, s.Route, status, Duration(s.MedianNs), Duration(s.MinNs), Duration(s.MaxNs), Duration(s.ChannelNs), ratio, interval, verdict)
 	}
+	b.WriteString(belowBest(doc.Summary))
 	b.WriteString(gpuCeilings(doc))
 	b.WriteString(adaptiveRounds(doc))
 	b.WriteString(machineLoad(doc.Visits, c.Load))
@@ -268,4 +273,31 @@ func plural(n int, noun string) string {
 		return "1 " + noun
 	}
 	return fmt.Sprintf("%d %ss", n, noun)
+}
+
+// belowBest lists the rows whose route says their code is not the best
+// path this machine supports, grouped by route and reason.
+func belowBest(rows []artifacts.Summary) string {
+	type key struct{ route, why string }
+	cases := map[key][]string{}
+	var order []key
+	for _, s := range rows {
+		if s.BelowBest == "" {
+			continue
+		}
+		k := key{s.Route, s.BelowBest}
+		if cases[k] == nil {
+			order = append(order, k)
+		}
+		cases[k] = append(cases[k], s.Case)
+	}
+	if len(order) == 0 {
+		return ""
+	}
+	var b strings.Builder
+	b.WriteString("\nBelow their best path (the route says the code it built does not run the fastest path this machine supports; its times are of that code):\n\n")
+	for _, k := range order {
+		fmt.Fprintf(&b, "- %s (%s): %s\n", k.route, strings.Join(cases[k], ", "), k.why)
+	}
+	return b.String()
 }

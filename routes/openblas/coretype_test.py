@@ -4,7 +4,7 @@ routes_test.go's TestOpenBLASCoreType with Debian's python3:
   - choose_core on recorded machines: the library's own pick kept where it
     is as wide as the flags allow, the flags' best set where it is not
     (the issue's machine: Prescott on an AVX-512 CPU), a core type from
-    the environment kept, no AVX at all;
+    the environment kept, no AVX at all; below_best on the same;
   - on this machine, with the real library: the core the flags allow,
     set through OPENBLAS_CORETYPE, is the one the library then reports
     (what build does before it sets the visit's env).
@@ -47,6 +47,16 @@ for flags, lib, env, want_core, want_why in CASES:
     core, need, why = route.choose_core(flags, lib, env)
     if core != want_core or why != want_why or (core and not set(need) <= flags):
         print("FAIL choose_core(%s, %r, %r) = %r %r %r, want %r %r" % (sorted(flags), lib, env, core, need, why, want_core, want_why))
+        failed += 1
+for flags, core, want in [
+        (AVX512, "Cooperlake", ""), (AVX512, "SkylakeX", ""),
+        (AVX512, "Haswell", "OpenBLAS runs Haswell kernels where the CPU flags avx512bw avx512cd avx512dq avx512f avx512vl allow SkylakeX"),
+        (AVX512, "Prescott", "OpenBLAS runs Prescott kernels where the CPU flags avx512bw avx512cd avx512dq avx512f avx512vl allow SkylakeX"),
+        (AVX512, "", "OpenBLAS runs unknown kernels where the CPU flags avx512bw avx512cd avx512dq avx512f avx512vl allow SkylakeX"),
+        ({"sse2", "avx", "avx2", "fma"}, "Zen", ""),
+        ({"sse2"}, "Prescott", "")]:
+    if route.below_best(flags, core) != want:
+        print("FAIL below_best(%s, %r) = %r, want %r" % (sorted(flags), core, route.below_best(flags, core), want))
         failed += 1
 for config, want in [("OpenBLAS 0.3.21 NO_LAPACKE DYNAMIC_ARCH NO_AFFINITY Cooperlake MAX_THREADS=64", "Cooperlake"),
                      ("OpenBLAS 0.3.21 DYNAMIC_ARCH NO_AFFINITY Prescott MAX_THREADS=64", "Prescott"),
