@@ -156,6 +156,23 @@ void make_dir(const std::string &dir) {
     }
 }
 
+std::set<std::string> cpu_flags() {
+    std::ifstream in("/proc/cpuinfo");
+    std::string line;
+    while (std::getline(in, line)) {
+        if (line.compare(0, 5, "flags") != 0 || line.find(':') == std::string::npos) {
+            continue;
+        }
+        std::istringstream words(line.substr(line.find(':') + 1));
+        std::set<std::string> flags;
+        for (std::string w; words >> w;) {
+            flags.insert(w);
+        }
+        return flags;
+    }
+    fail("no flags line in /proc/cpuinfo: the build cannot tell what this CPU offers");
+}
+
 std::string first_line(const std::string &s) {
     return s.substr(0, s.find('\n'));
 }

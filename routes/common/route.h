@@ -7,6 +7,7 @@
 #include "json.h"
 
 #include <functional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -44,6 +45,11 @@ bool regular_file(const std::string &path);
 // make_dir creates dir unless it is already a directory.
 void make_dir(const std::string &dir);
 std::string first_line(const std::string &s);
+
+// cpu_flags is the flags of the first CPU of /proc/cpuinfo: what the
+// operating system says this CPU offers, the set replay checks a build's
+// requires_cpu against. A build that cannot read it fails.
+std::set<std::string> cpu_flags();
 
 // response is an object route's build answer (protocol 1) with status and
 // reason set and every other field present and empty.

@@ -1307,27 +1307,13 @@ const char *type_code(const std::string &dtype) {
     return "halide_type_float";
 }
 
-// cpu_flag reports whether the first CPU of /proc/cpuinfo lists flag.
-static bool cpu_flag(const std::string &flag) {
-    std::ifstream in("/proc/cpuinfo");
-    std::string line;
-    while (std::getline(in, line)) {
-        if (line.compare(0, 5, "flags") != 0) {
-            continue;
-        }
-        std::string padded = " " + line.substr(line.find(':') + 1) + " ";
-        return padded.find(" " + flag + " ") != std::string::npos;
-    }
-    return false;
-}
-
 // host_target is Halide's host target, less what this CPU cannot run:
 // Halide 14 takes any CPU with AVX512-BF16 (AMD Zen 4 too) for Sapphire
 // Rapids and emits AVX512-FP16 instructions, which Zen 4 lacks (an
 // illegal instruction in every f16 case there).
 static Target host_target() {
     Target t = get_host_target();
-    if (t.has_feature(Target::AVX512_SapphireRapids) && !cpu_flag("avx512_fp16")) {
+    if (t.has_feature(Target::AVX512_SapphireRapids) && !tproute::cpu_flags().count("avx512_fp16")) {
         t = t.without_feature(Target::AVX512_SapphireRapids);
     }
     return t;

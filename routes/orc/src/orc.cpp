@@ -206,9 +206,10 @@ Case decode_case(const Value &v, const std::string &path) {
 
 // kCpuinfo names each LLVM x86 feature the JIT may use by its
 // /proc/cpuinfo flag, so that replay can refuse an object built for
-// features its CPU lacks. Host features missing from this table are turned
-// off for the JIT (and listed as disabled), so the object never depends on
-// a feature replay cannot check.
+// features its CPU lacks. Host features missing from this table, or whose
+// flag this machine's /proc/cpuinfo lacks, are turned off for the JIT (and
+// listed as disabled), so the object never depends on a feature replay
+// cannot check.
 const std::map<std::string, std::string> kCpuinfo = {
     {"64bit", "lm"}, {"adx", "adx"}, {"aes", "aes"}, {"amx-bf16", "amx_bf16"}, {"amx-int8", "amx_int8"},
     {"amx-tile", "amx_tile"}, {"avx", "avx"}, {"avx2", "avx2"}, {"avx512bf16", "avx512_bf16"},
@@ -242,13 +243,17 @@ Features host_features() {
     if (!llvm::sys::getHostCPUFeatures(m)) {
         fail("LLVM cannot read this host's CPU features (sys::getHostCPUFeatures)");
     }
+    // CPUID can show a feature the kernel does not offer (a hypervisor's
+    // CPUID with xsaves, which Linux left out of /proc/cpuinfo): replay
+    // checks against /proc/cpuinfo, so that is what the JIT may use.
+    const std::set<std::string> offered = cpu_flags();
     for (const auto &e : m) {
         if (!e.second) {
             continue;
         }
         std::string name = e.first().str();
         auto it = kCpuinfo.find(name);
-        if (it == kCpuinfo.end()) {
+        if (it == kCpuinfo.end() || !offered.count(it->second)) {
             f.disabled.push_back(name);
         } else {
             f.enabled.push_back(name);
