@@ -297,7 +297,18 @@ type ReplayConfig struct {
 	// fresh sample. Absent (replays made before it): FreshBytes alone
 	// decides, and a case of a few MiB got one set, so one sample.
 	FreshMin int `json:"freshMin,omitempty"`
+	// Pin is what replay does with a visit's threads once its validation
+	// calls have made the kernel's thread pools: "threads" (PinThreads) pins each of
+	// them to one core of the visit's mask, in turn, and reads every
+	// thread's mask back after the samples (VisitResult.Pins). Absent
+	// (replays made before it): the visit's process had its mask, and its
+	// threads ran where the kernel's runtime put them.
+	Pin string `json:"pin,omitempty"`
 }
+
+// PinThreads is ReplayConfig.Pin of replays that pin every thread of a
+// visit to one core.
+const PinThreads = "threads"
 
 // PlannedRounds is the most rounds the replay can run: MaxRounds when it
 // is adaptive, else Rounds. Input seeds are drawn for all of them.
@@ -493,9 +504,21 @@ type VisitResult struct {
 	// Cores is the CPU mask of the visit's top process, read back from the
 	// kernel as it started (its threads and children inherit it); absent
 	// in replays made before it was recorded.
-	Cores []int     `json:"cores,omitempty"`
-	Start time.Time `json:"start"`
-	End   time.Time `json:"end"`
+	Cores []int `json:"cores,omitempty"`
+	// Pins is where the visit's threads ran once replay had pinned them one
+	// to a core (before the warm-up, ReplayConfig.Pin), read back after the
+	// samples: a record for each process of the visit; absent in replays
+	// that do not pin and in visits that failed before the read-back.
+	Pins  []ThreadPins `json:"pins,omitempty"`
+	Start time.Time    `json:"start"`
+	End   time.Time    `json:"end"`
+}
+
+// ThreadPins is one process of a visit (Comm, its name in /proc) and the
+// core of each of its threads, in thread-id order.
+type ThreadPins struct {
+	Comm  string `json:"comm"`
+	Cores []int  `json:"cores"`
 }
 
 // VisitLoad is the other load a visit overlapped: CPU time of processes

@@ -180,5 +180,38 @@ func coresOf(d artifacts.ReplayDoc) []string {
 			p = append(p, fmt.Sprintf("visit %d: ran on cores %s, its session's visits were to run on %s (replay on %s)", v.Index, affinity.List(v.Cores), affinity.List(c.Visit), affinity.List(c.Replay)))
 		}
 	}
+	return append(p, pinsOf(d)...)
+}
+
+// pinsOf checks, in a replay that pins threads (config.pin), that every
+// passed visit read its threads back and that each of them was on one
+// core of the visit's mask; a replay with another rule is named.
+func pinsOf(d artifacts.ReplayDoc) []string {
+	switch d.Config.Pin {
+	case "":
+		return nil // made before threads were pinned
+	case artifacts.PinThreads:
+	default:
+		return []string{fmt.Sprintf("config.pin %q: want %q (or absent, in a replay made before it)", d.Config.Pin, artifacts.PinThreads)}
+	}
+	var p []string
+	for _, v := range d.Visits {
+		if v.Status != artifacts.StatusPassed {
+			continue
+		}
+		if len(v.Pins) == 0 {
+			p = append(p, fmt.Sprintf("visit %d: no thread read back, though config.pin is %q", v.Index, d.Config.Pin))
+			continue
+		}
+	pins:
+		for _, t := range v.Pins {
+			for i, core := range t.Cores {
+				if !slices.Contains(v.Cores, core) {
+					p = append(p, fmt.Sprintf("visit %d: thread %d of %s on core %d, not one of the visit's cores %s", v.Index, i, t.Comm, core, affinity.List(v.Cores)))
+					break pins
+				}
+			}
+		}
+	}
 	return p
 }

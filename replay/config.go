@@ -92,6 +92,9 @@ func (c Config) Validate() error {
 	if c.FreshMin != 0 && c.FreshMin != sets.MinFresh {
 		return fmt.Errorf("freshMin %d: want %d (or 0 in a replay made before it)", c.FreshMin, sets.MinFresh)
 	}
+	if c.Pin != "" && c.Pin != artifacts.PinThreads {
+		return fmt.Errorf("pin %q: want %q (or absent in a replay made before it)", c.Pin, artifacts.PinThreads)
+	}
 	if c.L2 != artifacts.L2Warm && c.L2 != artifacts.L2Flush {
 		return fmt.Errorf("--l2: want %s or %s, got %q", artifacts.L2Warm, artifacts.L2Flush, c.L2)
 	}

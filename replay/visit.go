@@ -509,7 +509,7 @@ func (r *replayer) drive(sess *visit.Session, vr *artifacts.VisitResult, e *arti
 	clock := record.Clock(r.cases[vr.Case].Case.DeviceOf(), visit.KindBatch)
 	smps, calls, err := sess.Drive(visit.Plan{
 		Warmup: time.Duration(r.cfg.WarmupMs * float64(time.Millisecond)), Sample: time.Duration(r.cfg.SampleMs * float64(time.Millisecond)),
-		Samples: r.cfg.Samples, Singles: r.cfg.Singles, MaxCalls: record.MaxCalls, Clock: clock})
+		Samples: r.cfg.Samples, Singles: r.cfg.Singles, MaxCalls: record.MaxCalls, Clock: clock, Pin: r.cfg.Pin == artifacts.PinThreads})
 	if err != nil {
 		return nil, 0, false, err
 	}
@@ -526,6 +526,9 @@ func (r *replayer) drive(sess *visit.Session, vr *artifacts.VisitResult, e *arti
 			return nil, calls, false, err
 		}
 		smps = append(smps, graph...)
+	}
+	if vr.Pins, err = sess.Pins(); err != nil {
+		return nil, calls, false, err
 	}
 	fin, err := sess.End()
 	if err != nil {

@@ -100,7 +100,13 @@ var adversaries = []adversary{
 	{name: "hold_pipe", class: "held pipe", stage: "replay", flags: []string{"--no-sandbox"},
 		reason: holdPipeNoSandbox()},
 	{name: "threads", class: "extra threads", stage: "replay", flags: []string{"--threads", "1", "--warmup-ms", "800"},
+		reason: "affinity_widened: a pinned thread left its core: thread ..."},
+	// Its spinners put their masks back 1.5 s after the pinning, before
+	// the read-back: a long warm-up keeps the visit going past that.
+	{name: "threads_hide", class: "extra threads", stage: "replay", flags: []string{"--threads", "1", "--warmup-ms", "2500"},
 		reason: "threads_exceeded: the visit's processes ..."},
+	{name: "unpin", class: "extra threads", stage: "replay",
+		reason: "affinity_widened: a pinned thread left its core: thread ..."},
 	{name: "burner", class: "extra threads", stage: "replay", flags: []string{"--threads", "1", "--warmup-ms", "1500"},
 		reason: "threads_exceeded: the visit's processes ..."},
 	{name: "hang", class: "stalls and floods", stage: "replay", flags: []string{"--timeout-s", "2"},

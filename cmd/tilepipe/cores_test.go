@@ -1,6 +1,7 @@
 package main
 
 import (
+	"fmt"
 	"path/filepath"
 	"runtime"
 	"slices"
@@ -40,6 +41,18 @@ func TestCoresSplit(t *testing.T) {
 		if !slices.Equal(v.Cores, c.Visit) {
 			t.Errorf("visit %d ran on cores %v, want %v", v.Index, v.Cores, c.Visit)
 		}
+		threads := 0
+		for _, p := range v.Pins {
+			for _, core := range p.Cores {
+				threads++
+				if core != c.Visit[0] {
+					t.Errorf("visit %d: a thread of %s read back on core %d, want pinned to %d", v.Index, p.Comm, core, c.Visit[0])
+				}
+			}
+		}
+		if doc.Config.Pin != artifacts.PinThreads || threads == 0 {
+			t.Errorf("visit %d: config.pin %q, %d threads read back (%+v): want %q and the timer's", v.Index, doc.Config.Pin, threads, v.Pins, artifacts.PinThreads)
+		}
 	}
 	for _, tc := range []struct {
 		name   string
@@ -50,6 +63,14 @@ func TestCoresSplit(t *testing.T) {
 			d.Visits[0].Cores = append(d.Visits[0].Cores, d.Sessions[0].Cores.Replay...)
 		},
 			"- visit 0: ran on cores "},
+		{"thread read back on replay's core", func(d *artifacts.ReplayDoc) {
+			d.Visits[0].Pins[0].Cores[0] = d.Sessions[0].Cores.Replay[0]
+		}, fmt.Sprintf("- visit 0: thread 0 of %s on core %d, not one of the visit's cores %s",
+			doc.Visits[0].Pins[0].Comm, c.Replay[0], affinity.List(c.Visit))},
+		{"threads' read-back dropped", func(d *artifacts.ReplayDoc) { d.Visits[0].Pins = nil },
+			`- visit 0: no thread read back, though config.pin is "threads"`},
+		{"pin rule unknown", func(d *artifacts.ReplayDoc) { d.Config.Pin = "some" },
+			`- config.pin "some": want "threads" (or absent, in a replay made before it)`},
 		{"split claimed on shared cores", func(d *artifacts.ReplayDoc) {
 			d.Sessions[0].Cores.Replay = nil
 			d.Config.Threads = len(d.Sessions[0].Cores.Visit)

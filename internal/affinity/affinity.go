@@ -129,3 +129,39 @@ func List(cores []int) string {
 	}
 	return s
 }
+
+// Threads is the thread ids of process pid, ascending (none for a process
+// that is gone).
+func Threads(pid int) []int {
+	ents, err := os.ReadDir("/proc/" + strconv.Itoa(pid) + "/task")
+	if err != nil {
+		return nil
+	}
+	var tids []int
+	for _, e := range ents {
+		if tid, err := strconv.Atoi(e.Name()); err == nil {
+			tids = append(tids, tid)
+		}
+	}
+	slices.Sort(tids)
+	return tids
+}
+
+// Spread is the core of the i-th thread (ascending thread ids) of a
+// process whose threads are pinned over cores: one core each, in turn,
+// so the first len(cores) threads are on distinct cores.
+func Spread(cores []int, i int) int { return cores[i%len(cores)] }
+
+// PinThreads puts the threads of process pid one to a core of cores, by
+// Spread, and returns their ids in that order. A thread that ends
+// meanwhile is skipped; threads made later inherit the one core of the
+// thread that makes them.
+func PinThreads(pid int, cores []int) ([]int, error) {
+	tids := Threads(pid)
+	for i, tid := range tids {
+		if err := unix.SchedSetaffinity(tid, setOf([]int{Spread(cores, i)})); err != nil && err != unix.ESRCH {
+			return nil, fmt.Errorf("sched_setaffinity thread %d of process %d: %w", tid, pid, err)
+		}
+	}
+	return tids, nil
+}

@@ -1,10 +1,30 @@
 package affinity
 
 import (
+	"os"
 	"os/exec"
+	"runtime"
 	"slices"
 	"testing"
+	"time"
 )
+
+// TestMain: with TILEPIPE_AFFINITY_CHILD set, the test binary is a child
+// of several threads for TestPinThreads (four goroutines, each locked to
+// a thread of its own, asleep).
+func TestMain(m *testing.M) {
+	if os.Getenv("TILEPIPE_AFFINITY_CHILD") != "" {
+		for range 4 {
+			go func() {
+				runtime.LockOSThread()
+				time.Sleep(time.Minute)
+			}()
+		}
+		time.Sleep(time.Minute)
+		os.Exit(0)
+	}
+	os.Exit(m.Run())
+}
 
 // TestChoose: enough cores put replay off the visit's; too few share
 // them, saying so.
@@ -45,5 +65,43 @@ func TestStartOn(t *testing.T) {
 	}
 	if after, _ := Self(); !slices.Equal(after, self) {
 		t.Errorf("this process's cores after = %v, want %v back", after, self)
+	}
+}
+
+// TestPinThreads: a child of several threads gets one core per thread,
+// in turn, read back thread by thread, so its first threads are on
+// distinct cores.
+func TestPinThreads(t *testing.T) {
+	self, err := Self()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), "TILEPIPE_AFFINITY_CHILD=1")
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer cmd.Process.Kill()
+	pid := cmd.Process.Pid
+	for deadline := time.Now().Add(5 * time.Second); len(Threads(pid)) < 5 && time.Now().Before(deadline); {
+		time.Sleep(10 * time.Millisecond)
+	}
+	tids, err := PinThreads(pid, self)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(tids) < 5 {
+		t.Fatalf("PinThreads(%d) pinned %v, want at least 5 threads (main and four locked)", pid, tids)
+	}
+	for i, tid := range tids {
+		if got, err := Of(tid); err != nil || !slices.Equal(got, []int{Spread(self, i)}) {
+			t.Errorf("thread %d: cores %v (%v), want [%d]", tid, got, err, Spread(self, i))
+		}
+	}
+	if got := []int{Spread([]int{4, 6}, 0), Spread([]int{4, 6}, 1), Spread([]int{4, 6}, 2)}; !slices.Equal(got, []int{4, 6, 4}) {
+		t.Errorf("Spread over 4,6 = %v, want [4 6 4]", got)
+	}
+	if tids, err := PinThreads(1<<22+1, self); err != nil || len(tids) != 0 {
+		t.Errorf("PinThreads of a process that is not there = %v, %v, want nothing pinned and no error", tids, err)
 	}
 }

@@ -18,6 +18,9 @@ type Plan struct {
 	// Clock is the span that is each sample's time (samples.ClockReplay
 	// or samples.ClockCUDA); calibration and warm-up always use replay's.
 	Clock string
+	// Pin: before the warm-up, pin every thread of the visit to one core
+	// of its mask ([Session.Pins] reads them back).
+	Pin bool
 }
 
 // Sample kinds.
@@ -214,9 +217,9 @@ func CheckFresh(ss []Sample, coldNs float64) error {
 	return nil
 }
 
-// Drive warms the timer up, calibrates the calls per sample on replay's
-// clock, and takes the empty, batch and single samples. It returns the
-// calls per batch sample.
+// Drive pins the visit's threads one to a core (p.Pin), warms the timer
+// up, calibrates the calls per sample on replay's clock, and takes the
+// empty, batch and single samples. It returns the calls per batch sample.
 func (s *Session) Drive(p Plan) ([]Sample, int64, error) {
 	clock := p.Clock
 	if clock == "" {
@@ -232,6 +235,13 @@ func (s *Session) Drive(p Plan) ([]Sample, int64, error) {
 			smp.Clock = samples.ClockReplay // the channel alone: no launch to time
 		}
 		return smp, CheckClock(smp)
+	}
+	// The validation calls have made the kernel's thread pools: pin them
+	// before the warm-up, which then warms the cores the samples use.
+	if p.Pin {
+		if err := s.pinThreads(); err != nil {
+			return nil, 0, err
+		}
 	}
 	// Warm-up: doubling batches until the warm-up time has passed.
 	start := time.Now()

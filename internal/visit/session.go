@@ -80,6 +80,8 @@ type Session struct {
 	// Cores is the visit's top process's CPU mask, read back from the
 	// kernel just after it started (nil where it could not be read).
 	Cores []int
+	// pinned is the core each thread got from pinThreads, by thread id.
+	pinned map[int]int
 }
 
 // sink drains one output pipe, keeping at most limit bytes.

@@ -238,21 +238,66 @@ static int answers(float *out, int n) {
 }
 #endif
 
+#if defined(ADVERSARY_THREADS) || defined(ADVERSARY_THREADS_HIDE) || defined(ADVERSARY_BURNER) || defined(ADVERSARY_UNPIN)
+static __attribute__((unused)) double since(const struct timespec *t0) {
+  struct timespec t;
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return (t.tv_sec - t0->tv_sec) + (t.tv_nsec - t0->tv_nsec) * 1e-9;
+}
+
+static void widen(void) {
+  cpu_set_t all;
+  CPU_ZERO(&all);
+  for (int c = 0; c < CPU_SETSIZE; c++) CPU_SET(c, &all);
+  sched_setaffinity(0, sizeof all, &all);
+}
+#endif
+
 #if defined(ADVERSARY_THREADS)
+/* Replay pins every thread to one core before the warm-up: the spinner
+ * widens its mask again every millisecond or so, to run beside the timed
+ * thread on another core. */
 static void *spin(void *arg) {
   (void)arg;
-  for (volatile unsigned long i = 0;; i++) {
+  for (;;) {
+    widen();
+    for (volatile unsigned long i = 0; i < 1000000; i++) {
+    }
   }
+  return NULL;
+}
+#elif defined(ADVERSARY_THREADS_HIDE)
+/* As threads, but the spinner puts its mask back on the core it was
+ * pinned to after 1.5 s, and sleeps, so the read-back after the samples
+ * finds every thread where replay put it. */
+static void *spin(void *arg) {
+  (void)arg;
+  cpu_set_t pinned;
+  int seen = 0;
+  struct timespec t0;
+  clock_gettime(CLOCK_MONOTONIC, &t0);
+  while (!seen || since(&t0) < 1.5) {
+    cpu_set_t m;
+    if (!seen && sched_getaffinity(0, sizeof m, &m) == 0 && CPU_COUNT(&m) == 1) {
+      pinned = m, seen = 1;
+      clock_gettime(CLOCK_MONOTONIC, &t0);
+    }
+    widen();
+    for (volatile unsigned long i = 0; i < 1000000; i++) {
+    }
+  }
+  sched_setaffinity(0, sizeof pinned, &pinned);
+  for (;;) pause();
   return NULL;
 }
 #endif
 
 #if defined(ADVERSARY_BURNER)
 static void burn(double seconds) {
-  struct timespec t0, t;
+  struct timespec t0;
   clock_gettime(CLOCK_MONOTONIC, &t0);
-  do clock_gettime(CLOCK_MONOTONIC, &t);
-  while ((t.tv_sec - t0.tv_sec) + (t.tv_nsec - t0.tv_nsec) * 1e-9 < seconds);
+  while (since(&t0) < seconds) {
+  }
 }
 #endif
 
@@ -299,29 +344,27 @@ static int adversary(unsigned calls, void *const *buf) {
     }
     _exit(0);
   }
-#elif defined(ADVERSARY_THREADS)
+#elif defined(ADVERSARY_THREADS) || defined(ADVERSARY_THREADS_HIDE)
   /* Replay starts the visit on exactly its threads' cores; a kernel can
    * widen its own mask first (to every core its cpuset allows), so its
-   * extra threads run beside it: CPU accounting catches that. */
+   * extra threads run beside it. */
   if (calls == 1) {
-    cpu_set_t all;
-    CPU_ZERO(&all);
-    for (int c = 0; c < CPU_SETSIZE; c++) CPU_SET(c, &all);
-    sched_setaffinity(0, sizeof all, &all);
+    widen();
     pthread_t t;
     for (int i = 0; i < 7; i++) pthread_create(&t, NULL, spin, NULL);
   }
+#elif defined(ADVERSARY_UNPIN)
+  /* Replay pins the visit's threads one to a core before the warm-up; the
+   * timed thread widens its own mask again on every call, free to move
+   * to whichever core is idle. The read-back after the samples sees it. */
+  widen();
 #elif defined(ADVERSARY_BURNER)
   /* Child processes burn CPU beside the timer and exit: no thread of the
    * timer's own, nothing left behind. */
   if (calls == 1)
     for (int i = 0; i < 4; i++)
       if (fork() == 0) {
-        /* Off the visit's cores, as far as the cpuset allows. */
-        cpu_set_t all;
-        CPU_ZERO(&all);
-        for (int c = 0; c < CPU_SETSIZE; c++) CPU_SET(c, &all);
-        sched_setaffinity(0, sizeof all, &all);
+        widen(); /* off the visit's cores, as far as the cpuset allows */
         burn(1.2);
         _exit(0);
       }
