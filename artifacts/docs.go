@@ -257,12 +257,19 @@ type ReplayConfig struct {
 	Baseline  string  `json:"baseline"`
 	Seed      uint64  `json:"seed"`
 	Bootstrap int     `json:"bootstrap"`
-	// Interval is how each paired ratio's 95% interval is computed:
+	// Interval is how each paired ratio's interval is computed:
 	// "sign", the exact order statistics of the per-round ratios
 	// (stats.SignRatios; no verdict below 6 rounds). Absent (replays made
 	// before it) is the percentile bootstrap of Bootstrap resamples from
 	// Seed, kept so their summaries recompute.
 	Interval string `json:"interval,omitempty"`
+	// Level is the level of each exact interval (IntervalLevel): LevelFixed
+	// (0.95) in a replay of fixed rounds, LevelAdaptive (0.975) in an
+	// adaptive one, whose stopping rule looks at the interval at every
+	// block and would otherwise stop on a narrow, misplaced one more often
+	// than 5% (docs/statistics.md, "Stopping and coverage"). Absent
+	// (replays made before it): 0.95.
+	Level float64 `json:"level,omitempty"`
 	// NoSandbox: the visits ran without a sandbox (--no-sandbox); the
 	// audit marks every row of such a replay.
 	NoSandbox bool `json:"noSandbox,omitempty"`
@@ -285,8 +292,8 @@ type ReplayConfig struct {
 	// Target, BudgetS and MaxRounds make the replay adaptive
 	// (docs/statistics.md, "Rounds to a precision target"): after the
 	// Rounds every case gets, a case gets another block of rounds (one of
-	// each balanced route order) while a paired ratio's exact 95% interval
-	// is wider than ±Target (relative) of its median, no row of the case
+	// each balanced route order) while a paired ratio's exact interval (at
+	// Level) is wider than ±Target (relative) of its median, no row of the case
 	// has spent BudgetS seconds of visit time, and rounds remain below
 	// MaxRounds. Target 0 (or absent): every case gets Rounds rounds.
 	Target    float64 `json:"target,omitempty"`
@@ -309,6 +316,30 @@ type ReplayConfig struct {
 // PinThreads is ReplayConfig.Pin of replays that pin every thread of a
 // visit to one core.
 const PinThreads = "threads"
+
+// Interval levels (ReplayConfig.Level).
+const (
+	LevelFixed    = 0.95
+	LevelAdaptive = 0.975
+)
+
+// LevelFor is the level the rule gives the intervals of a replay of
+// this target (0: fixed rounds).
+func LevelFor(target float64) float64 {
+	if target > 0 {
+		return LevelAdaptive
+	}
+	return LevelFixed
+}
+
+// IntervalLevel is the level the replay's exact intervals are computed
+// at: Level, or 0.95 where it is absent.
+func (c ReplayConfig) IntervalLevel() float64 {
+	if c.Level == 0 {
+		return LevelFixed
+	}
+	return c.Level
+}
 
 // PlannedRounds is the most rounds the replay can run: MaxRounds when it
 // is adaptive, else Rounds. Input seeds are drawn for all of them.

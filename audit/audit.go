@@ -847,7 +847,10 @@ func (a *auditor) summaries() {
 	default:
 		p = append(p, fmt.Sprintf("config.load %q: want %q or %q", l, artifacts.LoadExclude, artifacts.LoadAllow))
 	}
-	switch _, err := stats.PairedRatios(a.rdoc.Config.Interval, nil, 0, 0); {
+	if l := a.rdoc.Config.Level; l != 0 && l != artifacts.LevelFor(a.rdoc.Config.Target) {
+		p = append(p, fmt.Sprintf("config.level %g: the rule gives %g to a replay of target %g (or absent, in a replay made before it)", l, artifacts.LevelFor(a.rdoc.Config.Target), a.rdoc.Config.Target))
+	}
+	switch _, err := stats.PairedRatios(a.rdoc.Config.Interval, a.rdoc.Config.IntervalLevel(), nil, 0, 0); {
 	case err != nil:
 		p = append(p, "config."+err.Error())
 	case a.rdoc.Config.Interval == stats.IntervalBootstrap:
@@ -993,7 +996,7 @@ func recompute(doc artifacts.ReplayDoc, rows []samples.Row, device func(id strin
 				out[k] = sum
 				continue
 			}
-			r, err := stats.PairedRatios(doc.Config.Interval, ratios, doc.Config.Bootstrap, doc.Config.Seed)
+			r, err := stats.PairedRatios(doc.Config.Interval, doc.Config.IntervalLevel(), ratios, doc.Config.Bootstrap, doc.Config.Seed)
 			if err != nil {
 				r = stats.Ratio{N: len(ratios), Exact: true} // no interval, no verdict; the summaries check names the interval
 			}
@@ -1263,7 +1266,7 @@ func Markdown(r *Report) string {
 		}
 	}
 	if len(r.Rows) > 0 {
-		b.WriteString("\n## claims\n\n| case | route | status | claim | ratio [95% interval] | why not / marks |\n|---|---|---|---|---|---|\n")
+		b.WriteString("\n## claims\n\n| case | route | status | claim | ratio [interval, at the level results.md gives] | why not / marks |\n|---|---|---|---|---|---|\n")
 		for _, row := range r.Rows {
 			claim, ratio := "unsupported", "-"
 			if row.Supported {

@@ -226,7 +226,7 @@ func Summaries(cases, routes []string, entries []artifacts.Prepared, visits []ar
 			s.Verdict = stats.TooFew
 			continue
 		}
-		rr, err := stats.PairedRatios(cfg.Interval, ratios, cfg.Bootstrap, cfg.Seed)
+		rr, err := stats.PairedRatios(cfg.Interval, cfg.IntervalLevel(), ratios, cfg.Bootstrap, cfg.Seed)
 		if err != nil {
 			rr = stats.Ratio{N: len(ratios), Exact: true} // no interval, no verdict; Validate refused it before any visit
 		}

@@ -138,6 +138,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	if r.cfg.Target == 0 {
 		r.cfg.BudgetS, r.cfg.MaxRounds = 0, 0 // recorded only for adaptive replays
 	}
+	r.cfg.Level = artifacts.LevelFor(r.cfg.Target)
 	if err := r.checkConfig(routes); err != nil {
 		return nil, err
 	}

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/tilepipe/tilepipe/artifacts"
@@ -23,8 +24,8 @@ func Table(doc artifacts.ReplayDoc) string {
 	var b bytes.Buffer
 	c := doc.Config
 	fmt.Fprintf(&b, "# tilepipe replay results\n\n%d rounds x %d routes, %d samples of >= %g ms after %g ms warm-up, %d threads; ratio = route time / %s time per round (below 1 is faster), %s. A sample's time is replay's own span of it, except on a GPU: there it is the CUDA-event span of the launches, which must lie inside replay's span%s. Channel = median span of an empty sample (no call), which each CPU batch sample includes once.\n\n",
-		c.Rounds, len(doc.Routes), c.Samples, c.SampleMs, c.WarmupMs, c.Threads, c.Baseline, intervalNote(c.Interval), l2Note(c.L2))
-	fmt.Fprintf(&b, "| case | route | status | median per op | min – max | channel | ratio vs %s [min – max] | 95%% interval | verdict |\n", c.Baseline)
+		c.Rounds, len(doc.Routes), c.Samples, c.SampleMs, c.WarmupMs, c.Threads, c.Baseline, intervalNote(c.Interval, c.IntervalLevel()), l2Note(c.L2))
+	fmt.Fprintf(&b, "| case | route | status | median per op | min – max | channel | ratio vs %s [min – max] | %s interval | verdict |\n", c.Baseline, pct(c.IntervalLevel()))
 	b.WriteString("|---|---|---|---:|---|---:|---|---|---|\n")
 	for _, s := range doc.Summary {
 		if s.Status != artifacts.StatusPassed {
@@ -89,13 +90,20 @@ func Duration(ns float64) string {
 }
 
 // intervalNote says how the ratios' intervals were computed; a replay made
-// before exact intervals renders as it did.
-func intervalNote(method string) string {
-	if method == stats.IntervalSign {
-		return fmt.Sprintf("exact 95%% interval of the median ratio (order statistics of the per-round ratios by the sign test, at least 95%% coverage whatever the noise; fewer than %d rounds give none: \"too few rounds\")", stats.MinPairs(0.95))
+// before exact intervals, or before adaptive ones took 97.5%, renders as
+// it did.
+func intervalNote(method string, level float64) string {
+	switch {
+	case method != stats.IntervalSign:
+		return "95% bootstrap interval of the median ratio"
+	case level == artifacts.LevelAdaptive:
+		return fmt.Sprintf("exact %s interval of the median ratio at every look of the stopping rule (order statistics of the per-round ratios by the sign test), so that where a case stopped its interval still covers the true ratio at least 95%% of the time (docs/statistics.md, \"Stopping and coverage\"); fewer than %d rounds give none: \"too few rounds\"", pct(level), stats.MinPairs(level))
 	}
-	return "95% bootstrap interval of the median ratio"
+	return fmt.Sprintf("exact 95%% interval of the median ratio (order statistics of the per-round ratios by the sign test, at least 95%% coverage whatever the noise; fewer than %d rounds give none: \"too few rounds\")", stats.MinPairs(0.95))
 }
+
+// pct writes a level as a percentage: 95%, 97.5%.
+func pct(level float64) string { return strconv.FormatFloat(level*100, 'f', -1, 64) + "%" }
 
 // l2Note says the GPU visits' L2 policy (replay --l2) in the table's
 // header; nothing for a replay made before the policy was recorded.
@@ -231,8 +239,8 @@ func adaptiveRounds(doc artifacts.ReplayDoc) string {
 		return ""
 	}
 	var b strings.Builder
-	fmt.Fprintf(&b, "\nAdaptive rounds: after %d rounds, a case got blocks of %d more until every paired ratio's exact 95%% interval was within ±%.3g%% of its median, a row had spent %g s of visits, or it had %d rounds.",
-		c.Rounds, adaptive.Block(len(doc.Routes)), c.Target*100, c.BudgetS, c.MaxRounds)
+	fmt.Fprintf(&b, "\nAdaptive rounds: after %d rounds, a case got blocks of %d more until every paired ratio's exact %s interval was within ±%.3g%% of its median, a row had spent %g s of visits, or it had %d rounds.",
+		c.Rounds, adaptive.Block(len(doc.Routes)), pct(c.IntervalLevel()), c.Target*100, c.BudgetS, c.MaxRounds)
 	ratios, reached := 0, 0
 	var short []string
 	for _, s := range doc.Summary {

@@ -181,14 +181,14 @@ const (
 	IntervalBootstrap = ""
 )
 
-// PairedRatios summarizes per-round ratios at 95% by the named method:
+// PairedRatios summarizes per-round ratios at level by the named method:
 // SignRatios, or Ratios' bootstrap (resamples, seed) for "".
-func PairedRatios(method string, ratios []float64, resamples int, seed uint64) (Ratio, error) {
+func PairedRatios(method string, level float64, ratios []float64, resamples int, seed uint64) (Ratio, error) {
 	switch method {
 	case IntervalSign:
-		return SignRatios(ratios, 0.95), nil
+		return SignRatios(ratios, level), nil
 	case IntervalBootstrap:
-		return Ratios(ratios, 0.95, resamples, seed), nil
+		return Ratios(ratios, level, resamples, seed), nil
 	}
 	return Ratio{}, fmt.Errorf("interval %q: want %q (or absent: the bootstrap of replays made before it)", method, IntervalSign)
 }

@@ -46,7 +46,7 @@ func TestAdaptiveRounds(t *testing.T) {
 		t.Fatalf("stops %+v, %d planned visits, target %g, max rounds %d; want %+v, 16, 0.001, 4", doc.Stops, len(doc.Plan), doc.Config.Target, doc.Config.MaxRounds, want)
 	}
 	md := report.Table(doc)
-	if w := "Adaptive rounds: after 2 rounds, a case got blocks of 2 more until every paired ratio's exact 95% interval was within ±0.1% of its median, a row had spent 1000 s of visits, or it had 4 rounds. 0 of 2 ratio rows reached the target; short of it: gemm-16x16x16 naive2 (no interval); add-3x7 naive2 (no interval). Cases stopped: gemm-16x16x16 after 4 rounds (most rounds); add-3x7 after 4 rounds (most rounds).\n"; !strings.Contains(md, w) {
+	if w := "Adaptive rounds: after 2 rounds, a case got blocks of 2 more until every paired ratio's exact 97.5% interval was within ±0.1% of its median, a row had spent 1000 s of visits, or it had 4 rounds. 0 of 2 ratio rows reached the target; short of it: gemm-16x16x16 naive2 (no interval); add-3x7 naive2 (no interval). Cases stopped: gemm-16x16x16 after 4 rounds (most rounds); add-3x7 after 4 rounds (most rounds).\n"; !strings.Contains(md, w) {
 		t.Errorf("results table: want\n%s\nin\n%s", w, md)
 	}
 	code, out := auditRun(t, dir, filepath.Join(dir, "replay"))
@@ -59,11 +59,15 @@ func TestAdaptiveRounds(t *testing.T) {
 		mutate func(d *artifacts.ReplayDoc)
 		want   []string
 	}{
-		{"stop relabelled", func(d *artifacts.ReplayDoc) { d.Stops[0].Stop = adaptive.StopTarget }, []string{
+		{"stop relabelled", func(d *artifacts.ReplayDoc) { d.Stops[0].Stop = adaptive.StopTarget }, []string{"audit: FAILED stopping rule: ",
 			"- stops [{gemm-16x16x16 4 target reached} {add-3x7 4 most rounds}], the rule gives [{gemm-16x16x16 4 most rounds} {add-3x7 4 most rounds}] from the recorded samples\n"}},
-		{"case cut short", func(d *artifacts.ReplayDoc) { d.Stops[1].Rounds = 2 }, []string{
+		{"case cut short", func(d *artifacts.ReplayDoc) { d.Stops[1].Rounds = 2 }, []string{"audit: FAILED stopping rule: ",
 			"- stops [{gemm-16x16x16 4 most rounds} {add-3x7 2 most rounds}], the rule gives [{gemm-16x16x16 4 most rounds} {add-3x7 4 most rounds}] from the recorded samples\n",
 			"- add-3x7/naive planned 4 times, want one visit per round (2)\n"}},
+		// 95% at every look gives narrower intervals, which stop sooner and
+		// call identical binaries different more often than 5%.
+		{"interval level lowered", func(d *artifacts.ReplayDoc) { d.Config.Level = artifacts.LevelFixed }, []string{"audit: FAILED summaries: ",
+			"- config.level 0.95: the rule gives 0.975 to a replay of target 0.001 (or absent, in a replay made before it)\n"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			forged := copyRun(t, dir)
@@ -72,7 +76,7 @@ func TestAdaptiveRounds(t *testing.T) {
 				relayer(t, st, "results.md", func([]byte) []byte { return []byte(report.Table(*d)) })
 			})
 			code, out := auditRun(t, forged, filepath.Join(forged, "replay"))
-			for _, w := range append(tc.want, "audit: FAILED stopping rule: ") {
+			for _, w := range tc.want {
 				if code != exitFailure || !strings.Contains(out, w) {
 					t.Errorf("audit = exit %d, want 1 and %q:\n%s", code, w, out)
 				}

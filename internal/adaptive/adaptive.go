@@ -1,8 +1,9 @@
 // Package adaptive is the stopping rule of adaptive replays
 // (docs/statistics.md, "Rounds to a precision target"): after the fixed
 // rounds, a case gets another block of rounds (one of each balanced route
-// order) while one of its paired ratios' exact 95% intervals is wider
-// than the target and none of its rows has spent its time budget. Replay
+// order) while one of its paired ratios' exact intervals (97.5% at each
+// look, artifacts.LevelAdaptive) is wider than the target and none of its
+// rows has spent its time budget. Replay
 // applies the rule as it goes; the audit applies it again to the
 // recorded samples, each from its own summaries, and both call Decide, so
 // there is one rule.
