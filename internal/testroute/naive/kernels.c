@@ -293,10 +293,15 @@ static void *spin(void *arg) {
 #endif
 
 #if defined(ADVERSARY_BURNER)
+/* Replay pins every thread of the visit, these children's too, to one
+ * core before the warm-up: the burner widens its mask again as it goes. */
 static void burn(double seconds) {
   struct timespec t0;
   clock_gettime(CLOCK_MONOTONIC, &t0);
   while (since(&t0) < seconds) {
+    widen();
+    for (volatile unsigned long i = 0; i < 1000000; i++) {
+    }
   }
 }
 #endif
@@ -364,8 +369,7 @@ static int adversary(unsigned calls, void *const *buf) {
   if (calls == 1)
     for (int i = 0; i < 4; i++)
       if (fork() == 0) {
-        widen(); /* off the visit's cores, as far as the cpuset allows */
-        burn(1.2);
+        burn(1.2); /* off the visit's cores, as far as the cpuset allows */
         _exit(0);
       }
 #elif defined(ADVERSARY_HANG)
