@@ -20,6 +20,21 @@ const (
 	DocSchema    = 1
 )
 
+// StageName is the name a stage of artifactType goes by: its directory in
+// a checkpoint, its index.json ref.name and its tag in a registry
+// ("capture", "prepared", "replay"; "" for another type).
+func StageName(artifactType string) string {
+	switch artifactType {
+	case CaptureType:
+		return "capture"
+	case PreparedType:
+		return "prepared"
+	case ReplayType:
+		return "replay"
+	}
+	return ""
+}
+
 // Row statuses shared by every stage.
 const (
 	StatusBuilt       = "built"

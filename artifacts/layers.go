@@ -12,26 +12,33 @@ import (
 
 type titles struct {
 	mu    sync.Mutex
-	byDig map[Digest]ocispec.Descriptor
+	byDig map[Digest][]ocispec.Descriptor // every title of a digest, in the order given
 }
 
-// Name gives blob d the logical title used for its layer. The first title
-// given to a digest wins (equal content is stored once).
+// Name gives blob d a logical title, the path of one of its layers. A
+// digest may have several titles (equal content is stored once, and each
+// title is a layer of its own: every visit's outputs are listed under
+// that visit, whichever visit first produced the bytes); giving one title
+// twice is a no-op.
 func (s *Store) Name(title string, d ocispec.Descriptor) ocispec.Descriptor {
 	s.titles.mu.Lock()
 	defer s.titles.mu.Unlock()
 	if s.titles.byDig == nil {
-		s.titles.byDig = map[Digest]ocispec.Descriptor{}
+		s.titles.byDig = map[Digest][]ocispec.Descriptor{}
 	}
-	if _, ok := s.titles.byDig[d.Digest]; !ok {
-		s.titles.byDig[d.Digest] = Layer(title, d)
+	for _, l := range s.titles.byDig[d.Digest] {
+		if l.Annotations[AnnotationTitle] == title {
+			return d
+		}
 	}
+	s.titles.byDig[d.Digest] = append(s.titles.byDig[d.Digest], Layer(title, d))
 	return d
 }
 
 // Layers lists every blob in the store except those in exclude, as titled
-// layers sorted by title. Blobs never named get the title "blobs/<hex>", so
-// a stage's manifest always covers everything it wrote.
+// layers sorted by title, a blob once for each of its titles. Blobs never
+// named get the title "blobs/<hex>", so a stage's manifest always covers
+// everything it wrote.
 func (s *Store) Layers(exclude ...Digest) ([]ocispec.Descriptor, error) {
 	skip := map[Digest]bool{}
 	for _, d := range exclude {
@@ -53,9 +60,11 @@ func (s *Store) Layers(exclude ...Digest) ([]ocispec.Descriptor, error) {
 		if err != nil {
 			return nil, err
 		}
-		if l, ok := s.titles.byDig[d]; ok {
-			l.Size = fi.Size()
-			out = append(out, l)
+		if ls, ok := s.titles.byDig[d]; ok {
+			for _, l := range ls {
+				l.Size = fi.Size()
+				out = append(out, l)
+			}
 			continue
 		}
 		out = append(out, Layer("blobs/"+e.Name(), ocispec.Descriptor{MediaType: MediaOctet, Digest: d, Size: fi.Size()}))

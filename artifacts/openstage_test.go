@@ -103,6 +103,44 @@ func TestOpenStageDescriptors(t *testing.T) {
 			writeIndex(t, f.s.Dir(), ocispec.Index{Manifests: []ocispec.Descriptor{md}})
 			return f.s, `stage %[1]s: index.json: manifest descriptor artifactType "", the manifest says "` + artifacts.CaptureType + `"`
 		}},
+		{"index ref.name of another stage", func(t *testing.T) (*artifacts.Store, string) {
+			f := finishStage(t)
+			md := index(t, f)
+			if md.Annotations[ocispec.AnnotationRefName] != "capture" {
+				t.Errorf("index.json annotations %v: want %s=capture", md.Annotations, ocispec.AnnotationRefName)
+			}
+			md.Annotations[ocispec.AnnotationRefName] = "replay"
+			writeIndex(t, f.s.Dir(), ocispec.Index{Manifests: []ocispec.Descriptor{md}})
+			return f.s, `stage %[1]s: index.json: manifest descriptor annotation org.opencontainers.image.ref.name="replay": want only org.opencontainers.image.ref.name="capture" (or none)`
+		}},
+		{"index annotation of another kind", func(t *testing.T) (*artifacts.Store, string) {
+			f := finishStage(t)
+			md := index(t, f)
+			md.Annotations = map[string]string{"org.example.note": "x"}
+			writeIndex(t, f.s.Dir(), ocispec.Index{Manifests: []ocispec.Descriptor{md}})
+			return f.s, `stage %[1]s: index.json: manifest descriptor annotation org.example.note="x": want only org.opencontainers.image.ref.name="capture" (or none)`
+		}},
+		{"index without ref.name (a stage written before it)", func(t *testing.T) (*artifacts.Store, string) {
+			f := finishStage(t)
+			md := index(t, f)
+			md.Annotations = nil
+			writeIndex(t, f.s.Dir(), ocispec.Index{Manifests: []ocispec.Descriptor{md}})
+			return f.s, "<nil>"
+		}},
+		{"one blob under two titles", func(t *testing.T) (*artifacts.Store, string) {
+			s, m := stageOf(t)
+			m.Layers = append(m.Layers, artifacts.Layer("b", m.Layers[0]))
+			commitManifest(t, s, m)
+			return s, "<nil>"
+		}},
+		{"one blob under two titles, sizes disagree", func(t *testing.T) (*artifacts.Store, string) {
+			s, m := stageOf(t)
+			b := artifacts.Layer("b", m.Layers[0])
+			b.Size = 3
+			m.Layers = append(m.Layers, b)
+			commitManifest(t, s, m)
+			return s, fmt.Sprintf(`stage %%[1]s: manifest layers[1] "b": size 3, layer "a" of the same blob %s says 11`, artifacts.Short(b.Digest))
+		}},
 		{"manifest mediaType", func(t *testing.T) (*artifacts.Store, string) {
 			s, m := stageOf(t)
 			m.MediaType = ocispec.MediaTypeImageIndex

@@ -2,6 +2,7 @@ package artifacts
 
 import (
 	"bufio"
+	"encoding/json"
 	"fmt"
 	"io"
 	"os"
@@ -69,11 +70,69 @@ type Tool struct {
 }
 
 // Dependency is one consumed blob (or stage manifest) and when its bytes
-// were last verified.
+// were last verified. In JSON it is an in-toto ResourceDescriptor:
+// {"name", "digest": {"sha256": HEX}, "annotations": {"verifiedAt"}};
+// receipts written before that had the digest as a string and verifiedAt
+// beside it, which reading still takes.
 type Dependency struct {
-	Name       string    `json:"name"`
-	Digest     Digest    `json:"digest"`
-	VerifiedAt time.Time `json:"verifiedAt"`
+	Name       string
+	Digest     Digest
+	VerifiedAt time.Time
+}
+
+// resourceDescriptor is Dependency's JSON.
+type resourceDescriptor struct {
+	Name        string            `json:"name"`
+	Digest      map[string]string `json:"digest"`
+	Annotations struct {
+		VerifiedAt time.Time `json:"verifiedAt"`
+	} `json:"annotations"`
+}
+
+// MarshalJSON writes d as an in-toto ResourceDescriptor.
+func (d Dependency) MarshalJSON() ([]byte, error) {
+	alg, hex, _ := strings.Cut(string(d.Digest), ":")
+	r := resourceDescriptor{Name: d.Name, Digest: map[string]string{alg: hex}}
+	r.Annotations.VerifiedAt = d.VerifiedAt
+	return json.Marshal(r)
+}
+
+// UnmarshalJSON reads a ResourceDescriptor with one sha256 digest, or the
+// form of receipts written before it; unknown fields are refused.
+func (d *Dependency) UnmarshalJSON(b []byte) error {
+	if old, err := strictDecode[struct {
+		Name       string    `json:"name"`
+		Digest     Digest    `json:"digest"`
+		VerifiedAt time.Time `json:"verifiedAt"`
+	}](b); err == nil {
+		dg, err := ParseDigest(string(old.Digest))
+		if err != nil {
+			return fmt.Errorf("dependency %q: %w", old.Name, err)
+		}
+		*d = Dependency{Name: old.Name, Digest: dg, VerifiedAt: old.VerifiedAt}
+		return nil
+	}
+	r, err := strictDecode[resourceDescriptor](b)
+	if err != nil {
+		return fmt.Errorf("dependency: %w", err)
+	}
+	hex, ok := r.Digest["sha256"]
+	if len(r.Digest) != 1 || !ok {
+		return fmt.Errorf("dependency %q: digest %v: want exactly {\"sha256\": HEX}", r.Name, r.Digest)
+	}
+	dg, err := ParseDigest("sha256:" + hex)
+	if err != nil {
+		return fmt.Errorf("dependency %q: %w", r.Name, err)
+	}
+	*d = Dependency{Name: r.Name, Digest: dg, VerifiedAt: r.Annotations.VerifiedAt}
+	return nil
+}
+
+// strictDecode is strictJSON into a new T.
+func strictDecode[T any](b []byte) (T, error) {
+	var v T
+	err := strictJSON(b, &v)
+	return v, err
 }
 
 // Command is one external program a stage ran.

@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"reflect"
 	"testing"
+	"time"
 
 	"github.com/opencontainers/go-digest"
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
@@ -366,5 +367,41 @@ func TestDeps(t *testing.T) {
 	l := d.List()
 	if len(l) != 2 || l[0].Name != "a" || l[0].Digest != a.Digest || l[0].VerifiedAt.IsZero() || l[1].Name != "b" {
 		t.Errorf("Deps.List() = %+v, want a then b with verification times", l)
+	}
+}
+
+// TestDependencyJSON: a dependency is written as an in-toto
+// ResourceDescriptor (a digest map, verifiedAt as an annotation), reads
+// back the same, and a receipt written before that (the digest a string)
+// still reads; a digest map of another shape is refused.
+func TestDependencyJSON(t *testing.T) {
+	at := time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
+	d := artifacts.Dependency{Name: "capture manifest", Digest: digest.FromString("a"), VerifiedAt: at}
+	b, err := json.Marshal(d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := `{"name":"capture manifest","digest":{"sha256":"` + digest.FromString("a").Encoded() + `"},"annotations":{"verifiedAt":"2026-12-01T12:00:00Z"}}`
+	if string(b) != want {
+		t.Errorf("json.Marshal(Dependency) = %s, want %s", b, want)
+	}
+	for _, in := range []string{want, `{"name":"capture manifest","digest":"` + string(digest.FromString("a")) + `","verifiedAt":"2026-12-01T12:00:00Z"}`} {
+		var got artifacts.Dependency
+		if err := json.Unmarshal([]byte(in), &got); err != nil || got != d {
+			t.Errorf("json.Unmarshal(%s) = %+v, %v, want %+v", in, got, err, d)
+		}
+	}
+	hex := digest.FromString("a").Encoded()
+	for _, tc := range []struct{ in, want string }{
+		{`{"name":"x","digest":{"sha512":"` + hex + `"},"annotations":{"verifiedAt":"2026-12-01T12:00:00Z"}}`, `dependency "x": digest map[sha512:` + hex + `]: want exactly {"sha256": HEX}`},
+		{`{"name":"x","digest":{"sha256":"` + hex + `","md5":"00"},"annotations":{"verifiedAt":"2026-12-01T12:00:00Z"}}`, `dependency "x": digest map[md5:00 sha256:` + hex + `]: want exactly {"sha256": HEX}`},
+		{`{"name":"x","digest":{"sha256":"zz"},"annotations":{"verifiedAt":"2026-12-01T12:00:00Z"}}`, `dependency "x": parse digest "sha256:zz": invalid checksum digest length`},
+		{`{"name":"x","digest":"","verifiedAt":"2026-12-01T12:00:00Z"}`, `dependency "x": parse digest "": invalid checksum digest format`},
+		{`{"name":"x","digest":{"sha256":"` + hex + `"},"uri":"http://x"}`, `dependency: json: unknown field "uri"`},
+	} {
+		var got artifacts.Dependency
+		if err := json.Unmarshal([]byte(tc.in), &got); errString(err) != tc.want {
+			t.Errorf("json.Unmarshal(%s) = %v, want %s", tc.in, err, tc.want)
+		}
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"io"
 	"io/fs"
 	"os"
+	"path"
 	"path/filepath"
 	"sort"
 	"strings"
@@ -28,7 +29,11 @@ const (
 	MediaStatement = "application/vnd.in-toto+json"
 	MediaOctet     = "application/octet-stream"
 	MediaText      = "text/plain"
-	MediaExec      = "application/vnd.tilepipe.executable"
+	MediaMarkdown  = "text/markdown"
+	// MediaJSONL is JSON Lines (https://jsonlines.org): one JSON value a
+	// line, as journal.jsonl is; not one JSON document.
+	MediaJSONL = "application/jsonl"
+	MediaExec  = "application/vnd.tilepipe.executable"
 )
 
 // AnnotationTitle names a layer inside a stage (its logical path).
@@ -352,11 +357,11 @@ func (s *Store) PutBytes(b []byte, mediaType string) (ocispec.Descriptor, error)
 
 // PutJSON stores v, indented, as a JSON blob.
 func (s *Store) PutJSON(v any, mediaType string) (ocispec.Descriptor, error) {
-	b, err := json.MarshalIndent(v, "", "  ")
+	b, err := MarshalJSON(v)
 	if err != nil {
 		return ocispec.Descriptor{}, err
 	}
-	return s.PutBytes(append(b, '\n'), mediaType)
+	return s.PutBytes(b, mediaType)
 }
 
 // PutFile stores the regular file at path, streaming it.
@@ -441,6 +446,11 @@ func (s *Store) Commit(artifactType string, config ocispec.Descriptor, layers []
 		return ocispec.Descriptor{}, err
 	}
 	md.ArtifactType = artifactType
+	if name := StageName(artifactType); name != "" {
+		// skopeo and oras address a layout's manifest by this name
+		// (oci:DIR:capture, DIR:capture).
+		md.Annotations = map[string]string{ocispec.AnnotationRefName: name}
+	}
 	idx := ocispec.Index{
 		Versioned: specs.Versioned{SchemaVersion: 2},
 		MediaType: ocispec.MediaTypeImageIndex,
@@ -534,6 +544,7 @@ func OpenStage(dir, artifactType string, verified func(name string, d ocispec.De
 	if verified != nil {
 		verified("receipt", m.Config)
 	}
+	hashed := map[Digest]ocispec.Descriptor{}
 	for i, l := range m.Layers {
 		title := l.Annotations[AnnotationTitle]
 		if title == "" {
@@ -545,8 +556,15 @@ func OpenStage(dir, artifactType string, verified func(name string, d ocispec.De
 		if _, dup := st.Layers[title]; dup {
 			return nil, fmt.Errorf("stage %s: manifest layers[%d]: duplicate title %q", dir, i, title)
 		}
-		if err := verifySized(s, l, title); err != nil {
-			return nil, fmt.Errorf("stage %s: %w", dir, err)
+		// A blob of several titles is hashed once; each title must
+		// describe it alike.
+		if first, seen := hashed[l.Digest]; !seen {
+			if err := verifySized(s, l, title); err != nil {
+				return nil, fmt.Errorf("stage %s: %w", dir, err)
+			}
+			hashed[l.Digest] = l
+		} else if first.Size != l.Size {
+			return nil, fmt.Errorf("stage %s: manifest layers[%d] %q: size %d, layer %q of the same blob %s says %d", dir, i, title, l.Size, first.Annotations[AnnotationTitle], Short(l.Digest), first.Size)
 		}
 		if verified != nil {
 			verified(title, l)
@@ -566,6 +584,12 @@ func indexDescriptor(md ocispec.Descriptor, m ocispec.Manifest, size int64) erro
 		return fmt.Errorf("manifest descriptor mediaType %q, want %s", md.MediaType, ocispec.MediaTypeImageManifest)
 	case md.ArtifactType != m.ArtifactType:
 		return fmt.Errorf("manifest descriptor artifactType %q, the manifest says %q", md.ArtifactType, m.ArtifactType)
+	}
+	// The stage's name, or none in a stage written before it.
+	for k, v := range md.Annotations {
+		if want := StageName(m.ArtifactType); k != ocispec.AnnotationRefName || v != want {
+			return fmt.Errorf("manifest descriptor annotation %s=%q: want only %s=%q (or none)", k, v, ocispec.AnnotationRefName, want)
+		}
 	}
 	return nil
 }
@@ -677,10 +701,32 @@ func (st *Stage) Titles() []string {
 	return t
 }
 
-// Layer builds a titled layer descriptor.
+// Layer builds a titled layer descriptor, its media type the one its
+// title's extension names (MediaFor).
 func Layer(title string, d ocispec.Descriptor) ocispec.Descriptor {
 	d.Annotations = map[string]string{AnnotationTitle: title}
+	d.MediaType = MediaFor(title, d.MediaType)
 	return d
+}
+
+// MediaFor is the media type of a layer titled title: the one its
+// extension names (.json, .jsonl, .md, .arrow, .txt), else stored, the
+// type the blob was written with. A title says what a layer is, so one
+// rule keeps every stage's media types in agreement with their names.
+func MediaFor(title, stored string) string {
+	switch path.Ext(title) {
+	case ".json":
+		return MediaJSON
+	case ".jsonl":
+		return MediaJSONL
+	case ".md":
+		return MediaMarkdown
+	case ".arrow":
+		return MediaArrow
+	case ".txt":
+		return MediaText
+	}
+	return stored
 }
 
 // ValidTitle reports whether title is a clean relative path (no "..",

@@ -572,7 +572,8 @@ func TestLayersIncludesUnnamedBlobs(t *testing.T) {
 		t.Fatal(err)
 	}
 	s.Name("z/named.txt", named)
-	s.Name("a/second-title-loses.txt", named)
+	s.Name("a/second-title.json", named)
+	s.Name("z/named.txt", named) // a title given twice is one layer
 	unnamed, err := s.PutBytes([]byte("unnamed"), artifacts.MediaText)
 	if err != nil {
 		t.Fatal(err)
@@ -589,9 +590,15 @@ func TestLayersIncludesUnnamedBlobs(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// Both titles of one blob are layers, each of the media type its
+	// title names.
 	want := []ocispec.Descriptor{
+		artifacts.Layer("a/second-title.json", named),
 		artifacts.Layer("blobs/"+unnamed.Digest.Encoded(), ocispec.Descriptor{MediaType: artifacts.MediaOctet, Digest: unnamed.Digest, Size: unnamed.Size}),
 		artifacts.Layer("z/named.txt", named),
+	}
+	if want[0].MediaType != artifacts.MediaJSON || want[2].MediaType != artifacts.MediaText {
+		t.Errorf("layer media types %q, %q: want %s by the .json title, %s by .txt", want[0].MediaType, want[2].MediaType, artifacts.MediaJSON, artifacts.MediaText)
 	}
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("Layers(%s) = %+v, want %+v", artifacts.Short(excluded.Digest), got, want)

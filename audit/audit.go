@@ -5,7 +5,6 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
-	"encoding/json"
 	"fmt"
 	"math"
 	"slices"
@@ -1235,8 +1234,7 @@ func MarshalStatement(r *Report) ([]byte, error) {
 		}
 		st.Subject = append(st.Subject, artifacts.Subject{Name: k, Digest: map[string]string{"sha256": d.Encoded()}})
 	}
-	b, err := json.MarshalIndent(st, "", "  ")
-	return append(b, '\n'), err
+	return artifacts.MarshalJSON(st)
 }
 
 // Markdown renders the report for people: the verdicts, then every failed

@@ -59,7 +59,7 @@ func (r *replayer) finish(pr artifacts.PlanRecord, done map[int]*artifacts.Visit
 			res.Failed++
 		}
 	}
-	md, err := r.s.PutBytes([]byte(report.Table(doc)), "text/markdown")
+	md, err := r.s.PutBytes([]byte(report.Table(doc)), artifacts.MediaMarkdown)
 	if err != nil {
 		return nil, err
 	}

@@ -736,7 +736,7 @@ func visitBlobs(v *artifacts.VisitResult) []artifacts.Digest {
 }
 
 func (r *replayer) append(l artifacts.JournalLine) error {
-	b, err := json.Marshal(l)
+	b, err := artifacts.MarshalLine(l)
 	if err != nil {
 		return err
 	}
@@ -980,12 +980,14 @@ func stopLeftover(path string, p *progress.Reporter) error {
 
 // startPlan writes the plan of a new replay and opens its journal.
 func (r *replayer) startPlan(pr *artifacts.PlanRecord) error {
-	b, _ := json.MarshalIndent(pr, "", "  ")
+	b, err := artifacts.MarshalJSON(pr)
+	if err != nil {
+		return err
+	}
 	if err := artifacts.WriteFileAtomic(filepath.Join(r.s.Dir(), planFile), b); err != nil {
 		return err
 	}
 	crashpoint.Hit("plan")
-	var err error
 	r.journal, err = os.OpenFile(filepath.Join(r.s.Dir(), journalFile), os.O_CREATE|os.O_TRUNC|os.O_WRONLY|os.O_APPEND, 0o644)
 	return err
 }

@@ -65,6 +65,21 @@ func (m Meta) metadata() arrow.Metadata {
 	)
 }
 
+// DecodeBF16 is the field-level note a bf16 column carries: Arrow has no
+// bfloat16, so the bits travel as uint16, and a reader that casts them to
+// a float type gets wrong numbers without a word.
+const DecodeBF16 = "bfloat16 bits, not integers: float32 = uint32(x) << 16 (numpy: (a.astype(np.uint32) << 16).view(np.float32))"
+
+// fieldMetadata marks the tensor column itself with its dtype (and, for
+// bf16, how to decode it), where a reader that looks at the column sees
+// it, beside the schema's tilepipe.dtype.
+func fieldMetadata(dtype string) arrow.Metadata {
+	if dtype == "bf16" {
+		return arrow.NewMetadata([]string{"tilepipe.dtype", "tilepipe.decode"}, []string{dtype, DecodeBF16})
+	}
+	return arrow.NewMetadata([]string{"tilepipe.dtype"}, []string{dtype})
+}
+
 // FixedShapeType is arrow.fixed_shape_tensor over a FixedSizeList storage.
 type FixedShapeType struct {
 	arrow.ExtensionBase
@@ -175,7 +190,7 @@ func Write(w io.Writer, m Meta, data []byte) error {
 	arr := array.NewExtensionArrayWithStorage(typ, array.MakeFromData(storage))
 	defer arr.Release()
 	md := m.metadata()
-	schema := arrow.NewSchema([]arrow.Field{{Name: Column, Type: typ}}, &md)
+	schema := arrow.NewSchema([]arrow.Field{{Name: Column, Type: typ, Metadata: fieldMetadata(m.Dtype)}}, &md)
 	rec := array.NewRecordBatch(schema, []arrow.Array{arr}, 1)
 	defer rec.Release()
 	fw, err := ipc.NewFileWriter(w, ipc.WithSchema(schema))
@@ -292,6 +307,16 @@ func read(r ipc.ReadAtSeeker, mem memory.Allocator) (t *Tensor, err error) {
 	}
 	if !arrow.TypeEqual(typ.Storage.(*arrow.FixedSizeListType).Elem(), vt) {
 		return nil, fmt.Errorf("column %s: element type %s disagrees with tilepipe.dtype %s", Column, typ.Storage, m.Dtype)
+	}
+	// The column's own marker (absent in files written before it) must
+	// say what the schema says.
+	fm := schema.Field(0).Metadata
+	for _, k := range []string{"tilepipe.dtype", "tilepipe.decode"} {
+		if i := fm.FindKey(k); i >= 0 {
+			if want := fieldMetadata(m.Dtype); want.FindKey(k) < 0 || want.Values()[want.FindKey(k)] != fm.Values()[i] {
+				return nil, fmt.Errorf("column %s: field metadata %s %q disagrees with tilepipe.dtype %s", Column, k, fm.Values()[i], m.Dtype)
+			}
+		}
 	}
 	if fr.NumRecords() != 1 {
 		return nil, fmt.Errorf("record batches: want 1, got %d", fr.NumRecords())

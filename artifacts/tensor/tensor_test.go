@@ -204,6 +204,7 @@ type forged struct {
 	plain      bool // storage type without the extension
 	extraCol   bool
 	meta       map[string]string
+	fieldMeta  map[string]string // the tensor column's own metadata
 	dropMeta   string
 	rows       int
 	batches    int
@@ -233,7 +234,7 @@ func (f forged) build(t testing.TB) []byte {
 		md[k] = v
 	}
 	delete(md, f.dropMeta)
-	fields := []arrow.Field{{Name: f.column, Type: typ, Nullable: true}}
+	fields := []arrow.Field{{Name: f.column, Type: typ, Nullable: true, Metadata: arrow.MetadataFrom(f.fieldMeta)}}
 	if f.extraCol {
 		fields = append(fields, arrow.Field{Name: "extra", Type: arrow.PrimitiveTypes.Int32})
 	}
@@ -303,6 +304,31 @@ func (f forged) build(t testing.TB) []byte {
 	return buf.Bytes()
 }
 
+// TestFieldMarker: every tensor column carries its dtype in its own field
+// metadata, and a bf16 column how to decode it, so a reader that looks at
+// the column (pyarrow's schema.field("tensor").metadata) cannot take bf16
+// bits for integers.
+func TestFieldMarker(t *testing.T) {
+	for _, dtype := range []string{"f32", "bf16"} {
+		b := encode(t, baseMeta(dtype, 2), make([]byte, 2*map[string]int{"f32": 4, "bf16": 2}[dtype]))
+		fr, err := ipc.NewFileReader(bytes.NewReader(b))
+		if err != nil {
+			t.Fatal(err)
+		}
+		md := fr.Schema().Field(0).Metadata
+		want := map[string]string{"tilepipe.dtype": dtype}
+		if dtype == "bf16" {
+			want["tilepipe.decode"] = DecodeBF16
+		}
+		for k, v := range want {
+			if i := md.FindKey(k); i < 0 || md.Values()[i] != v {
+				t.Errorf("%s column field metadata %v: want %s = %q", dtype, md, k, v)
+			}
+		}
+		fr.Close()
+	}
+}
+
 func TestReadViolations(t *testing.T) {
 	// Errors of the extension type surface through Arrow's schema decoding.
 	const schemaErr = "arrow ipc: arrow/ipc: could not decode schema: arrow/ipc: could not read schema: arrow/ipc: could not convert field 0 from flatbuf: arrow/ipc: could not convert field type: "
@@ -328,6 +354,16 @@ func TestReadViolations(t *testing.T) {
 			f.elem = arrow.PrimitiveTypes.Int32
 			return f.build(t)
 		}, "column tensor: element type fixed_size_list<item: int32, nullable>[6] disagrees with tilepipe.dtype f32"},
+		{"column marked with another dtype", func(t *testing.T) []byte {
+			f := goodForged()
+			f.fieldMeta = map[string]string{"tilepipe.dtype": "bf16"}
+			return f.build(t)
+		}, `column tensor: field metadata tilepipe.dtype "bf16" disagrees with tilepipe.dtype f32`},
+		{"bf16 decode note on an f32 column", func(t *testing.T) []byte {
+			f := goodForged()
+			f.fieldMeta = map[string]string{"tilepipe.decode": DecodeBF16}
+			return f.build(t)
+		}, `column tensor: field metadata tilepipe.decode "` + DecodeBF16 + `" disagrees with tilepipe.dtype f32`},
 		{"unknown dtype", func(t *testing.T) []byte {
 			f := goodForged()
 			f.meta["tilepipe.dtype"] = "f8"

@@ -120,6 +120,9 @@ func TestRunNaivePasses(t *testing.T) {
 	if v := readAudit(t, filepath.Join(dir, "audit.json"))["verdict"]; v != "pass" {
 		t.Errorf("audit.json verdict = %v, want pass", v)
 	}
+	for _, typ := range []string{artifacts.CaptureType, artifacts.PreparedType, artifacts.ReplayType} {
+		artifacts.CheckStage(t, filepath.Join(dir, artifacts.StageName(typ)), typ)
+	}
 	doc := readReplay(t, filepath.Join(dir, "replay"))
 	if got, want := len(doc.Visits), 2*3; got != want {
 		t.Errorf("replay visits = %d, want %d", got, want)
