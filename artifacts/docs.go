@@ -16,13 +16,16 @@ const (
 	CaptureType  = "application/vnd.tilepipe.capture.v1+json"
 	PreparedType = "application/vnd.tilepipe.prepared.v1+json"
 	ReplayType   = "application/vnd.tilepipe.replay.v1+json"
-	DocTitle     = "tilepipe.json"
-	DocSchema    = 1
+	// AuditType is the audit stage's: its config the audit statement, its
+	// layer audit.md, its subject the replay manifest it audited.
+	AuditType = "application/vnd.tilepipe.audit.v1+json"
+	DocTitle  = "tilepipe.json"
+	DocSchema = 1
 )
 
 // StageName is the name a stage of artifactType goes by: its directory in
 // a checkpoint, its index.json ref.name and its tag in a registry
-// ("capture", "prepared", "replay"; "" for another type).
+// ("capture", "prepared", "replay", "audit"; "" for another type).
 func StageName(artifactType string) string {
 	switch artifactType {
 	case CaptureType:
@@ -31,6 +34,8 @@ func StageName(artifactType string) string {
 		return "prepared"
 	case ReplayType:
 		return "replay"
+	case AuditType:
+		return "audit"
 	}
 	return ""
 }

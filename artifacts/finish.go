@@ -1,17 +1,22 @@
 package artifacts
 
 import (
+	"bytes"
+	"encoding/json"
 	"fmt"
 	"time"
 
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
+	"github.com/secure-systems-lab/go-securesystemslib/dsse"
+	"github.com/tilepipe/tilepipe/artifacts/sign"
 )
 
 // Finish ends a stage: it stores doc as the stage document, lists every blob
 // of the store as a layer, writes the receipt (an in-toto Statement whose
-// subjects are those layers) as the manifest config, and commits the
-// manifest with subject as predecessor. It returns the manifest descriptor.
-func (s *Store) Finish(artifactType string, doc any, r Receipt, subject *ocispec.Descriptor) (ocispec.Descriptor, error) {
+// subjects are those layers) as the manifest config, signed with key in a
+// DSSE envelope unless key is nil, and commits the manifest with subject as
+// predecessor. It returns the manifest descriptor.
+func (s *Store) Finish(artifactType string, doc any, r Receipt, subject *ocispec.Descriptor, key *sign.Key) (ocispec.Descriptor, error) {
 	dd, err := s.PutJSON(doc, MediaJSON)
 	if err != nil {
 		return ocispec.Descriptor{}, err
@@ -37,11 +42,28 @@ func (s *Store) Finish(artifactType string, doc any, r Receipt, subject *ocispec
 	}
 	r.FinishedOn = time.Now().UTC()
 	st.Predicate = r
-	rd, err := s.PutJSON(st, MediaStatement)
+	rd, err := s.PutStatement(st, key)
 	if err != nil {
 		return ocispec.Descriptor{}, err
 	}
 	return s.Commit(artifactType, rd, layers, subject)
+}
+
+// PutStatement stores an in-toto Statement as it is (MediaStatement) or,
+// with a key, in a DSSE envelope signed with it (sign.MediaEnvelope).
+func (s *Store) PutStatement(st any, key *sign.Key) (ocispec.Descriptor, error) {
+	b, err := MarshalJSON(st)
+	if err != nil {
+		return ocispec.Descriptor{}, err
+	}
+	if key == nil {
+		return s.PutBytes(b, MediaStatement)
+	}
+	env, err := key.Seal(MediaStatement, b)
+	if err != nil {
+		return ocispec.Descriptor{}, err
+	}
+	return s.PutBytes(env, sign.MediaEnvelope)
 }
 
 // ReadDoc reads the stage's document into v.
@@ -53,11 +75,45 @@ func (st *Stage) ReadDoc(v any) error {
 	return st.Store.ReadJSON(d.Digest, DocTitle, v)
 }
 
-// Receipt reads the stage's receipt.
+// Receipt reads the stage's receipt, from its envelope where it is signed
+// (not verified: [Stage.Envelope] is what a reviewer verifies).
 func (st *Stage) Receipt() (Statement[Receipt], error) {
 	var r Statement[Receipt]
-	err := st.Store.ReadJSON(st.Manifest.Config.Digest, "receipt", &r)
-	return r, err
+	b, err := st.Statement()
+	if err != nil {
+		return r, err
+	}
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&r); err != nil {
+		return r, fmt.Errorf("blob receipt (%s): decode JSON: %w", Short(st.Manifest.Config.Digest), err)
+	}
+	return r, nil
+}
+
+// Statement is the bytes of the stage's receipt statement: the config, or
+// the payload of its envelope where it is signed.
+func (st *Stage) Statement() ([]byte, error) {
+	_, b, err := st.Envelope()
+	return b, err
+}
+
+// Envelope reads the stage's config: the DSSE envelope of a signed stage
+// with its payload, the receipt statement (nil envelope) of an unsigned
+// one.
+func (st *Stage) Envelope() (*dsse.Envelope, []byte, error) {
+	b, err := st.Store.ReadVerified(st.Manifest.Config.Digest, "receipt", MaxDocBytes)
+	if err != nil {
+		return nil, nil, err
+	}
+	if st.Manifest.Config.MediaType != sign.MediaEnvelope {
+		return nil, b, nil
+	}
+	env, payload, err := sign.Parse(b, MediaStatement)
+	if err != nil {
+		return nil, nil, fmt.Errorf("receipt (%s): %w", Short(st.Manifest.Config.Digest), err)
+	}
+	return env, payload, nil
 }
 
 // Deps collects consumed blobs with their verification times.

@@ -215,7 +215,7 @@ func FuzzOpenStage(f *testing.F) {
 		s.Name("data/"+strings.Fields(b)[0]+".bin", d)
 	}
 	doc := CaptureDoc{Schema: DocSchema, Cohort: "fuzz", Threads: 1, Routes: []Route{{Name: "naive", Kind: "object", Available: true}}}
-	md, err := s.Finish(CaptureType, doc, Receipt{Stage: "capture", Tool: ToolInfo(), Parameters: map[string]any{"threads": 1}}, nil)
+	md, err := s.Finish(CaptureType, doc, Receipt{Stage: "capture", Tool: ToolInfo(), Parameters: map[string]any{"threads": 1}}, nil, nil)
 	if err != nil {
 		f.Fatal(err)
 	}

@@ -11,6 +11,7 @@ import (
 	specs "github.com/opencontainers/image-spec/specs-go"
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 	"github.com/tilepipe/tilepipe/artifacts"
+	"github.com/tilepipe/tilepipe/artifacts/sign"
 )
 
 // index reads a finished stage's one manifest descriptor.
@@ -151,7 +152,7 @@ func TestOpenStageDescriptors(t *testing.T) {
 			s, m := stageOf(t)
 			m.Config.MediaType = artifacts.MediaJSON
 			commitManifest(t, s, m)
-			return s, `stage %[1]s: manifest config mediaType: want ` + artifacts.MediaStatement + ` (the receipt), got "` + artifacts.MediaJSON + `"`
+			return s, `stage %[1]s: manifest config mediaType: want ` + artifacts.MediaStatement + ` (the receipt) or ` + sign.MediaEnvelope + ` (the receipt, signed), got "` + artifacts.MediaJSON + `"`
 		}},
 		{"config size", func(t *testing.T) (*artifacts.Store, string) {
 			s, m := stageOf(t)

@@ -12,6 +12,7 @@ import (
 	"github.com/opencontainers/go-digest"
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 	"github.com/tilepipe/tilepipe/artifacts"
+	"github.com/tilepipe/tilepipe/artifacts/sign"
 )
 
 type testDoc struct {
@@ -41,7 +42,7 @@ func finishStage(t *testing.T) finished {
 		t.Fatal(err)
 	}
 	r := artifacts.Receipt{Stage: "test", Tool: artifacts.ToolInfo(), Parameters: map[string]any{"k": "v"}}
-	md, err := s.Finish(artifacts.CaptureType, testDoc{Schema: 1, Note: "hi"}, r, nil)
+	md, err := s.Finish(artifacts.CaptureType, testDoc{Schema: 1, Note: "hi"}, r, nil, nil)
 	if err != nil {
 		t.Fatalf("Finish = %v, want nil", err)
 	}
@@ -147,7 +148,7 @@ func TestFinishOpenStageRoundTrip(t *testing.T) {
 func TestFinishChainsSubject(t *testing.T) {
 	first := finishStage(t)
 	s := artifacts.TestStore(t)
-	md, err := s.Finish(artifacts.PreparedType, testDoc{Schema: 1}, artifacts.Receipt{Stage: "second"}, &first.manifest)
+	md, err := s.Finish(artifacts.PreparedType, testDoc{Schema: 1}, artifacts.Receipt{Stage: "second"}, &first.manifest, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -174,7 +175,7 @@ func TestFinishRefusesDuplicateTitle(t *testing.T) {
 		}
 		s.Name("same.txt", d)
 	}
-	_, err := s.Finish(artifacts.CaptureType, testDoc{}, artifacts.Receipt{}, nil)
+	_, err := s.Finish(artifacts.CaptureType, testDoc{}, artifacts.Receipt{}, nil, nil)
 	want := `finish stage: layers[1]: duplicate title "same.txt"`
 	if errString(err) != want {
 		t.Errorf("Finish(two blobs titled same.txt) = %v, want %s", err, want)
@@ -403,5 +404,44 @@ func TestDependencyJSON(t *testing.T) {
 		if err := json.Unmarshal([]byte(tc.in), &got); errString(err) != tc.want {
 			t.Errorf("json.Unmarshal(%s) = %v, want %s", tc.in, err, tc.want)
 		}
+	}
+}
+
+// TestFinishSigned: with a key, the receipt is the manifest's config as a
+// DSSE envelope; the stage opens, its receipt reads from the envelope, and
+// the envelope verifies with the key's public half only.
+func TestFinishSigned(t *testing.T) {
+	k, err := sign.Generate(filepath.Join(t.TempDir(), "key"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := artifacts.TestStore(t)
+	if _, err := s.Finish(artifacts.CaptureType, testDoc{Schema: 1, Note: "signed"}, artifacts.Receipt{Stage: "capture"}, nil, k); err != nil {
+		t.Fatal(err)
+	}
+	st, err := artifacts.OpenStage(s.Dir(), artifacts.CaptureType, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Manifest.Config.MediaType != sign.MediaEnvelope {
+		t.Errorf("config mediaType %q, want %s", st.Manifest.Config.MediaType, sign.MediaEnvelope)
+	}
+	r, err := st.Receipt()
+	if err != nil || r.Predicate.Stage != "capture" || len(r.Subject) == 0 {
+		t.Errorf("Receipt() = %+v, %v; want the signed capture receipt", r, err)
+	}
+	env, _, err := st.Envelope()
+	if err != nil || env == nil {
+		t.Fatalf("Envelope() = %v, %v", env, err)
+	}
+	if p, err := sign.Verify(env, []sign.Public{k.Public()}); err != nil || p.ID != k.Public().ID {
+		t.Errorf("Verify = %+v, %v; want key %s", p, err, k.Public().ID)
+	}
+	other, err := sign.Generate(filepath.Join(t.TempDir(), "other"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := sign.Verify(env, []sign.Public{other.Public()}); err == nil {
+		t.Error("Verify with another key passed")
 	}
 }

@@ -18,6 +18,7 @@ import (
 	"github.com/opencontainers/go-digest"
 	specs "github.com/opencontainers/image-spec/specs-go"
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
+	"github.com/tilepipe/tilepipe/artifacts/sign"
 	"github.com/tilepipe/tilepipe/internal/crashpoint"
 	"golang.org/x/sys/unix"
 )
@@ -519,8 +520,8 @@ func OpenStage(dir, artifactType string, verified func(name string, d ocispec.De
 	if m.MediaType != ocispec.MediaTypeImageManifest {
 		return nil, fmt.Errorf("stage %s: manifest mediaType: want %s, got %q", dir, ocispec.MediaTypeImageManifest, m.MediaType)
 	}
-	if m.Config.MediaType != MediaStatement {
-		return nil, fmt.Errorf("stage %s: manifest config mediaType: want %s (the receipt), got %q", dir, MediaStatement, m.Config.MediaType)
+	if m.Config.MediaType != MediaStatement && m.Config.MediaType != sign.MediaEnvelope {
+		return nil, fmt.Errorf("stage %s: manifest config mediaType: want %s (the receipt) or %s (the receipt, signed), got %q", dir, MediaStatement, sign.MediaEnvelope, m.Config.MediaType)
 	}
 	for i, d := range append([]ocispec.Descriptor{m.Config}, m.Layers...) {
 		if err := d.Digest.Validate(); err != nil || d.Digest.Algorithm() != digest.SHA256 {

@@ -6,6 +6,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"github.com/tilepipe/tilepipe/artifacts/sign"
 	"math"
 	"slices"
 	"sort"
@@ -41,7 +42,10 @@ type Config struct {
 	// it, and another manifest fails. Without it, a checkpoint re-hashed
 	// consistently from end to end cannot be told from the one that was
 	// sent.
-	Expect   string
+	Expect string
+	// Trust are the public keys the reviewer trusts: with any, every
+	// receipt must be signed by one of them (the signatures check).
+	Trust    []sign.Public
 	Progress *progress.Reporter
 }
 
@@ -68,6 +72,9 @@ type Report struct {
 	// consistent re-hash of the whole checkpoint passes.
 	Pinned   bool   `json:"pinned"`
 	Expected string `json:"expected,omitempty"`
+	// Signed says whether the receipts were signed and by whom: Unsigned,
+	// "signed by trusted key ID", or signed but not verified (no --trust).
+	Signed string `json:"signed"`
 	// FailedVisits are every visit that failed, with its reason.
 	FailedVisits []FailedVisit  `json:"failedVisits"`
 	Checks       []Check        `json:"checks"`
@@ -75,6 +82,9 @@ type Report struct {
 	Tool         artifacts.Tool `json:"tool"`
 	Started      time.Time      `json:"startedOn"`
 	Finished     time.Time      `json:"finishedOn"`
+	// replay is the replay manifest's descriptor, the audit stage's
+	// subject (WriteStage).
+	replay ocispec.Descriptor
 }
 
 // Claims counts the rows whose claim the audit supports.
@@ -144,6 +154,7 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	if !opened {
 		return a.finish(rep), nil
 	}
+	rep.Signed = a.signatures(cfg.Trust)
 	a.chain()
 	a.cohort()
 	a.routes()
@@ -206,6 +217,9 @@ func (a *auditor) openStages(cfg Config, rep *Report) bool {
 		}
 		*into = st
 		rep.Stages[typ] = string(st.Descriptor.Digest)
+		if typ == artifacts.ReplayType {
+			rep.replay = ocispec.Descriptor{MediaType: st.Descriptor.MediaType, Digest: st.Descriptor.Digest, Size: st.Descriptor.Size, ArtifactType: st.Descriptor.ArtifactType}
+		}
 	}
 	open(cfg.Capture, artifacts.CaptureType, &a.cap, &a.cdoc, a.capVerified)
 	open(cfg.Prepared, artifacts.PreparedType, &a.prep, &a.pdoc, a.prepVerified)
@@ -1221,6 +1235,12 @@ func errorsJoin(errs ...error) error {
 // MarshalStatement wraps the report as an in-toto Statement about the three
 // stage manifests.
 func MarshalStatement(r *Report) ([]byte, error) {
+	return artifacts.MarshalJSON(statement(r))
+}
+
+// statement is the report as an in-toto Statement whose subjects are the
+// stage manifests it audited (the digests Run parsed when it opened them).
+func statement(r *Report) artifacts.Statement[*Report] {
 	st := artifacts.Statement[*Report]{Type: artifacts.StatementType, PredicateType: artifacts.AuditPredicate, Predicate: r}
 	names := make([]string, 0, len(r.Stages))
 	for k := range r.Stages {
@@ -1228,13 +1248,10 @@ func MarshalStatement(r *Report) ([]byte, error) {
 	}
 	sort.Strings(names)
 	for _, k := range names {
-		d, err := artifacts.ParseDigest(r.Stages[k])
-		if err != nil {
-			return nil, err
-		}
-		st.Subject = append(st.Subject, artifacts.Subject{Name: k, Digest: map[string]string{"sha256": d.Encoded()}})
+		_, hex, _ := strings.Cut(r.Stages[k], ":")
+		st.Subject = append(st.Subject, artifacts.Subject{Name: k, Digest: map[string]string{"sha256": hex}})
 	}
-	return artifacts.MarshalJSON(st)
+	return st
 }
 
 // Markdown renders the report for people: the verdicts, then every failed
@@ -1247,6 +1264,9 @@ func Markdown(r *Report) string {
 		fmt.Fprintf(&b, "Pinned to `%s`, the replay manifest given with --expect.\n\n", r.Expected)
 	} else {
 		b.WriteString("Not pinned: a consistent re-hash of the whole checkpoint cannot be told apart without --expect.\n\n")
+	}
+	if r.Signed != "" {
+		fmt.Fprintf(&b, "Receipts: %s.\n\n", r.Signed)
 	}
 	if len(r.FailedVisits) > 0 {
 		fmt.Fprintf(&b, "## failed visits (%d)\n\n| visit | round | case | route | reason |\n|---|---|---|---|---|\n", len(r.FailedVisits))

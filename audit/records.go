@@ -25,7 +25,7 @@ func (a *auditor) records() {
 	} else {
 		p = append(p, planAgrees(b, a.rdoc)...)
 	}
-	if b, err := a.rep.Store.ReadVerified(a.rep.Manifest.Config.Digest, "receipt", artifacts.MaxDocBytes); err != nil {
+	if b, err := a.rep.Statement(); err != nil {
 		p = append(p, err.Error())
 	} else {
 		p = append(p, receiptConfigAgrees(b, a.rdoc.Config)...)

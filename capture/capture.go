@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/tilepipe/tilepipe/artifacts/sign"
 	"maps"
 	"os"
 	"path/filepath"
@@ -42,7 +43,9 @@ type Config struct {
 	RouteEnv     []string      // KEY=VALUE every route build sees (--route-env); nothing else is passed but PATH, HOME, the locale
 	NoSandbox    bool          // builds run without a sandbox (--no-sandbox)
 	Bwrap        string        // bubblewrap program; "" finds bwrap on PATH
-	Progress     *progress.Reporter
+	// Key, when set, signs the receipt (a DSSE envelope, artifacts/sign).
+	Key      *sign.Key
+	Progress *progress.Reporter
 }
 
 // DefaultConfig captures the quick cohort with the three CPU routes, one
@@ -258,7 +261,7 @@ func Run(ctx context.Context, cfg Config) (_ *Result, err error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	md, err := s.Finish(artifacts.CaptureType, doc, rec, nil)
+	md, err := s.Finish(artifacts.CaptureType, doc, rec, nil, cfg.Key)
 	if err != nil {
 		return nil, err
 	}

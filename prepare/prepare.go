@@ -3,6 +3,7 @@ package prepare
 import (
 	"context"
 	"fmt"
+	"github.com/tilepipe/tilepipe/artifacts/sign"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -34,7 +35,9 @@ type Config struct {
 	Jobs         int    // entries prepared at once
 	NoSandbox    bool   // list closures without a sandbox (--no-sandbox)
 	Bwrap        string // bubblewrap program; "" finds bwrap on PATH
-	Progress     *progress.Reporter
+	// Key, when set, signs the receipt (a DSSE envelope, artifacts/sign).
+	Key      *sign.Key
+	Progress *progress.Reporter
 }
 
 // DefaultConfig compiles the harness with cc -O2 -std=c11, one entry per
@@ -236,7 +239,7 @@ func Run(ctx context.Context, cfg Config) (_ *Result, err error) {
 	p.rec.ResolvedDependencies = deps.List()
 	subject := cap.Descriptor
 	subject.Annotations = nil
-	md, err := s.Finish(artifacts.PreparedType, doc, *p.rec, &subject)
+	md, err := s.Finish(artifacts.PreparedType, doc, *p.rec, &subject, p.cfg.Key)
 	if err != nil {
 		return nil, err
 	}

@@ -81,7 +81,7 @@ func (r *replayer) finish(pr artifacts.PlanRecord, done map[int]*artifacts.Visit
 	subject := r.prep.Descriptor
 	subject.Annotations = nil
 	crashpoint.Hit("finish")
-	mdesc, err := r.s.Finish(artifacts.ReplayType, doc, r.rec, &subject)
+	mdesc, err := r.s.Finish(artifacts.ReplayType, doc, r.rec, &subject, r.cfg.Key)
 	if err != nil {
 		return nil, err
 	}

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/tilepipe/tilepipe/artifacts/sign"
 	"github.com/tilepipe/tilepipe/internal/plan"
 	"io"
 	"io/fs"
@@ -41,7 +42,9 @@ type Config struct {
 	Capture  string // capture stage; default: the path in the prepared receipt
 	Output   string // new replay directory (or the one to resume)
 	Resume   bool
-	Bwrap    string // bubblewrap program; "" finds bwrap on PATH
+	// Key, when set, signs the receipt (a DSSE envelope, artifacts/sign).
+	Key   *sign.Key
+	Bwrap string // bubblewrap program; "" finds bwrap on PATH
 	artifacts.ReplayConfig
 	Progress *progress.Reporter
 }

@@ -22,7 +22,10 @@ func auditCommand() *cli.Command {
 			&cli.StringFlag{Name: "prepared", Usage: "prepared stage directory"},
 			&cli.StringFlag{Name: "replay", Usage: "replay stage directory"},
 			&cli.StringFlag{Name: "output", Usage: "NEW audit.json (an in-toto Statement); audit.md is written beside it"},
+			&cli.StringFlag{Name: "stage", Usage: "NEW directory for the audit as a stage (an OCI layout whose subject is the replay manifest, its config the statement, signed with --sign), as run writes NEW/audit"},
 			&cli.StringFlag{Name: "expect", Usage: "the replay manifest digest (sha256:..., what replay printed) received out of band; the audit is pinned to it"},
+			&cli.StringSliceFlag{Name: "trust", Usage: "a public key (KEY.pub of tilepipe key generate) every receipt must be signed by one of; repeat for several"},
+			signFlag(),
 		},
 		Action: func(c *cli.Context) error {
 			if err := need(c, "capture", "prepared", "replay"); err != nil {
@@ -33,16 +36,32 @@ func auditCommand() *cli.Command {
 					return usageError{fmt.Errorf("audit: --expect %q: want the replay manifest digest, sha256:<64 hex>", e)}
 				}
 			}
-			return runAudit(c, audit.Config{Capture: c.String("capture"), Prepared: c.String("prepared"), Replay: c.String("replay"), Expect: c.String("expect")}, c.String("output"))
+			trust, err := trustedKeys(c)
+			if err != nil {
+				return err
+			}
+			return runAudit(c, audit.Config{Capture: c.String("capture"), Prepared: c.String("prepared"), Replay: c.String("replay"), Expect: c.String("expect"), Trust: trust}, c.String("output"), c.String("stage"))
 		},
 	}
 }
 
-func runAudit(c *cli.Context, cfg audit.Config, output string) error {
+func runAudit(c *cli.Context, cfg audit.Config, output, stage string) error {
 	cfg.Progress = progress.New(c.App.ErrWriter)
+	if stage != "" {
+		if _, err := os.Lstat(stage); err == nil || !errors.Is(err, fs.ErrNotExist) {
+			return fmt.Errorf("audit stage %s already exists; choose a new path", stage)
+		}
+	}
 	rep, err := audit.Run(c.Context, cfg)
 	if err != nil {
 		return err
+	}
+	if stage != "" {
+		d, err := audit.WriteStage(stage, rep, signingKey(c))
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(c.App.ErrWriter, "tilepipe: audit stage %s: %s\n", stage, d.Digest)
 	}
 	md := audit.Markdown(rep)
 	if output != "" {
@@ -66,8 +85,8 @@ func runAudit(c *cli.Context, cfg audit.Config, output string) error {
 	fmt.Fprint(c.App.Writer, md)
 	claims := fmt.Sprintf("%d of %d claims supported", rep.Claims.Supported, rep.Claims.Supported+rep.Claims.Unsupported)
 	if rep.Verdict != "pass" {
-		return &outcome{exitFailure, "audit: FAIL: checkpoint broken; " + claims + "; " + rep.Pin()}
+		return &outcome{exitFailure, "audit: FAIL: checkpoint broken; " + claims + "; " + rep.Pin() + "; " + rep.Signed}
 	}
-	fmt.Fprintf(c.App.Writer, "\naudit verdict: PASS (checkpoint intact; %s; %s)\n", claims, rep.Pin())
+	fmt.Fprintf(c.App.Writer, "\naudit verdict: PASS (checkpoint intact; %s; %s; %s)\n", claims, rep.Pin(), rep.Signed)
 	return nil
 }

@@ -899,7 +899,7 @@ func TestAuditExpect(t *testing.T) {
 		!slices.Equal(failedChecks(md), []string{"pin"}) {
 		t.Errorf("audit --expect of a consistent re-hash = exit %d, want 1 with only pin FAILED: %q:\n%s", code, w, md)
 	}
-	if w := "tilepipe: audit: FAIL: checkpoint broken; 0 of 2 claims supported; pinned to " + want + "\n"; !strings.Contains(errs, w) {
+	if w := "tilepipe: audit: FAIL: checkpoint broken; 0 of 2 claims supported; pinned to " + want + "; unsigned\n"; !strings.Contains(errs, w) {
 		t.Errorf("audit --expect of a consistent re-hash: stderr %q, want %q", errs, w)
 	}
 

@@ -29,6 +29,7 @@ func captureFlags() []cli.Flag {
 func captureConfig(c *cli.Context, output string) capture.Config {
 	cfg := capture.DefaultConfig
 	cfg.Cohort, cfg.Output, cfg.Threads, cfg.Jobs = c.String("cohort"), output, c.Int("threads"), c.Int("jobs")
+	cfg.Key = signingKey(c)
 	cfg.BuildTimeout = time.Duration(c.Int("build-timeout-s")) * time.Second
 	cfg.Routes = nil
 	for _, r := range strings.Split(c.String("routes"), ",") {
@@ -48,7 +49,7 @@ func captureCommand() *cli.Command {
 	return &cli.Command{
 		Name:  "capture",
 		Usage: "build every case of a cohort with each route; store sources, binaries and tensors by digest",
-		Flags: append(append(captureFlags(), sandboxFlags()...), &cli.StringFlag{Name: "output", Usage: "NEW directory for the capture stage"}),
+		Flags: append(append(captureFlags(), stageFlags()...), &cli.StringFlag{Name: "output", Usage: "NEW directory for the capture stage"}),
 		Action: func(c *cli.Context) error {
 			if err := need(c, "output"); err != nil {
 				return err

@@ -157,7 +157,7 @@ func newApp(stdout, stderr io.Writer) *cli.App {
 		DisableSliceFlagSeparator: true,
 		Commands: []*cli.Command{
 			captureCommand(), prepareCommand(), replayCommand(), auditCommand(), runCommand(),
-			compareCommand(), routesCommand(), cohortsCommand(),
+			compareCommand(), routesCommand(), cohortsCommand(), keyCommand(),
 		},
 		OnUsageError:   onUsage,
 		ExitErrHandler: func(*cli.Context, error) {},
@@ -171,13 +171,18 @@ func newApp(stdout, stderr io.Writer) *cli.App {
 	}
 	for _, c := range app.Commands {
 		c.OnUsageError = onUsage
-		if check := checks[c.Name]; check != nil {
-			c.Before = func(ctx *cli.Context) error {
-				if err := check(ctx); err != nil {
-					return usageError{fmt.Errorf("%s: %w", ctx.Command.Name, err)}
-				}
+		check := checks[c.Name]
+		c.Before = func(ctx *cli.Context) error {
+			if err := loadSigningKey(ctx); err != nil {
+				return usageError{fmt.Errorf("%s: %w", ctx.Command.Name, err)}
+			}
+			if check == nil {
 				return nil
 			}
+			if err := check(ctx); err != nil {
+				return usageError{fmt.Errorf("%s: %w", ctx.Command.Name, err)}
+			}
+			return nil
 		}
 	}
 	return app

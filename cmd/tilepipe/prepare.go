@@ -13,7 +13,7 @@ func prepareCommand() *cli.Command {
 	return &cli.Command{
 		Name:  "prepare",
 		Usage: "verify a capture and turn its binaries into timing harnesses",
-		Flags: append(sandboxFlags(),
+		Flags: append(stageFlags(),
 			&cli.StringFlag{Name: "capture", Usage: "capture stage directory"},
 			&cli.StringFlag{Name: "output", Usage: "NEW directory for the prepared stage"},
 			buildTimeoutFlag(prepare.DefaultConfig.BuildTimeout, "every command: the harness compile, each link, each closure listing"),
@@ -36,7 +36,7 @@ func prepareCommand() *cli.Command {
 // prepareConfig is what prepare's flags (and run's) ask for.
 func prepareConfig(c *cli.Context, capture, output string) prepare.Config {
 	cfg := prepare.DefaultConfig
-	cfg.Capture, cfg.Output, cfg.Progress = capture, output, progress.New(c.App.ErrWriter)
+	cfg.Capture, cfg.Output, cfg.Progress, cfg.Key = capture, output, progress.New(c.App.ErrWriter), signingKey(c)
 	cfg.NoSandbox, cfg.Bwrap = c.Bool("no-sandbox"), c.String("bwrap")
 	cfg.BuildTimeout = time.Duration(c.Int("build-timeout-s")) * time.Second
 	return cfg

@@ -34,16 +34,19 @@ func replayFlags() []cli.Flag {
 }
 
 // sandboxFlags are the flags of every stage that runs route code.
-func sandboxFlags() []cli.Flag {
+// stageFlags are the flags of every command that writes a stage: the
+// sandbox of route code and the key that signs receipts.
+func stageFlags() []cli.Flag {
 	return []cli.Flag{
 		&cli.BoolFlag{Name: "no-sandbox", Usage: "run route code without a sandbox (recorded; the audit marks every row of such a replay)"},
 		&cli.StringFlag{Name: "bwrap", Usage: "bubblewrap program that contains route code (default: bwrap on PATH)"},
+		signFlag(),
 	}
 }
 
 func replayConfig(c *cli.Context, prepared, output string) replay.Config {
 	cfg := replay.DefaultConfig
-	cfg.Prepared, cfg.Output = prepared, output
+	cfg.Prepared, cfg.Output, cfg.Key = prepared, output, signingKey(c)
 	cfg.Rounds, cfg.Samples, cfg.Singles, cfg.Sets = c.Int("rounds"), c.Int("samples"), c.Int("singles"), c.Int("sets")
 	cfg.SampleMs, cfg.WarmupMs, cfg.TimeoutS = c.Float64("sample-ms"), c.Float64("warmup-ms"), c.Float64("timeout-s")
 	cfg.Baseline, cfg.Seed, cfg.L2, cfg.GraphBatch = c.String("baseline"), c.Uint64("seed"), c.String("l2"), c.Int("graph-batch")
@@ -63,7 +66,7 @@ func replayCommand() *cli.Command {
 	return &cli.Command{
 		Name:  "replay",
 		Usage: "time exactly the prepared binaries in balanced orders and validate every output",
-		Flags: append(append(replayFlags(), sandboxFlags()...),
+		Flags: append(append(replayFlags(), stageFlags()...),
 			&cli.StringFlag{Name: "prepared", Usage: "prepared stage directory"},
 			&cli.StringFlag{Name: "capture", Usage: "capture stage directory (default: from the prepared receipt)"},
 			&cli.StringFlag{Name: "output", Usage: "NEW directory for the replay stage"},

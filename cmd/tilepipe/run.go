@@ -26,13 +26,15 @@ const (
 	runResults  = "results.md" // replay.Table of the replay stage
 	runAuditMD  = "audit.md"
 	runAuditDoc = "audit.json"
+	// runAuditStage is the audit as a stage (audit.WriteStage).
+	runAuditStage = "audit"
 )
 
 func runCommand() *cli.Command {
 	return &cli.Command{
 		Name:  "run",
 		Usage: "capture, prepare, replay and audit into NEW/{capture,prepared,replay}, with results.md, audit.md and audit.json beside them",
-		Flags: append(append(append(captureFlags(), replayFlags()...), sandboxFlags()...),
+		Flags: append(append(append(captureFlags(), replayFlags()...), stageFlags()...),
 			&cli.StringFlag{Name: "output", Usage: "NEW directory for all four stages"}),
 		Action: func(c *cli.Context) error {
 			if err := need(c, "output"); err != nil {
@@ -81,7 +83,7 @@ func runAll(c *cli.Context, out string) error {
 	fmt.Fprint(w, table)
 	fmt.Fprintln(w)
 	// runAudit writes audit.json and audit.md beside it.
-	auditErr := runAudit(c, audit.Config{Capture: capDir, Prepared: prepDir, Replay: repDir}, filepath.Join(out, runAuditDoc))
+	auditErr := runAudit(c, audit.Config{Capture: capDir, Prepared: prepDir, Replay: repDir}, filepath.Join(out, runAuditDoc), filepath.Join(out, runAuditStage))
 	var o *outcome
 	if err := artifacts.WriteFileAtomic(filepath.Join(out, runResults), []byte(table)); err != nil {
 		err = fmt.Errorf("results table: %w", err)
@@ -122,7 +124,7 @@ func runWhere(out string) string {
 		parts = append(parts, fmt.Sprintf("audit: %s (%s)", filepath.Join(out, runAuditMD), filepath.Join(out, runAuditDoc)))
 	}
 	var stages []string
-	for _, s := range []string{runCapture, runPrepared, runReplay} {
+	for _, s := range []string{runCapture, runPrepared, runReplay, runAuditStage} {
 		if exists(s) {
 			stages = append(stages, filepath.Join(out, s))
 		}

@@ -1,0 +1,46 @@
+package audit
+
+import (
+	"fmt"
+
+	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
+	"github.com/tilepipe/tilepipe/artifacts"
+	"github.com/tilepipe/tilepipe/artifacts/sign"
+)
+
+// StageTitle is the audit stage's one layer.
+const StageTitle = "audit.md"
+
+// WriteStage writes the audit as a stage of its own in dir, which must not
+// exist: an OCI layout whose manifest (artifactType artifacts.AuditType)
+// has the audit statement as its config, signed with key unless key is
+// nil, audit.md as its layer, and the audited replay manifest as its
+// subject, so a checkpoint's chain reads capture ← prepared ← replay ←
+// audit in a registry as on disk. It returns the manifest descriptor.
+func WriteStage(dir string, r *Report, key *sign.Key) (ocispec.Descriptor, error) {
+	if r.replay.Digest == "" {
+		return ocispec.Descriptor{}, fmt.Errorf("audit stage %s: the audit opened no replay stage to be the subject of", dir)
+	}
+	s, err := artifacts.Create(dir)
+	if err != nil {
+		return ocispec.Descriptor{}, err
+	}
+	fail := func(err error) (ocispec.Descriptor, error) {
+		s.Discard()
+		return ocispec.Descriptor{}, err
+	}
+	md, err := s.PutBytes([]byte(Markdown(r)), artifacts.MediaMarkdown)
+	if err != nil {
+		return fail(err)
+	}
+	cfg, err := s.PutStatement(statement(r), key)
+	if err != nil {
+		return fail(err)
+	}
+	subject := r.replay
+	d, err := s.Commit(artifacts.AuditType, cfg, []ocispec.Descriptor{artifacts.Layer(StageTitle, md)}, &subject)
+	if err != nil {
+		return fail(err)
+	}
+	return d, nil
+}
