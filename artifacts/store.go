@@ -442,7 +442,19 @@ func (s *Store) Commit(artifactType string, config ocispec.Descriptor, layers []
 		Layers:       layers,
 		Subject:      subject,
 	}
-	md, err := s.PutJSON(m, ocispec.MediaTypeImageManifest)
+	b, err := MarshalJSON(m)
+	if err != nil {
+		return ocispec.Descriptor{}, err
+	}
+	return s.CommitManifest(b, artifactType)
+}
+
+// CommitManifest stores manifest, the bytes of an image manifest of
+// artifactType whose config and layers are already in the store, as it is
+// (a stage pulled from a registry keeps its manifest digest), and writes
+// index.json pointing at it: the commit point.
+func (s *Store) CommitManifest(manifest []byte, artifactType string) (ocispec.Descriptor, error) {
+	md, err := s.PutBytes(manifest, ocispec.MediaTypeImageManifest)
 	if err != nil {
 		return ocispec.Descriptor{}, err
 	}
@@ -507,8 +519,8 @@ func OpenStage(dir, artifactType string, verified func(name string, d ocispec.De
 	if err != nil {
 		return nil, fmt.Errorf("stage %s: %w", dir, err)
 	}
-	var m ocispec.Manifest
-	if err := strictJSON(mb, &m); err != nil {
+	m, err := ParseManifest(mb)
+	if err != nil {
 		return nil, fmt.Errorf("stage %s: manifest %s: %w", dir, Short(md.Digest), err)
 	}
 	if m.ArtifactType != artifactType {
@@ -573,6 +585,14 @@ func OpenStage(dir, artifactType string, verified func(name string, d ocispec.De
 		st.Layers[title] = l
 	}
 	return st, nil
+}
+
+// ParseManifest decodes an image manifest, refusing unknown fields and
+// trailing data. What it describes is checked by OpenStage.
+func ParseManifest(b []byte) (ocispec.Manifest, error) {
+	var m ocispec.Manifest
+	err := strictJSON(b, &m)
+	return m, err
 }
 
 // indexDescriptor checks index.json's descriptor of the manifest against
