@@ -98,7 +98,12 @@ type Process struct {
 
 // Route is what capture learned about one route from describe.
 type Route struct {
+	// Name is what the route goes by in this checkpoint: the name its
+	// describe answer gives, or the alias it was given (--routes
+	// ALIAS=ROUTE, --route-exec ALIAS=PATH), when Describes holds the
+	// describe answer's name.
 	Name      string   `json:"name"`
+	Describes string   `json:"describes,omitempty"`
 	Kind      string   `json:"kind"`
 	Version   string   `json:"version"`
 	Available bool     `json:"available"`
@@ -112,6 +117,15 @@ type Route struct {
 	AcceptsIR bool     `json:"acceptsIR,omitempty"` // builds from --ir/--abi when given
 	// Devices the route builds for; absent: the CPU alone.
 	Devices []string `json:"devices,omitempty"`
+}
+
+// DescribedName is the name the route's describe answer gives: Describes
+// for an alias, else Name.
+func (r Route) DescribedName() string {
+	if r.Describes != "" {
+		return r.Describes
+	}
+	return r.Name
 }
 
 // BuildsFor says whether the route builds for device ("cpu" or "cuda").

@@ -84,6 +84,16 @@ func (c Config) Validate() error {
 	case c.BuildTimeout < MinBuildTimeout || c.BuildTimeout > MaxBuildTimeout:
 		return fmt.Errorf("--build-timeout-s: want %g to %g, got %g", MinBuildTimeout.Seconds(), MaxBuildTimeout.Seconds(), c.BuildTimeout.Seconds())
 	}
+	for _, f := range []struct {
+		flag string
+		vals []string
+	}{{"--routes", c.Routes}, {"--route-exec", c.RouteExec}} {
+		for _, v := range f.vals {
+			if _, _, err := splitAlias(f.flag, v); err != nil {
+				return err
+			}
+		}
+	}
 	return nil
 }
 

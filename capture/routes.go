@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
@@ -14,8 +15,22 @@ import (
 
 type routeExec struct {
 	name     string // as asked for ("" for --route-exec)
+	alias    string // the name it goes by in this checkpoint ("": its own)
 	path     string
 	external bool
+}
+
+// splitAlias cuts "ALIAS=ROUTE" (or "ALIAS=PATH") into its alias and the
+// rest; without "=" the alias is "".
+func splitAlias(flag, s string) (alias, rest string, err error) {
+	a, r, ok := strings.Cut(s, "=")
+	if !ok {
+		return "", s, nil
+	}
+	if !protocol.ValidName(a) || r == "" {
+		return "", "", fmt.Errorf("%s %q: want NAME=%s with NAME of letters, digits, '.', '_' and '-' (at most 128)", flag, s, map[string]string{"--routes": "ROUTE", "--route-exec": "PATH"}[flag])
+	}
+	return a, r, nil
 }
 
 // RoutesDir finds the built-in routes: $TILEPIPE_ROUTES, else the routes
@@ -37,18 +52,26 @@ func resolveRoutes(cfg Config) ([]routeExec, error) {
 		dir = RoutesDir()
 	}
 	var out []routeExec
-	for _, n := range cfg.Routes {
+	for _, r := range cfg.Routes {
+		alias, n, err := splitAlias("--routes", r)
+		if err != nil {
+			return nil, err
+		}
 		if n == "" || filepath.Base(n) != n {
 			return nil, fmt.Errorf("route %q: want a built-in route name (see tilepipe routes) or --route-exec PATH", n)
 		}
-		out = append(out, routeExec{name: n, path: filepath.Join(dir, n, "route")})
+		out = append(out, routeExec{name: n, alias: alias, path: filepath.Join(dir, n, "route")})
 	}
-	for _, p := range cfg.RouteExec {
+	for _, r := range cfg.RouteExec {
+		alias, p, err := splitAlias("--route-exec", r)
+		if err != nil {
+			return nil, err
+		}
 		abs, err := filepath.Abs(p)
 		if err != nil {
 			return nil, err
 		}
-		out = append(out, routeExec{path: abs, external: true})
+		out = append(out, routeExec{path: abs, alias: alias, external: true})
 	}
 	if len(out) == 0 {
 		return nil, fmt.Errorf("routes: want at least one route")
@@ -98,9 +121,13 @@ func describe(ctx context.Context, s *artifacts.Store, r routeExec, env map[stri
 	if err != nil {
 		return artifacts.Route{}, cmd, fmt.Errorf("route %s: store program: %w", r.path, err)
 	}
-	s.Name("routes/"+d.Name+"/route", pd)
-	s.Name("routes/"+d.Name+"/describe.json", ocispecDesc(cmd.Stdout))
-	return artifacts.Route{Name: d.Name, Kind: d.Kind, Version: d.Version, Available: d.Available, Reason: d.Reason,
+	name, describes := d.Name, ""
+	if r.alias != "" {
+		name, describes = r.alias, d.Name
+	}
+	s.Name("routes/"+name+"/route", pd)
+	s.Name("routes/"+name+"/describe.json", ocispecDesc(cmd.Stdout))
+	return artifacts.Route{Name: name, Describes: describes, Kind: d.Kind, Version: d.Version, Available: d.Available, Reason: d.Reason,
 		Ops: d.Ops, Exec: r.path, Digest: pd.Digest, Describe: cmd.Stdout, External: r.external,
 		Validates: d.Validates, AcceptsIR: d.AcceptsIR, Devices: d.Devices}, cmd, nil
 }

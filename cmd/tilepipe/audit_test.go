@@ -872,7 +872,7 @@ func TestAuditExpect(t *testing.T) {
 	out := filepath.Join(t.TempDir(), "audit.json")
 	code, md, errs := tp(t, append(auditArgs(dir), "--expect", want, "--output", out)...)
 	if code != exitOK || !strings.Contains(md, "| pin | PASSED |") || !strings.Contains(md, "Pinned to `"+want+"`, the replay manifest given with --expect.") ||
-		!strings.Contains(md, "; pinned to "+want+")\n") {
+		!strings.Contains(md, "; pinned to "+want+"; "+audit.Unsigned+")\n") {
 		t.Errorf("audit --expect (the same checkpoint) = exit %d, want 0, pin PASSED and the verdict pinned to %s:\n%s%s", code, want, md, errs)
 	}
 	if p := readAudit(t, out); p["pinned"] != true || p["expected"] != want {
@@ -891,7 +891,7 @@ func TestAuditExpect(t *testing.T) {
 	}
 	code, md, errs = tp(t, auditArgs(dir)...)
 	if code != exitOK || strings.Contains(md, "| pin |") || !strings.Contains(md, "\nNot pinned: a consistent re-hash of the whole checkpoint cannot be told apart without --expect.\n") ||
-		!strings.Contains(md, "; "+audit.NotPinned+")\n") {
+		!strings.Contains(md, "; "+audit.NotPinned+"; "+audit.Unsigned+")\n") {
 		t.Errorf("unpinned audit of a consistent re-hash = exit %d, want 0 (nothing tells it) and the verdict not pinned:\n%s%s", code, md, errs)
 	}
 	code, md, errs = tp(t, append(auditArgs(dir), "--expect", want)...)

@@ -15,8 +15,8 @@ func captureFlags() []cli.Flag {
 	d := capture.DefaultConfig
 	return []cli.Flag{
 		&cli.StringFlag{Name: "cohort", Value: d.Cohort, Usage: "built-in cohort name or cohort JSON file"},
-		&cli.StringFlag{Name: "routes", Value: strings.Join(d.Routes, ","), Usage: "comma-separated built-in routes"},
-		&cli.StringSliceFlag{Name: "route-exec", Usage: "PATH of a route program speaking docs/protocol.md (repeatable)"},
+		&cli.StringFlag{Name: "routes", Value: strings.Join(d.Routes, ","), Usage: "comma-separated built-in routes; ALIAS=ROUTE runs ROUTE under another name (halide,halide-new=halide: two builds of one route in one replay)"},
+		&cli.StringSliceFlag{Name: "route-exec", Usage: "PATH of a route program speaking docs/protocol.md (repeatable); NAME=PATH runs it under NAME (two versions of one route side by side)"},
 		&cli.IntFlag{Name: "threads", Value: d.Threads, Usage: fmt.Sprintf("threads per timed process (also recorded at capture; 1 to %d)", capture.MaxThreads)},
 		&cli.IntFlag{Name: "jobs", Value: d.Jobs, Usage: fmt.Sprintf("route builds run at once (1 to %d)", capture.MaxJobs)},
 		buildTimeoutFlag(d.BuildTimeout, "every route program call (describe, each build)"),

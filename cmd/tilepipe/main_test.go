@@ -135,7 +135,7 @@ func TestRunNaivePasses(t *testing.T) {
 	if b, err := os.ReadFile(filepath.Join(dir, "audit.md")); err != nil || !strings.Contains(out, string(b)) {
 		t.Errorf("audit.md = %q, %v; want the audit printed on stdout", b, err)
 	}
-	want := fmt.Sprintf("\nresults: %[1]s/results.md, audit: %[1]s/audit.md (%[1]s/audit.json); stages: %[1]s/capture, %[1]s/prepared, %[1]s/replay, %[1]s/audit\n", dir)
+	want := fmt.Sprintf("\nresults: %[1]s/results.md, report: %[1]s/report.html, audit: %[1]s/audit.md (%[1]s/audit.json); stages: %[1]s/capture, %[1]s/prepared, %[1]s/replay, %[1]s/audit\n", dir)
 	if !strings.HasSuffix(out, want) {
 		t.Errorf("run stdout ends\n%s\nwant it to end %q", out[max(0, len(out)-300):], want)
 	}

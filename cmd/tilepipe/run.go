@@ -28,6 +28,7 @@ const (
 	runAuditDoc = "audit.json"
 	// runAuditStage is the audit as a stage (audit.WriteStage).
 	runAuditStage = "audit"
+	runReport     = "report.html"
 )
 
 func runCommand() *cli.Command {
@@ -96,6 +97,9 @@ func runAll(c *cli.Context, out string) error {
 	if auditErr != nil && !errors.As(auditErr, &o) {
 		return auditErr
 	}
+	if err := writeReport(out, filepath.Join(out, runReport)); err != nil {
+		return fmt.Errorf("report: %w", err)
+	}
 	for _, e := range []error{auditErr, replayOutcome(rres), countsOutcome("prepare", pres.Counts), countsOutcome("capture", cres.Counts)} {
 		if errors.As(e, &o) && o.code == exitFailure {
 			return o
@@ -119,6 +123,9 @@ func runWhere(out string) string {
 	var parts []string
 	if exists(runResults) {
 		parts = append(parts, "results: "+filepath.Join(out, runResults))
+	}
+	if exists(runReport) {
+		parts = append(parts, "report: "+filepath.Join(out, runReport))
 	}
 	if exists(runAuditDoc) && exists(runAuditMD) {
 		parts = append(parts, fmt.Sprintf("audit: %s (%s)", filepath.Join(out, runAuditMD), filepath.Join(out, runAuditDoc)))

@@ -1,0 +1,385 @@
+// Package html renders a checkpoint as one self-contained HTML page
+// (tilepipe report): the results table, per-case plots of every sample by
+// route (batch and single-call samples apart), the paired ratios with
+// their intervals, the visit timeline by round, the failed visits with
+// their reasons and the audit's verdict. Plots are drawn by gonum/plot to
+// SVG and written into the page, styles inline, no script and nothing
+// fetched: the file opens the same offline, mailed or archived.
+package html
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"html/template"
+	"image/color"
+	"math"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	"github.com/apache/arrow-go/v18/arrow/memory"
+	"gonum.org/v1/plot"
+	"gonum.org/v1/plot/plotter"
+	"gonum.org/v1/plot/vg"
+	"gonum.org/v1/plot/vg/draw"
+	"gonum.org/v1/plot/vg/vgsvg"
+
+	"github.com/tilepipe/tilepipe/artifacts"
+	"github.com/tilepipe/tilepipe/artifacts/samples"
+	"github.com/tilepipe/tilepipe/report"
+)
+
+// Audit is what the page says of the checkpoint's audit (from its audit
+// stage); a zero Audit says the checkpoint has none.
+type Audit struct {
+	Verdict   string `json:"verdict"`
+	Integrity string `json:"integrity"`
+	Claims    struct {
+		Supported   int `json:"supported"`
+		Unsupported int `json:"unsupported"`
+	} `json:"claims"`
+	Pinned bool   `json:"pinned"`
+	Signed string `json:"signed"`
+}
+
+// Total is the rows the audit judged.
+func (a Audit) Total() int { return a.Claims.Supported + a.Claims.Unsupported }
+
+// Page is what the report shows.
+type Page struct {
+	Title   string
+	Replay  string // the replay manifest digest
+	Doc     artifacts.ReplayDoc
+	Samples []samples.Row
+	Audit   *Audit
+}
+
+// palette gives each route a color, in the order routes appear.
+var palette = []color.RGBA{
+	{0x1f, 0x77, 0xb4, 0xff}, {0xd6, 0x27, 0x28, 0xff}, {0x2c, 0xa0, 0x2c, 0xff}, {0x94, 0x67, 0xbd, 0xff},
+	{0xff, 0x7f, 0x0e, 0xff}, {0x8c, 0x56, 0x4b, 0xff}, {0xe3, 0x77, 0xc2, 0xff}, {0x17, 0xbe, 0xcf, 0xff},
+}
+
+func routeColor(routes []string, r string) color.RGBA {
+	return palette[max(slices.Index(routes, r), 0)%len(palette)]
+}
+
+// svg draws p at w×h and returns the SVG element, without the XML prolog,
+// for writing into the page.
+func svg(p *plot.Plot, w, h vg.Length) (template.HTML, error) {
+	c := vgsvg.New(w, h)
+	p.Draw(draw.New(c))
+	var b bytes.Buffer
+	if _, err := c.WriteTo(&b); err != nil {
+		return "", err
+	}
+	s := b.String()
+	if i := strings.Index(s, "<svg"); i > 0 {
+		s = s[i:]
+	}
+	return template.HTML(s), nil // gonum/plot's own output: text it draws is XML-escaped
+}
+
+// jitter spreads the i-th of n points of one category across ±0.3.
+func jitter(i, n int) float64 {
+	if n < 2 {
+		return 0
+	}
+	return -0.3 + 0.6*float64(i)/float64(n-1)
+}
+
+// samplePlot is one case's samples: for each route, its batch samples'
+// time per call (filled circles) and its single calls (crosses), log
+// scaled where they span more than a factor of 20.
+func samplePlot(c string, routes []string, rows []samples.Row) (template.HTML, error) {
+	p := plot.New()
+	p.Title.Text = c
+	p.Y.Label.Text = "ns per call"
+	var names []string
+	lo, hi := math.Inf(1), 0.0
+	for ri, r := range routes {
+		for _, kind := range []string{"batch", "single"} {
+			var pts plotter.XYs
+			var mine []samples.Row
+			for _, s := range rows {
+				if s.Case == c && s.Route == r && s.Kind == kind {
+					mine = append(mine, s)
+				}
+			}
+			for i, s := range mine {
+				v := s.PerOpNs()
+				pts = append(pts, plotter.XY{X: float64(ri) + jitter(i, len(mine)), Y: v})
+				lo, hi = min(lo, v), max(hi, v)
+			}
+			if len(pts) == 0 {
+				continue
+			}
+			sc, err := plotter.NewScatter(pts)
+			if err != nil {
+				return "", err
+			}
+			sc.GlyphStyle.Color = routeColor(routes, r)
+			sc.GlyphStyle.Radius = vg.Points(2)
+			if kind == "single" {
+				sc.GlyphStyle.Shape = draw.CrossGlyph{}
+			} else {
+				sc.GlyphStyle.Shape = draw.CircleGlyph{}
+			}
+			p.Add(sc) // the page says which glyph is which kind
+		}
+		names = append(names, r)
+	}
+	if hi == 0 {
+		return "", nil // no samples: a row that never timed
+	}
+	if hi/lo > 20 {
+		p.Y.Scale, p.Y.Tick.Marker = plot.LogScale{}, plot.LogTicks{}
+	}
+	p.NominalX(names...)
+	return svg(p, 4*vg.Inch, 3*vg.Inch)
+}
+
+// errBars is ratios with their intervals as gonum/plot's XErrorer.
+type errBars struct {
+	plotter.XYs
+	lo, hi []float64
+}
+
+func (e errBars) XError(i int) (float64, float64) {
+	x, _ := e.XY(i)
+	return x - e.lo[i], e.hi[i] - x
+}
+
+// ratioPlot is every paired ratio: its median with its interval, a row
+// per (case, route), beside the line of no difference.
+func ratioPlot(doc artifacts.ReplayDoc) (template.HTML, error) {
+	var e errBars
+	var labels []string
+	for _, s := range doc.Summary {
+		if s.RatioPairs == 0 {
+			continue
+		}
+		y := float64(len(labels))
+		e.XYs = append(e.XYs, plotter.XY{X: s.Ratio, Y: y})
+		e.lo, e.hi = append(e.lo, s.RatioLo), append(e.hi, s.RatioHi)
+		labels = append(labels, s.Case+" "+s.Route)
+	}
+	if len(labels) == 0 {
+		return "", nil
+	}
+	p := plot.New()
+	p.Title.Text = fmt.Sprintf("paired ratio vs %s (below 1 is faster)", doc.Config.Baseline)
+	bars, err := plotter.NewXErrorBars(e)
+	if err != nil {
+		return "", err
+	}
+	pts, err := plotter.NewScatter(e.XYs)
+	if err != nil {
+		return "", err
+	}
+	one, err := plotter.NewLine(plotter.XYs{{X: 1, Y: -0.5}, {X: 1, Y: float64(len(labels)) - 0.5}})
+	if err != nil {
+		return "", err
+	}
+	one.Dashes = []vg.Length{vg.Points(3), vg.Points(3)}
+	p.Add(one, bars, pts)
+	p.NominalY(labels...)
+	lo, hi := slices.Min(append(e.lo, 1)), slices.Max(append(e.hi, 1))
+	p.X.Min, p.X.Max = lo-0.05*(hi-lo), hi+0.05*(hi-lo) // room for the bars' caps
+	return svg(p, 6*vg.Inch, vg.Length(1+0.3*float64(len(labels)))*vg.Inch)
+}
+
+// timeline is every visit at its start, seconds into the replay, by round:
+// a color per route, failed visits as crosses.
+func timeline(doc artifacts.ReplayDoc) (template.HTML, error) {
+	if len(doc.Visits) == 0 {
+		return "", nil
+	}
+	t0 := doc.Visits[0].Start
+	for _, v := range doc.Visits {
+		if v.Start.Before(t0) {
+			t0 = v.Start
+		}
+	}
+	p := plot.New()
+	p.Title.Text = "visits by round"
+	p.X.Label.Text = "seconds into the replay"
+	p.Y.Label.Text = "round"
+	entries := 0
+	for _, r := range doc.Routes {
+		for _, failed := range []bool{false, true} {
+			var pts plotter.XYs
+			for _, v := range doc.Visits {
+				if v.Route == r && (v.Status != artifacts.StatusPassed) == failed {
+					pts = append(pts, plotter.XY{X: v.Start.Sub(t0).Seconds(), Y: float64(v.Round + 1)})
+				}
+			}
+			if len(pts) == 0 {
+				continue
+			}
+			sc, err := plotter.NewScatter(pts)
+			if err != nil {
+				return "", err
+			}
+			sc.GlyphStyle.Color = routeColor(doc.Routes, r)
+			sc.GlyphStyle.Shape = draw.CircleGlyph{}
+			name := r
+			if failed {
+				sc.GlyphStyle.Shape, sc.GlyphStyle.Radius, name = draw.CrossGlyph{}, vg.Points(4), r+" (failed)"
+			}
+			p.Add(sc)
+			p.Legend.Add(name, sc)
+			entries++
+		}
+	}
+	p.Legend.Top = true
+	rounds := 0.0
+	for _, v := range doc.Visits {
+		rounds = max(rounds, float64(v.Round+1))
+	}
+	p.Y.Min, p.Y.Max = 0, rounds*(1+0.12*float64(entries)) // room above the last round for the legend
+	return svg(p, 6*vg.Inch, 3*vg.Inch)
+}
+
+// Row is a results table row as the page shows it.
+type Row struct {
+	Case, Route, Status, Median, Range, Ratio, Interval, Verdict, Reason string
+}
+
+// Render writes the page.
+func Render(pg Page) ([]byte, error) {
+	var cases []string
+	for _, s := range pg.Doc.Summary {
+		if !slices.Contains(cases, s.Case) {
+			cases = append(cases, s.Case)
+		}
+	}
+	type casePlot struct {
+		Case string
+		SVG  template.HTML
+	}
+	var plots []casePlot
+	for _, c := range cases {
+		s, err := samplePlot(c, pg.Doc.Routes, pg.Samples)
+		if err != nil {
+			return nil, fmt.Errorf("plot %s: %w", c, err)
+		}
+		if s != "" {
+			plots = append(plots, casePlot{c, s})
+		}
+	}
+	ratios, err := ratioPlot(pg.Doc)
+	if err != nil {
+		return nil, fmt.Errorf("plot ratios: %w", err)
+	}
+	tl, err := timeline(pg.Doc)
+	if err != nil {
+		return nil, fmt.Errorf("plot timeline: %w", err)
+	}
+	var rows []Row
+	for _, s := range pg.Doc.Summary {
+		r := Row{Case: s.Case, Route: s.Route, Status: s.Status, Reason: s.Reason, Verdict: s.Verdict}
+		if s.Status == artifacts.StatusPassed && s.Samples > 0 {
+			r.Median, r.Range = report.Duration(s.MedianNs), report.Duration(s.MinNs)+" – "+report.Duration(s.MaxNs)
+		}
+		switch {
+		case s.Route == pg.Doc.Config.Baseline:
+			r.Ratio = "baseline"
+		case s.RatioPairs > 0:
+			r.Ratio = fmt.Sprintf("%.3f", s.Ratio)
+			r.Interval = fmt.Sprintf("%.3f – %.3f", s.RatioLo, s.RatioHi)
+		}
+		rows = append(rows, r)
+	}
+	type failedVisit struct {
+		Index, Round        int
+		Case, Route, Reason string
+	}
+	var failed []failedVisit
+	for _, v := range pg.Doc.Visits {
+		if v.Status != artifacts.StatusPassed {
+			failed = append(failed, failedVisit{v.Index, v.Round + 1, v.Case, v.Route, v.Reason})
+		}
+	}
+	var b bytes.Buffer
+	err = page.Execute(&b, map[string]any{
+		"Title": pg.Title, "Replay": pg.Replay, "Config": pg.Doc.Config, "Level": fmt.Sprintf("%g%%", 100*pg.Doc.Config.IntervalLevel()),
+		"Rows": rows, "Plots": plots, "Ratios": ratios, "Timeline": tl, "Failed": failed, "Audit": pg.Audit,
+	})
+	return b.Bytes(), err
+}
+
+var page = template.Must(template.New("report").Parse(`<!DOCTYPE html>
+<html lang="en"><head><meta charset="utf-8"><title>{{.Title}}</title>
+<style>
+body{font-family:system-ui,sans-serif;margin:2em;color:#222;background:#fff}
+table{border-collapse:collapse;margin:1em 0}td,th{border:1px solid #bbb;padding:3px 8px;text-align:left}
+th{background:#eee}td.n{text-align:right;font-variant-numeric:tabular-nums}
+.pass{background:#d9f2d9;border:2px solid #2c8c2c;padding:.5em 1em;display:inline-block}
+.fail{background:#f8d7d7;border:2px solid #b22;padding:.5em 1em;display:inline-block}
+.none{background:#eee;border:2px solid #888;padding:.5em 1em;display:inline-block}
+.plots{display:flex;flex-wrap:wrap;gap:1em}code{font-size:90%}
+</style></head><body>
+<h1>{{.Title}}</h1>
+<p>Replay <code>{{.Replay}}</code>: {{.Config.Rounds}} rounds, baseline {{.Config.Baseline}}, {{.Config.Threads}} threads; ratios are route time over baseline time per round, their intervals exact at {{.Level}}.</p>
+<h2>Audit</h2>
+{{with .Audit}}<div id="verdict" class="{{if eq .Verdict "pass"}}pass{{else}}fail{{end}}">audit verdict: <b>{{.Verdict}}</b>: checkpoint {{.Integrity}}; {{.Claims.Supported}} of {{.Total}} claims supported; {{if .Pinned}}pinned{{else}}not pinned{{end}}; {{.Signed}}</div>
+{{else}}<div id="verdict" class="none">no audit stage in this checkpoint: run tilepipe audit</div>{{end}}
+<h2>Results</h2>
+<table id="results"><thead><tr><th>case</th><th>route</th><th>status</th><th>median per call</th><th>min – max</th><th>ratio</th><th>interval</th><th>verdict</th><th>reason</th></tr></thead><tbody>
+{{range .Rows}}<tr data-case="{{.Case}}" data-route="{{.Route}}"><td>{{.Case}}</td><td>{{.Route}}</td><td>{{.Status}}</td><td class="n">{{.Median}}</td><td class="n">{{.Range}}</td><td class="n">{{.Ratio}}</td><td class="n">{{.Interval}}</td><td>{{.Verdict}}</td><td>{{.Reason}}</td></tr>
+{{end}}</tbody></table>
+{{if .Ratios}}<h2>Paired ratios</h2><div class="plot" id="ratios">{{.Ratios}}</div>{{end}}
+<h2>Samples</h2><p>Every sample by route: batch samples (time per call, circles) and single calls (crosses).</p>
+<div class="plots">{{range .Plots}}<div class="plot" data-case="{{.Case}}">{{.SVG}}</div>{{end}}</div>
+{{if .Timeline}}<h2>Visits</h2><div class="plot" id="timeline">{{.Timeline}}</div>{{end}}
+<h2>Failed visits</h2>
+{{if .Failed}}<table id="failed"><thead><tr><th>visit</th><th>round</th><th>case</th><th>route</th><th>reason</th></tr></thead><tbody>
+{{range .Failed}}<tr><td class="n">{{.Index}}</td><td class="n">{{.Round}}</td><td>{{.Case}}</td><td>{{.Route}}</td><td>{{.Reason}}</td></tr>
+{{end}}</tbody></table>{{else}}<p id="failed">Every visit passed.</p>{{end}}
+</body></html>
+`))
+
+// Load reads the checkpoint in dir for its page: its replay stage
+// (dir/replay, every blob re-hashed) with its samples, and its audit
+// stage (dir/audit) where there is one, which must be the audit of that
+// replay.
+func Load(dir string) (Page, error) {
+	st, err := artifacts.OpenStage(filepath.Join(dir, "replay"), artifacts.ReplayType, nil)
+	if err != nil {
+		return Page{}, err
+	}
+	pg := Page{Title: "tilepipe report: " + filepath.Base(filepath.Clean(dir)), Replay: string(st.Descriptor.Digest)}
+	if err := st.ReadDoc(&pg.Doc); err != nil {
+		return Page{}, err
+	}
+	if pg.Samples, err = samples.ReadFile(st.Store.Path(pg.Doc.Samples), memory.DefaultAllocator); err != nil {
+		return Page{}, fmt.Errorf("replay %s: samples: %w", st.Store.Dir(), err)
+	}
+	ad := filepath.Join(dir, "audit")
+	if _, err := os.Lstat(ad); errors.Is(err, os.ErrNotExist) {
+		return pg, nil
+	}
+	aud, err := artifacts.OpenStage(ad, artifacts.AuditType, nil)
+	if err != nil {
+		return Page{}, err
+	}
+	if s := aud.Manifest.Subject; s == nil || s.Digest != st.Descriptor.Digest {
+		return Page{}, fmt.Errorf("audit stage %s: its subject is not the replay manifest %s: the audit of another replay", ad, st.Descriptor.Digest)
+	}
+	b, err := aud.Statement()
+	if err != nil {
+		return Page{}, err
+	}
+	var stmt struct {
+		Predicate Audit `json:"predicate"`
+	}
+	if err := json.Unmarshal(b, &stmt); err != nil {
+		return Page{}, fmt.Errorf("audit stage %s: %w", ad, err)
+	}
+	pg.Audit = &stmt.Predicate
+	return pg, nil
+}
