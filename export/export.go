@@ -119,13 +119,7 @@ var SampleSchema = arrow.NewSchema([]arrow.Field{
 func Samples(rows []samples.Row) arrow.RecordBatch {
 	b := array.NewRecordBuilder(memory.DefaultAllocator, SampleSchema)
 	defer b.Release()
-	f64 := func(i int, ok bool, v float64) {
-		if ok {
-			b.Field(i).(*array.Float64Builder).Append(v)
-		} else {
-			b.Field(i).(*array.Float64Builder).AppendNull()
-		}
-	}
+	f64 := nullable(b)
 	for _, r := range rows {
 		b.Field(0).(*array.Int32Builder).Append(r.Visit)
 		b.Field(1).(*array.Int32Builder).Append(r.Round)
@@ -175,13 +169,7 @@ var SummarySchema = arrow.NewSchema([]arrow.Field{
 func Summaries(doc artifacts.ReplayDoc) arrow.RecordBatch {
 	b := array.NewRecordBuilder(memory.DefaultAllocator, SummarySchema)
 	defer b.Release()
-	f64 := func(i int, ok bool, v float64) {
-		if ok {
-			b.Field(i).(*array.Float64Builder).Append(v)
-		} else {
-			b.Field(i).(*array.Float64Builder).AppendNull()
-		}
-	}
+	f64 := nullable(b)
 	for _, s := range doc.Summary {
 		timed := s.Status == artifacts.StatusPassed && s.Samples > 0
 		ratio := s.RatioPairs > 0
@@ -212,6 +200,18 @@ func Summaries(doc artifacts.ReplayDoc) arrow.RecordBatch {
 		b.Field(20).(*array.StringBuilder).Append(s.BelowBest)
 	}
 	return b.NewRecordBatch()
+}
+
+// nullable appends to b's float column i the value v, or null where ok is
+// false.
+func nullable(b *array.RecordBuilder) func(i int, ok bool, v float64) {
+	return func(i int, ok bool, v float64) {
+		if ok {
+			b.Field(i).(*array.Float64Builder).Append(v)
+		} else {
+			b.Field(i).(*array.Float64Builder).AppendNull()
+		}
+	}
 }
 
 func writeParquet(w io.Writer, rec arrow.RecordBatch) error {
