@@ -67,6 +67,9 @@ func Open(dir string) ([]*artifacts.Stage, error) {
 	var stages []*artifacts.Stage
 	for i, typ := range Chain {
 		name := artifacts.StageName(typ)
+		if _, err := os.Lstat(filepath.Join(dir, name)); typ == artifacts.AuditType && errors.Is(err, os.ErrNotExist) {
+			return nil, fmt.Errorf("checkpoint %s has no audit stage: tilepipe audit --capture %[1]s/capture --prepared %[1]s/prepared --replay %[1]s/replay --stage %[1]s/audit writes one", dir)
+		}
 		st, err := artifacts.OpenStage(filepath.Join(dir, name), typ, nil)
 		if err != nil {
 			return nil, fmt.Errorf("checkpoint %s: %w", dir, err)
