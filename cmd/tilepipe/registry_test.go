@@ -217,6 +217,16 @@ func TestPushPull(t *testing.T) {
 		}
 		assertNothingLeft(t, into)
 	})
+	t.Run("push refuses a checkpoint without its audit stage", func(t *testing.T) {
+		partial := copyRun(t, dir)
+		if err := os.RemoveAll(filepath.Join(partial, "audit")); err != nil {
+			t.Fatal(err)
+		}
+		code, _, errs := tp(t, "push", partial, reg.host+"/tilepipe/partial")
+		if want := "checkpoint " + partial + " has no audit stage: tilepipe audit --capture " + partial + "/capture"; code != exitFailure || !strings.Contains(errs, want) {
+			t.Errorf("push without an audit stage = exit %d, %q; want 1 and %q", code, errs, want)
+		}
+	})
 	t.Run("push refuses a checkpoint changed on disk", func(t *testing.T) {
 		forged := copyRun(t, dir)
 		flipByte(t, layerPath(t, filepath.Join(forged, "replay"), artifacts.ReplayType, "results.md"))
