@@ -105,6 +105,8 @@ var adversaries = []adversary{
 	// the read-back: a long warm-up keeps the visit going past that.
 	{name: "threads_hide", class: "extra threads", stage: "replay", flags: []string{"--threads", "1", "--warmup-ms", "2500"},
 		reason: "threads_exceeded: the visit's processes ..."},
+	{name: "late_thread", class: "extra threads", stage: "replay",
+		reason: "affinity_widened: a thread made after the pinning is not on one core of the visit's: thread ..."},
 	{name: "unpin", class: "extra threads", stage: "replay",
 		reason: "affinity_widened: a pinned thread left its core: thread ..."},
 	{name: "burner", class: "extra threads", stage: "replay", flags: []string{"--threads", "1", "--warmup-ms", "1500"},

@@ -66,7 +66,7 @@ func (s *Session) Pins() ([]artifacts.ThreadPins, error) {
 			case pinned && !slices.Equal(got, []int{want}):
 				return nil, fail("affinity_widened: a pinned thread left its core: thread %d (%s) of process %d on cores %s after the samples, pinned to %d", tid, p.comm, pid, affinity.List(got), want)
 			case !pinned && (len(got) != 1 || !slices.Contains(s.Cores, got[0])):
-				return nil, fail("affinity_widened: a thread made after the pinning is not on one of the visit's cores: thread %d (%s) of process %d on cores %s, the visit's %s", tid, p.comm, pid, affinity.List(got), affinity.List(s.Cores))
+				return nil, fail("affinity_widened: a thread made after the pinning is not on one core of the visit's: thread %d (%s) of process %d on cores %s, the visit's %s", tid, p.comm, pid, affinity.List(got), affinity.List(s.Cores))
 			}
 			rec.Cores = append(rec.Cores, got[0])
 		}

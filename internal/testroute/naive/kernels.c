@@ -238,7 +238,8 @@ static int answers(float *out, int n) {
 }
 #endif
 
-#if defined(ADVERSARY_THREADS) || defined(ADVERSARY_THREADS_HIDE) || defined(ADVERSARY_BURNER) || defined(ADVERSARY_UNPIN)
+#if defined(ADVERSARY_THREADS) || defined(ADVERSARY_THREADS_HIDE) || defined(ADVERSARY_BURNER) || defined(ADVERSARY_UNPIN) || \
+    defined(ADVERSARY_LATE_THREAD)
 static __attribute__((unused)) double since(const struct timespec *t0) {
   struct timespec t;
   clock_gettime(CLOCK_MONOTONIC, &t);
@@ -253,7 +254,7 @@ static void widen(void) {
 }
 #endif
 
-#if defined(ADVERSARY_THREADS)
+#if defined(ADVERSARY_THREADS) || defined(ADVERSARY_LATE_THREAD)
 /* Replay pins every thread to one core before the warm-up: the spinner
  * widens its mask again every millisecond or so, to run beside the timed
  * thread on another core. */
@@ -357,6 +358,13 @@ static int adversary(unsigned calls, void *const *buf) {
     widen();
     pthread_t t;
     for (int i = 0; i < 7; i++) pthread_create(&t, NULL, spin, NULL);
+  }
+#elif defined(ADVERSARY_LATE_THREAD)
+  /* A spinner made after the pinning (on the first warm-up call), which
+   * inherits the timed thread's one core and widens it. */
+  if (calls == VALIDATION_CALLS + 1) {
+    pthread_t t;
+    pthread_create(&t, NULL, spin, NULL);
   }
 #elif defined(ADVERSARY_UNPIN)
   /* Replay pins the visit's threads one to a core before the warm-up; the
