@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -65,6 +66,16 @@ func TestCompareCheckpoints(t *testing.T) {
 	flipByte(t, layerPath(t, filepath.Join(forged, "replay"), artifacts.ReplayType, artifacts.DocTitle))
 	if code, _, errs := tp(t, "compare", "--old", old, "--new", forged); code != exitFailure || !strings.Contains(errs, "digest mismatch") {
 		t.Errorf("compare of a tampered checkpoint = exit %d, %q; want 1 and a digest mismatch", code, errs)
+	}
+	// The two runs also give report an audit stage of another replay,
+	// which it refuses rather than show another audit's verdict.
+	mixed := copyRun(t, nw)
+	if out, err := exec.Command("sh", "-c", "chmod -R u+w "+filepath.Join(mixed, "audit")+" && rm -rf "+filepath.Join(mixed, "audit")+" && cp -a "+filepath.Join(old, "audit")+" "+filepath.Join(mixed, "audit")).CombinedOutput(); err != nil {
+		t.Fatalf("swap audit stages: %v %s", err, out)
+	}
+	code, _, errs = tp(t, "report", "--checkpoint", mixed, "--output", filepath.Join(t.TempDir(), "r.html"))
+	if want := "its subject is not the replay manifest " + openStage(t, filepath.Join(nw, "replay"), artifacts.ReplayType).Descriptor.Digest.String() + ": the audit of another replay"; code != exitFailure || !strings.Contains(errs, want) {
+		t.Errorf("report with another replay's audit = exit %d, %q; want 1 and %q", code, errs, want)
 	}
 	if code, _, errs := tp(t, "compare", "--old", old); code != exitUsage || !strings.Contains(errs, "--new is required") {
 		t.Errorf("compare --old alone = exit %d, %q; want usage", code, errs)
