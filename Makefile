@@ -9,7 +9,7 @@ ROUTES ?= halide,openblas,torch-eager
 RUN_FLAGS ?=
 
 # System packages the routes need (Debian 12 names).
-DEB_PACKAGES := libhalide14-0-dev libopenblas-dev python3-torch python3-numpy g++ gcc llvm-14-dev clang-14 bubblewrap docker-registry chromium
+DEB_PACKAGES := libhalide14-0-dev libopenblas-dev python3-torch python3-numpy g++ gcc llvm-14-dev clang-14 bubblewrap docker-registry chromium slurm-wlm munge
 
 .PHONY: all deps build routes run test test-adversarial test-oracle bench clean
 

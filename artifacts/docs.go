@@ -345,7 +345,21 @@ type ReplayConfig struct {
 	// (replays made before it): the visit's process had its mask, and its
 	// threads ran where the kernel's runtime put them.
 	Pin string `json:"pin,omitempty"`
+	// Shard is the part of the plan this replay times (--shard I/N): the
+	// cases whose place in the capture is I modulo N (internal/shard),
+	// every visit of theirs, so each paired ratio compares visits of one
+	// machine in one round. Absent: the whole plan.
+	Shard ShardSpec `json:"shard,omitzero"`
 }
+
+// ShardSpec is shard Index of Count (ReplayConfig.Shard).
+type ShardSpec struct {
+	Index int `json:"index"`
+	Count int `json:"count"`
+}
+
+// String is I/N, as --shard takes it.
+func (s ShardSpec) String() string { return fmt.Sprintf("%d/%d", s.Index, s.Count) }
 
 // PinThreads is ReplayConfig.Pin of replays that pin every thread of a
 // visit to one core.
@@ -721,6 +735,38 @@ type ReplayDoc struct {
 	// and why; Plan then holds the visits the cases got, the fixed rounds'
 	// (plan.json's plan) first.
 	Stops []CaseStop `json:"stops,omitempty"`
+	// Merge: this replay is the merge of shard replays (tilepipe merge),
+	// made from their raw samples. Plan, Visits, Sessions, Closure and
+	// Stops are theirs in shard order, renumbered (internal/shard.Combine);
+	// the visits' own blobs stay in the shard stages, which the audit
+	// opens and re-verifies. Absent: a replay of its own.
+	Merge *MergeRecord `json:"merge,omitempty"`
+}
+
+// MergeRecord lists the shards a merged replay was made from.
+type MergeRecord struct {
+	Shards []ShardRef `json:"shards"`
+	// Mixed says how the shards' machines differ (merge --allow-mixed);
+	// empty when they are comparable (internal/shard.Machine). A mixed
+	// merge marks every row with the machine it ran on.
+	Mixed []string `json:"mixed"`
+}
+
+// ShardRef is one shard of a merged replay.
+type ShardRef struct {
+	Shard ShardSpec `json:"shard"`
+	// Manifest is the shard stage's manifest; Path where merge found it,
+	// relative to the merged stage's directory when it can be.
+	Manifest Digest   `json:"manifest"`
+	Path     string   `json:"path"`
+	Cases    []string `json:"cases"`
+	// VisitOffset and SessionOffset are where the shard's visits and
+	// sessions begin in the merged lists.
+	VisitOffset   int `json:"visitOffset"`
+	SessionOffset int `json:"sessionOffset"`
+	// Machine is the shard's machine (internal/shard.Machine): host, CPU
+	// model, cores, GPU.
+	Machine string `json:"machine"`
 }
 
 // PlanRecord is a replay's plan.json: what a replay directory is replaying,

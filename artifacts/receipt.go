@@ -147,19 +147,21 @@ type Command struct {
 
 // Environment is the fingerprint of the machine a stage ran on.
 type Environment struct {
-	Hostname   string            `json:"hostname"`
-	OS         string            `json:"os"`
-	Arch       string            `json:"arch"`
-	Kernel     string            `json:"kernel"`
-	CPUModel   string            `json:"cpuModel"`
-	CPUFlags   []string          `json:"cpuFlags"`
-	CPUMHz     float64           `json:"cpuMHz"` // highest clock /proc/cpuinfo reports
-	CPUs       int               `json:"cpus"`
-	Governor   string            `json:"governor"`
-	MemTotalKB int64             `json:"memTotalKB"`
-	GPU        string            `json:"gpu,omitempty"`
-	Compilers  map[string]string `json:"compilers"`
-	EnvVars    map[string]string `json:"envVars,omitempty"`
+	Hostname   string   `json:"hostname"`
+	OS         string   `json:"os"`
+	Arch       string   `json:"arch"`
+	Kernel     string   `json:"kernel"`
+	CPUModel   string   `json:"cpuModel"`
+	CPUFlags   []string `json:"cpuFlags"`
+	CPUMHz     float64  `json:"cpuMHz"` // highest clock /proc/cpuinfo reports
+	CPUs       int      `json:"cpus"`
+	Governor   string   `json:"governor"`
+	MemTotalKB int64    `json:"memTotalKB"`
+	GPU        string   `json:"gpu,omitempty"`
+	// GPUClocks are the GPU's maximum SM and memory clocks (nvidia-smi).
+	GPUClocks string            `json:"gpuClocks,omitempty"`
+	Compilers map[string]string `json:"compilers"`
+	EnvVars   map[string]string `json:"envVars,omitempty"`
 }
 
 // ToolInfo reads the running binary's version and VCS revision.
@@ -217,6 +219,9 @@ func Fingerprint() Environment {
 	}
 	if out, err := exec.Command("nvidia-smi", "--query-gpu=name,driver_version", "--format=csv,noheader").Output(); err == nil {
 		e.GPU = strings.TrimSpace(string(out))
+	}
+	if out, err := exec.Command("nvidia-smi", "--query-gpu=clocks.max.sm,clocks.max.memory", "--format=csv,noheader").Output(); err == nil {
+		e.GPUClocks = strings.TrimSpace(string(out))
 	}
 	for _, k := range fingerprintVars {
 		if v, ok := os.LookupEnv(k); ok {

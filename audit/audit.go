@@ -22,6 +22,7 @@ import (
 	"github.com/tilepipe/tilepipe/internal/progress"
 	"github.com/tilepipe/tilepipe/internal/record"
 	"github.com/tilepipe/tilepipe/internal/sets"
+	"github.com/tilepipe/tilepipe/internal/shard"
 	"github.com/tilepipe/tilepipe/internal/visit"
 	"github.com/tilepipe/tilepipe/oracle"
 	"github.com/tilepipe/tilepipe/stats"
@@ -114,13 +115,20 @@ type auditor struct {
 	expected       map[string][]oracle.Expected
 	capVerified    map[artifacts.Digest]bool
 	prepVerified   map[artifacts.Digest]bool
+	// scope follows every check's name: " (shard I/N)" in the audit of a
+	// shard of a merged replay (merged.go), else "".
+	scope string
+	// shardBlobs are, in the audit of a merged replay, the shard products
+	// its receipt may name as consumed (the shards' manifests and sample
+	// tables).
+	shardBlobs map[artifacts.Digest]bool
 }
 
 // maxEvidence bounds the evidence lines kept per check.
 const maxEvidence = 20
 
 func (a *auditor) add(name string, problems []string, warnings []string, summary string) {
-	c := Check{Name: name, Status: Passed, Summary: summary}
+	c := Check{Name: name + a.scope, Status: Passed, Summary: summary}
 	switch {
 	case len(problems) > 0:
 		c.Status, c.Evidence = Failed, problems
@@ -132,7 +140,7 @@ func (a *auditor) add(name string, problems []string, warnings []string, summary
 		c.Evidence = append(c.Evidence[:maxEvidence:maxEvidence], fmt.Sprintf("... and %d more", n-maxEvidence))
 	}
 	a.checks = append(a.checks, c)
-	a.progress.Printf("audit: %s %s: %s", c.Status, name, summary)
+	a.progress.Printf("audit: %s %s: %s", c.Status, c.Name, summary)
 }
 
 // Run audits the chain capture -> prepared -> replay. Findings are results;
@@ -155,6 +163,10 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		return a.finish(rep), nil
 	}
 	rep.Signed = a.signatures(cfg.Trust)
+	if a.rdoc.Merge != nil {
+		a.merged(cfg, rep)
+		return a.finish(rep), nil
+	}
 	a.chain()
 	a.cohort()
 	a.routes()
@@ -274,6 +286,11 @@ func (a *auditor) chain() {
 		}
 		consumed := map[artifacts.Digest]time.Time{}
 		allowed := map[artifacts.Digest]bool{}
+		if st.s == a.rep {
+			for d := range a.shardBlobs {
+				allowed[d] = true
+			}
+		}
 		for _, pst := range []*artifacts.Stage{st.pred, st.also} {
 			if pst != nil {
 				allowed[pst.Descriptor.Digest], allowed[pst.Manifest.Config.Digest] = true, true
@@ -812,6 +829,13 @@ func (a *auditor) summaries() {
 	if !slices.Equal(union, rows) {
 		p = append(p, fmt.Sprintf("samples.arrow has %d rows, the passed visits' tables have %d (or differ in content)", len(rows), len(union)))
 	}
+	a.checkSummaries(rows, p)
+}
+
+// checkSummaries recomputes every summary and paired ratio of the document
+// from rows, its sample table, and adds the summaries check with the
+// problems p found before.
+func (a *auditor) checkSummaries(rows []samples.Row, p []string) {
 	want := recompute(a.rdoc, rows, a.device)
 	for _, e := range a.pdoc.Entries { // the routes check holds each entry's note to its build's
 		if w, ok := want[[2]string{e.Case, e.Route}]; ok {
@@ -1040,9 +1064,22 @@ func (a *auditor) balance() {
 	}
 	// Every prepared pair is planned in every round of its case: every
 	// round, or in an adaptive replay every round before its case stopped.
+	// A shard plans its own cases (internal/shard), a replay every case.
+	var all []string
+	for _, c := range a.cdoc.Cases {
+		all = append(all, c.Case.ID)
+	}
+	cases := shard.Cases(all, d.Config.Shard)
+	if !slices.Equal(d.Cases, cases) {
+		what := "the capture's cases"
+		if d.Config.Shard.Count > 0 {
+			what = fmt.Sprintf("shard %s of the capture's cases", d.Config.Shard)
+		}
+		p = append(p, fmt.Sprintf("cases %v, but %s are %v", d.Cases, what, cases))
+	}
 	prepared := map[[2]string]bool{}
 	for _, e := range a.pdoc.Entries {
-		if e.Status == artifacts.StatusPrepared {
+		if e.Status == artifacts.StatusPrepared && slices.Contains(cases, e.Case) {
 			prepared[[2]string{e.Case, e.Route}] = true
 		}
 	}

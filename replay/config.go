@@ -9,6 +9,7 @@ import (
 	"github.com/tilepipe/tilepipe/artifacts"
 	"github.com/tilepipe/tilepipe/artifacts/tensor"
 	"github.com/tilepipe/tilepipe/internal/sets"
+	"github.com/tilepipe/tilepipe/internal/shard"
 )
 
 // Limits of a replay (docs/limits.md gives the reason for each bound).
@@ -94,6 +95,9 @@ func (c Config) Validate() error {
 	}
 	if c.Pin != "" && c.Pin != artifacts.PinThreads {
 		return fmt.Errorf("pin %q: want %q (or absent in a replay made before it)", c.Pin, artifacts.PinThreads)
+	}
+	if s := c.Shard; s != (artifacts.ShardSpec{}) && (s.Count < 1 || s.Count > shard.MaxCount || s.Index < 0 || s.Index >= s.Count) {
+		return fmt.Errorf("--shard %s: want I/N, shard I (0 to N-1) of N (1 to %d)", s, shard.MaxCount)
 	}
 	if c.L2 != artifacts.L2Warm && c.L2 != artifacts.L2Flush {
 		return fmt.Errorf("--l2: want %s or %s, got %q", artifacts.L2Warm, artifacts.L2Flush, c.L2)

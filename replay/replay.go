@@ -31,6 +31,7 @@ import (
 	"github.com/tilepipe/tilepipe/internal/progress"
 	"github.com/tilepipe/tilepipe/internal/record"
 	"github.com/tilepipe/tilepipe/internal/sets"
+	"github.com/tilepipe/tilepipe/internal/shard"
 	"github.com/tilepipe/tilepipe/internal/telemetry"
 	"github.com/tilepipe/tilepipe/internal/visit"
 	"github.com/tilepipe/tilepipe/oracle"
@@ -45,6 +46,9 @@ type Config struct {
 	// Key, when set, signs the receipt (a DSSE envelope, artifacts/sign).
 	Key   *sign.Key
 	Bwrap string // bubblewrap program; "" finds bwrap on PATH
+	// Inputs is the file of input seeds a shard reads (--inputs,
+	// [DrawInputs]): every shard of one replay times the same inputs.
+	Inputs string
 	artifacts.ReplayConfig
 	Progress *progress.Reporter
 }
@@ -129,6 +133,17 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		return nil, err
 	}
 	routes, cases := r.routesAndCases()
+	if sh := r.cfg.Shard; sh.Count > 0 {
+		if err := shard.Check(sh, len(cases)); err != nil {
+			return nil, err
+		}
+		if r.cfg.Inputs == "" {
+			return nil, fmt.Errorf("--shard %s: give --inputs FILE, the input seeds every shard of the replay shares (tilepipe slurm writes %s; docs/scale.md)", sh, InputsFile)
+		}
+		cases = shard.Cases(cases, sh)
+	} else if r.cfg.Inputs != "" {
+		return nil, errors.New("--inputs: only a shard (--shard I/N) reads its input seeds from a file; a replay draws its own")
+	}
 	if r.cfg.Rounds == 0 {
 		r.cfg.Rounds = r.cdoc.Rounds // the cohort's default, if it has one
 	}
@@ -174,6 +189,12 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		return nil, err
 	}
 	pr.Inputs = artifacts.InputSeeds(seeds)
+	var inputsDigest artifacts.Digest
+	if r.cfg.Inputs != "" {
+		if pr.Inputs, inputsDigest, err = readInputs(r.cfg.Inputs, r.cfg.PlannedRounds()); err != nil {
+			return nil, err
+		}
+	}
 	done, closures, err := r.createOrResume(&pr)
 	if r.s != nil {
 		defer r.s.Release() // committed, it is released already
@@ -214,6 +235,9 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	r.rec = artifacts.Receipt{Stage: "replay", Tool: artifacts.ToolInfo(), StartedOn: start, Environment: artifacts.Fingerprint(),
 		Parameters:  map[string]any{"prepared": absPath(cfg.Prepared), "capture": r.cap.Store.Dir(), "config": r.cfg.ReplayConfig, "resume": cfg.Resume, "sandbox": r.sandbox.Record(), "cpuLimit": r.cpuLimit},
 		Predecessor: &artifacts.Dependency{Name: "prepared manifest", Digest: r.prep.Descriptor.Digest, VerifiedAt: r.deps.List()[0].VerifiedAt}}
+	if r.cfg.Inputs != "" {
+		r.rec.Parameters["inputs"] = map[string]any{"file": absPath(r.cfg.Inputs), "digest": inputsDigest}
+	}
 
 	programs, err := r.materialize()
 	if err != nil {

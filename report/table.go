@@ -27,6 +27,7 @@ func Table(doc artifacts.ReplayDoc) string {
 		c.Rounds, len(doc.Routes), c.Samples, c.SampleMs, c.WarmupMs, c.Threads, c.Baseline, intervalNote(c.Interval, c.IntervalLevel()), l2Note(c.L2))
 	fmt.Fprintf(&b, "| case | route | status | median per op | min – max | channel | ratio vs %s [min – max] | %s interval | verdict |\n", c.Baseline, pct(c.IntervalLevel()))
 	b.WriteString("|---|---|---|---:|---|---:|---|---|---|\n")
+	machineOf := mixedMachines(doc)
 	for _, s := range doc.Summary {
 		if s.Status != artifacts.StatusPassed {
 			fmt.Fprintf(&b, "| %s | %s | %s | - | - | - | - | - | %s |\n", s.Case, s.Route, s.Status, escape(s.Reason))
@@ -52,9 +53,13 @@ func Table(doc artifacts.ReplayDoc) string {
 		if s.BelowBest != "" {
 			status += ", below best path"
 		}
+		if m, ok := machineOf[s.Case]; ok {
+			status += ", on " + m
+		}
 		fmt.Fprintf(&b, "| %s | %s | %s | %s | %s – %s | %s | %s | %s | %s |\n", s.Case, s.Route, status, Duration(s.MedianNs), Duration(s.MinNs), Duration(s.MaxNs), Duration(s.ChannelNs), ratio, interval, verdict)
 	}
 	b.WriteString(belowBest(doc.Summary))
+	b.WriteString(shards(doc))
 	b.WriteString(gpuCeilings(doc))
 	b.WriteString(adaptiveRounds(doc))
 	b.WriteString(machineLoad(doc.Visits, c.Load))
@@ -70,6 +75,43 @@ func Table(doc artifacts.ReplayDoc) string {
 		fmt.Fprintf(&b, "\nBinary closures re-hashed before and after each round: %d checks passed.\n", len(doc.Closure))
 	}
 	return b.String()
+}
+
+// shards says which shard of a plan a shard replay timed, or which shards
+// a merged replay was made from, on which machines; "" for a replay of
+// the whole plan on one machine.
+func shards(doc artifacts.ReplayDoc) string {
+	if sh := doc.Config.Shard; sh.Count > 0 {
+		return fmt.Sprintf("\nShard %s of the plan: cases %s, every visit of each (merge the shards with tilepipe merge).\n", sh, strings.Join(doc.Cases, ", "))
+	}
+	if doc.Merge == nil {
+		return ""
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "\nMerged from %d shards, each a set of whole cases timed on one machine (every paired ratio is of one machine's visits):\n\n", len(doc.Merge.Shards))
+	for _, r := range doc.Merge.Shards {
+		fmt.Fprintf(&b, "- shard %s (%d cases, %s): %s\n", r.Shard, len(r.Cases), artifacts.Short(r.Manifest), r.Machine)
+	}
+	if len(doc.Merge.Mixed) > 0 {
+		fmt.Fprintf(&b, "\nMIXED machines (merge --allow-mixed): rows of different machines do not compare with each other; each row says where it ran.\n\n- %s\n", strings.Join(doc.Merge.Mixed, "\n- "))
+	}
+	return b.String()
+}
+
+// mixedMachines is, in a merged replay of mixed machines, each case's
+// machine (its host), for the row's status; nil otherwise.
+func mixedMachines(doc artifacts.ReplayDoc) map[string]string {
+	if doc.Merge == nil || len(doc.Merge.Mixed) == 0 {
+		return nil
+	}
+	out := map[string]string{}
+	for _, r := range doc.Merge.Shards {
+		host, _, _ := strings.Cut(r.Machine, ":")
+		for _, c := range r.Cases {
+			out[c] = "shard " + r.Shard.String() + " (" + host + ")"
+		}
+	}
+	return out
 }
 
 func escape(s string) string { return strings.ReplaceAll(s, "|", `\|`) }

@@ -7,6 +7,7 @@ import (
 	"github.com/tilepipe/tilepipe/artifacts"
 	"github.com/tilepipe/tilepipe/internal/load"
 	"github.com/tilepipe/tilepipe/internal/progress"
+	"github.com/tilepipe/tilepipe/internal/shard"
 	"github.com/tilepipe/tilepipe/replay"
 	"github.com/tilepipe/tilepipe/report"
 	"github.com/urfave/cli/v2"
@@ -72,13 +73,22 @@ func replayCommand() *cli.Command {
 			&cli.StringFlag{Name: "output", Usage: "NEW directory for the replay stage"},
 			&cli.BoolFlag{Name: "resume", Usage: "continue an interrupted replay in --output"},
 			&cli.IntFlag{Name: "threads", Value: replay.DefaultConfig.Threads, Usage: fmt.Sprintf("threads per timed process (1 to %d)", replay.MaxThreads)},
+			&cli.StringFlag{Name: "shard", Usage: "I/N: time only shard I of N, the cases whose place in the capture is I modulo N, every visit of each (docs/scale.md); merge the shards with tilepipe merge"},
+			&cli.StringFlag{Name: "inputs", Usage: "a shard's input seeds, the file every shard of the replay shares (tilepipe slurm writes it)"},
 		),
 		Action: func(c *cli.Context) error {
 			if err := need(c, "prepared", "output"); err != nil {
 				return err
 			}
 			cfg := replayConfig(c, c.String("prepared"), c.String("output"))
-			cfg.Capture, cfg.Resume = c.String("capture"), c.Bool("resume")
+			cfg.Capture, cfg.Resume, cfg.Inputs = c.String("capture"), c.Bool("resume"), c.String("inputs")
+			if c.IsSet("shard") {
+				s, err := shard.Parse(c.String("shard"))
+				if err != nil {
+					return usageError{err}
+				}
+				cfg.Shard = s
+			}
 			res, err := replay.Run(c.Context, cfg)
 			if err != nil {
 				return whenInterrupted(c, err, resumeHint(cfg))

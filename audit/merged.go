@@ -1,0 +1,236 @@
+package audit
+
+import (
+	"bytes"
+	"fmt"
+	"path/filepath"
+	"reflect"
+	"slices"
+
+	"github.com/tilepipe/tilepipe/artifacts"
+	"github.com/tilepipe/tilepipe/artifacts/samples"
+	"github.com/tilepipe/tilepipe/internal/shard"
+)
+
+// merged audits a merged replay (tilepipe merge): the capture and the
+// prepared stage once; then every shard it names, opened where the merge
+// found it, re-hashed and audited as the replay it is, each check named
+// with its shard; then the merge itself (the merge check); then the merged
+// document's summaries recomputed from its sample table and its results
+// table rendered again. A row's claim rests on its shard's checks.
+func (a *auditor) merged(cfg Config, rep *Report) {
+	a.cohort()
+	a.routes()
+	a.inputs()
+	a.oracle()
+	subs, ok := a.openShards(cfg, rep)
+	if !ok {
+		return
+	}
+	rowOf := map[[2]string]Row{}
+	for _, s := range subs {
+		s.signatures(cfg.Trust)
+		s.chain()
+		s.outputs()
+		s.summaries()
+		s.records()
+		s.journal()
+		s.results()
+		s.stopping()
+		s.balance()
+		s.timeWindows()
+		s.floors()
+		flags := s.telemetry()
+		for _, r := range s.containment() {
+			r.Marks = append(r.Marks, flags[[2]string{r.Case, r.Route}]...)
+			rowOf[[2]string{r.Case, r.Route}] = r
+		}
+		a.checks = append(a.checks, s.checks...)
+	}
+	a.chain()
+	a.mergeCheck(subs)
+	rows, err := readRows(a.rep, a.rdoc.Samples)
+	if err != nil {
+		a.add("summaries", []string{err.Error()}, nil, "could not read the merged sample table")
+	} else {
+		var p []string
+		var union []samples.Row
+		for i, s := range subs {
+			sr, err := readRows(s.rep, s.rdoc.Samples)
+			if err != nil {
+				p = append(p, fmt.Sprintf("shard %s samples.arrow: %v", s.rdoc.Config.Shard, err))
+				continue
+			}
+			union = append(union, shard.Rows(sr, a.rdoc.Merge.Shards[i].VisitOffset)...)
+		}
+		if !slices.Equal(union, rows) {
+			p = append(p, fmt.Sprintf("samples.arrow has %d rows, the shards' tables (visits renumbered) %d, or they differ in content", len(rows), len(union)))
+		}
+		a.checkSummaries(rows, p)
+	}
+	a.results()
+	machineOf := map[string]string{}
+	if len(a.rdoc.Merge.Mixed) > 0 {
+		for _, r := range a.rdoc.Merge.Shards {
+			for _, c := range r.Cases {
+				machineOf[c] = MarkMixed + ": shard " + r.Shard.String() + " ran on " + r.Machine
+			}
+		}
+	}
+	for _, s := range a.rdoc.Summary {
+		r, ok := rowOf[[2]string{s.Case, s.Route}]
+		if !ok {
+			r = Row{Case: s.Case, Route: s.Route, Status: s.Status, Marks: []string{"no shard audited this row"}}
+			a.add("merge rows", []string{fmt.Sprintf("row %s/%s: no shard's summary has it", s.Case, s.Route)}, nil, "every merged row is a shard's")
+		}
+		if m, ok := machineOf[s.Case]; ok {
+			r.Marks = append(r.Marks, m)
+		}
+		rep.Rows = append(rep.Rows, r)
+	}
+}
+
+// MarkMixed marks every row of a merged replay whose shards ran on
+// machines that do not compare (merge --allow-mixed), with its machine.
+const MarkMixed = "mixed machines"
+
+// openShards opens every shard the merged document names, where the merge
+// found it (relative to the merged stage), re-hashing every blob, and
+// makes an auditor of each.
+func (a *auditor) openShards(cfg Config, rep *Report) ([]*auditor, bool) {
+	var p []string
+	var subs []*auditor
+	a.shardBlobs = map[artifacts.Digest]bool{}
+	n := 0
+	for i, ref := range a.rdoc.Merge.Shards {
+		dir := ref.Path
+		if !filepath.IsAbs(dir) {
+			dir = filepath.Join(cfg.Replay, dir)
+		}
+		st, err := artifacts.OpenStage(dir, artifacts.ReplayType, nil)
+		if err != nil {
+			p = append(p, fmt.Sprintf("merge.shards[%d] (shard %s): %v", i, ref.Shard, err))
+			continue
+		}
+		if st.Descriptor.Digest != ref.Manifest {
+			p = append(p, fmt.Sprintf("merge.shards[%d] (shard %s): %s holds manifest %s, the merged document names %s", i, ref.Shard, dir, st.Descriptor.Digest, ref.Manifest))
+			continue
+		}
+		s := &auditor{cap: a.cap, prep: a.prep, cdoc: a.cdoc, pdoc: a.pdoc, rep: st, progress: a.progress, expected: a.expected,
+			capVerified: a.capVerified, prepVerified: a.prepVerified, scope: fmt.Sprintf(" (shard %s)", ref.Shard)}
+		if err := st.ReadDoc(&s.rdoc); err != nil {
+			p = append(p, fmt.Sprintf("merge.shards[%d] (shard %s): %v", i, ref.Shard, err))
+			continue
+		}
+		n += 2 + len(st.Manifest.Layers)
+		a.shardBlobs[ref.Manifest], a.shardBlobs[s.rdoc.Samples] = true, true
+		rep.Stages[artifacts.ReplayType+" shard "+ref.Shard.String()] = string(ref.Manifest)
+		subs = append(subs, s)
+	}
+	a.add("shard blobs", p, nil, fmt.Sprintf("opened the %d shards the merged replay names and re-hashed their %d blobs", len(a.rdoc.Merge.Shards), n))
+	return subs, len(p) == 0
+}
+
+// mergeCheck checks the merge: the shards are shards 0 to N-1 of one plan
+// of this prepared stage, each once, with the merged replay's settings and
+// input seeds and the cases the partition gives them; their machines are
+// what the document records, and a mix of machines is recorded; the merged
+// plan, visits, sessions, closure checks and stops are the shards', in
+// shard order and renumbered; the receipt consumed every shard; and the
+// merge began after every shard was committed.
+func (a *auditor) mergeCheck(subs []*auditor) {
+	var p []string
+	d := a.rdoc
+	var all []string
+	for _, c := range a.cdoc.Cases {
+		all = append(all, c.Case.ID)
+	}
+	if !slices.Equal(d.Cases, all) {
+		p = append(p, fmt.Sprintf("cases %v, the capture's %v", d.Cases, all))
+	}
+	if d.Config.Shard.Count != 0 {
+		p = append(p, fmt.Sprintf("config.shard %s: a merged replay is the whole plan", d.Config.Shard))
+	}
+	mr, err := a.rep.Receipt()
+	if err != nil {
+		p = append(p, "merged receipt: "+err.Error())
+	}
+	consumed := map[artifacts.Digest]bool{}
+	for _, dep := range mr.Predicate.ResolvedDependencies {
+		consumed[dep.Digest] = true
+	}
+	var machines []shard.Machine
+	var specs []artifacts.ShardSpec
+	var docs []artifacts.ReplayDoc
+	for i, s := range subs {
+		ref, sd := d.Merge.Shards[i], s.rdoc
+		want := artifacts.ShardSpec{Index: i, Count: len(d.Merge.Shards)}
+		if ref.Shard != want || sd.Config.Shard != want {
+			p = append(p, fmt.Sprintf("merge.shards[%d]: shard %s, its document says %s; want %s (every shard once, in order)", i, ref.Shard, sd.Config.Shard, want))
+		}
+		c := sd.Config
+		c.Shard = artifacts.ShardSpec{}
+		p = append(p, configDiff(fmt.Sprintf("shard %s config", want), c, d.Config)...)
+		if sd.Prepared != d.Prepared || sd.Capture != d.Capture {
+			p = append(p, fmt.Sprintf("shard %s: prepared %s capture %s, the merged replay's %s and %s", want, sd.Prepared, sd.Capture, d.Prepared, d.Capture))
+		}
+		if !slices.Equal(sd.Routes, d.Routes) {
+			p = append(p, fmt.Sprintf("shard %s: routes %v, the merged replay's %v", want, sd.Routes, d.Routes))
+		}
+		if wc := shard.Cases(all, want); !slices.Equal(sd.Cases, wc) || !slices.Equal(ref.Cases, wc) {
+			p = append(p, fmt.Sprintf("shard %s: cases %v (merge.shards says %v), the partition gives %v", want, sd.Cases, ref.Cases, wc))
+		}
+		if !reflect.DeepEqual(sd.Inputs, d.Inputs) {
+			p = append(p, fmt.Sprintf("shard %s: input seeds differ from the merged replay's", want))
+		}
+		if !reflect.DeepEqual(sd.Sandbox, d.Sandbox) {
+			p = append(p, fmt.Sprintf("shard %s: sandbox %+v, the merged replay's %+v", want, sd.Sandbox, d.Sandbox))
+		}
+		if sub := s.rep.Manifest.Subject; sub == nil || sub.Digest != a.prep.Descriptor.Digest {
+			p = append(p, fmt.Sprintf("shard %s: manifest subject: want the prepared manifest %s", want, a.prep.Descriptor.Digest))
+		}
+		sr, err := s.rep.Receipt()
+		if err != nil {
+			p = append(p, fmt.Sprintf("shard %s receipt: %v", want, err))
+			continue
+		}
+		m := shard.MachineOf(sr.Predicate.Environment)
+		if m.String() != ref.Machine {
+			p = append(p, fmt.Sprintf("merge.shards[%d].machine %q, the shard's receipt gives %q", i, ref.Machine, m.String()))
+		}
+		if sr.Predicate.FinishedOn.After(mr.Predicate.StartedOn) {
+			p = append(p, fmt.Sprintf("the merge started %s, before shard %s finished %s", mr.Predicate.StartedOn, want, sr.Predicate.FinishedOn))
+		}
+		if !consumed[ref.Manifest] || !consumed[sd.Samples] {
+			p = append(p, fmt.Sprintf("merged receipt: shard %s's manifest %s and samples %s are not both recorded as consumed", want, artifacts.Short(ref.Manifest), artifacts.Short(sd.Samples)))
+		}
+		machines, specs, docs = append(machines, m), append(specs, want), append(docs, sd)
+	}
+	if mixed := shard.Mixed(machines, specs); !slices.Equal(mixed, d.Merge.Mixed) {
+		p = append(p, fmt.Sprintf("merge.mixed %q, the shards' receipts give %q", d.Merge.Mixed, mixed))
+	}
+	comb := shard.Combine(docs)
+	for i := range min(len(subs), len(d.Merge.Shards)) {
+		if r := d.Merge.Shards[i]; r.VisitOffset != comb.VisitOffset[i] || r.SessionOffset != comb.SessionOffset[i] {
+			p = append(p, fmt.Sprintf("merge.shards[%d]: offsets %d/%d, the shards give %d/%d", i, r.VisitOffset, r.SessionOffset, comb.VisitOffset[i], comb.SessionOffset[i]))
+		}
+	}
+	for _, f := range []struct {
+		name       string
+		have, want any
+	}{{"plan", d.Plan, comb.Plan}, {"visits", d.Visits, comb.Visits}, {"sessions", d.Sessions, comb.Sessions}, {"closure", d.Closure, comb.Closure}, {"stops", d.Stops, comb.Stops}} {
+		hb, err1 := artifacts.MarshalJSON(f.have)
+		wb, err2 := artifacts.MarshalJSON(f.want)
+		if err1 != nil || err2 != nil || !bytes.Equal(hb, wb) {
+			p = append(p, fmt.Sprintf("%s: the merged document's are not the shards' in shard order, renumbered", f.name))
+		}
+	}
+	a.add("merge", p, nil, fmt.Sprintf("%d shards of one plan of the prepared stage, each once, with one config and one set of input seeds; the merged plan, visits and sessions are theirs renumbered; machines %s", len(subs), mixedWord(d.Merge.Mixed)))
+}
+
+func mixedWord(mixed []string) string {
+	if len(mixed) == 0 {
+		return "comparable"
+	}
+	return fmt.Sprintf("MIXED (%d differences, merged with --allow-mixed; every row marked)", len(mixed))
+}
