@@ -157,7 +157,7 @@ func newApp(stdout, stderr io.Writer) *cli.App {
 		DisableSliceFlagSeparator: true,
 		Commands: []*cli.Command{
 			captureCommand(), prepareCommand(), replayCommand(), auditCommand(), runCommand(),
-			mergeCommand(), compareCommand(), exportCommand(), reportCommand(), pushCommand(), pullCommand(), routesCommand(), cohortsCommand(), keyCommand(),
+			mergeCommand(), compareCommand(), exportCommand(), reportCommand(), pushCommand(), pullCommand(), slurmCommand(), routesCommand(), cohortsCommand(), keyCommand(),
 		},
 		OnUsageError:   onUsage,
 		ExitErrHandler: func(*cli.Context, error) {},

@@ -22,8 +22,9 @@
 //
 // [Calibration] relates the batch samples to config.sampleMs. Replay
 // doubles the calls of a calibration sample from 1 until one lasts
-// sampleMs (or the calls reach [MaxCalls]); the batch samples repeat that
-// many calls. One visit's batch samples prove little: a calibration sample
+// sampleMs (or the calls reach [MaxCalls]), taking a sample that jumped
+// there again (visit.CalibrateCalls); the batch samples repeat that many
+// calls. One visit's batch samples prove little: a calibration sample
 // preempted for a few milliseconds stops the doubling early, and load
 // during the batch stretches every sample. So the rule holds over the
 // replay's passed visits (at least [MinCalibrated]), on the median visit,

@@ -1,0 +1,134 @@
+package main
+
+import (
+	"bytes"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/tilepipe/tilepipe/internal/slurm"
+	"github.com/tilepipe/tilepipe/internal/slurmtest"
+)
+
+// builtTilepipe builds this tilepipe into a file the Slurm tasks run.
+func builtTilepipe(t *testing.T) string {
+	t.Helper()
+	exe := filepath.Join(t.TempDir(), "tilepipe")
+	cmd := exec.Command("go", "build", "-o", exe, ".")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	return exe
+}
+
+// TestSlurmArray runs a replay as a 4-task array on a real single-node
+// Slurm (internal/slurmtest): the merge job after it merges and audits,
+// the audit passes, and every merged row's median is within the noise of
+// a single-machine replay of the same prepared stage. Then a second job:
+// one task scancelled while it runs and one before it starts leave their
+// shards incomplete, the merge never runs (afterok), status names both,
+// and resubmit completes them, the begun one resumed.
+func TestSlurmArray(t *testing.T) {
+	slurmtest.Start(t)
+	exe := builtTilepipe(t)
+	prep, _, _ := shardedPrepared(t)
+	root := t.TempDir()
+	single := filepath.Join(root, "single")
+	if code, out, errs := tp(t, append([]string{"replay", "--prepared", prep, "--output", single}, shardFlags...)...); code != exitOK {
+		t.Fatalf("replay = exit %d:\n%s%s", code, out, errs)
+	}
+
+	job := filepath.Join(root, "job")
+	submit := func(dir string, extra ...string) string {
+		t.Helper()
+		args := append([]string{"slurm", "submit", "--prepared", prep, "--shards", "4", "--output", dir, "--tilepipe", exe}, append(shardFlags, extra...)...)
+		code, out, errs := tp(t, args...)
+		if code != exitOK || !strings.HasPrefix(out, "shards: job ") || !strings.Contains(out, "(afterok)") {
+			t.Fatalf("slurm submit = exit %d:\n%s%s", code, out, errs)
+		}
+		return out
+	}
+	status := func(dir string) string {
+		t.Helper()
+		code, out, errs := tp(t, "slurm", "status", dir)
+		if code != exitOK {
+			t.Fatalf("slurm status = exit %d:\n%s%s", code, out, errs)
+		}
+		return out
+	}
+	auditDone := func(dir string) func() bool {
+		return func() bool {
+			_, err := os.Stat(filepath.Join(dir, slurm.AuditFile))
+			return err == nil && slurmtest.Idle()
+		}
+	}
+	start := time.Now()
+	submit(job)
+	for _, f := range []string{slurm.ShardScript, slurm.MergeScript, slurm.JobFile, "inputs.json"} {
+		if _, err := os.Stat(filepath.Join(job, f)); err != nil {
+			t.Errorf("the job directory lacks %s: %v", f, err)
+		}
+	}
+	(&slurmtest.Cluster{}).Wait(t, 5*time.Minute, "the 4-shard array, merge and audit", auditDone(job))
+	t.Logf("4 shards, merge and audit on Slurm: %s", time.Since(start).Round(time.Second))
+	a := readAudit(t, filepath.Join(job, slurm.AuditFile))
+	if a["verdict"] != "pass" || a["claims"].(map[string]any)["supported"].(float64) != 8 {
+		t.Fatalf("audit of the Slurm merge: verdict %v claims %v; %v\n%s", a["verdict"], a["claims"], failedOf(a), status(job))
+	}
+	st := status(job)
+	if strings.Count(st, "| COMPLETED | committed ") != 4 || !strings.Contains(st, "merge job ") || !strings.Contains(st, ": COMPLETED; merged replay committed ") || !strings.Contains(st, "audit: pass, 8 of 8 claims supported") {
+		t.Errorf("slurm status after the array:\n%s", st)
+	}
+	merged, ref := readReplay(t, filepath.Join(job, slurm.MergedDir)), readReplay(t, single)
+	for i, m := range merged.Summary {
+		s := ref.Summary[i]
+		if m.Case != s.Case || m.Route != s.Route || m.Status != s.Status || m.Visits != s.Visits || m.Samples != s.Samples {
+			t.Errorf("merged row %d %s/%s %s %d visits %d samples, the single replay's %s/%s %s %d %d", i, m.Case, m.Route, m.Status, m.Visits, m.Samples, s.Case, s.Route, s.Status, s.Visits, s.Samples)
+		}
+		// Within the noise: this 2-core machine's tiny cases move by tens
+		// of percent between runs, not by factors.
+		if r := m.MedianNs / s.MedianNs; !(r > 0.5 && r < 2) {
+			t.Errorf("merged row %s/%s median %g ns, the single replay's %g ns: not within the noise", m.Case, m.Route, m.MedianNs, s.MedianNs)
+		}
+	}
+
+	// A task cancelled while it runs, another before it starts.
+	again := filepath.Join(root, "again")
+	out := submit(again, "--rounds", "4")
+	array := strings.Fields(out)[2]
+	journal := filepath.Join(again, slurm.ShardsDir, "0", "journal.jsonl")
+	(&slurmtest.Cluster{}).Wait(t, 2*time.Minute, "shard 0's first visit", func() bool {
+		b, _ := os.ReadFile(journal)
+		return bytes.Contains(b, []byte(`{"visit":`))
+	})
+	if out, err := exec.Command("scancel", array+"_0", array+"_3").CombinedOutput(); err != nil {
+		t.Fatalf("scancel: %v %s", err, out)
+	}
+	(&slurmtest.Cluster{}).Wait(t, 3*time.Minute, "the array to end", slurmtest.Idle)
+	st = status(again)
+	for _, want := range []string{"| 0/4 | " + array + "_0 | CANCELLED | incomplete: ", "| 3/4 | " + array + "_3 | GONE | not started |", ": CANCELLED; merged replay not committed", "incomplete shards: 0/4 (CANCELLED, incomplete: ", "3/4 (GONE, not started): tilepipe slurm resubmit resubmits them", "GONE: Slurm keeps no record of the task"} {
+		if !strings.Contains(st, want) {
+			t.Errorf("slurm status after two cancelled tasks lacks %q:\n%s", want, st)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(again, slurm.MergedDir)); err == nil {
+		t.Errorf("the merge ran although two shard tasks were cancelled")
+	}
+	code, out, errs := tp(t, "slurm", "resubmit", again)
+	if code != exitOK || !strings.HasPrefix(out, "shards 0,3: job ") {
+		t.Fatalf("slurm resubmit = exit %d:\n%s%s", code, out, errs)
+	}
+	(&slurmtest.Cluster{}).Wait(t, 5*time.Minute, "the resubmitted shards, merge and audit", auditDone(again))
+	if a := readAudit(t, filepath.Join(again, slurm.AuditFile)); a["verdict"] != "pass" {
+		t.Fatalf("audit after resubmit: %v %v\n%s", a["verdict"], failedOf(a), status(again))
+	}
+	if d := readReplay(t, filepath.Join(again, slurm.ShardsDir, "0")); len(d.Sessions) != 2 {
+		t.Errorf("shard 0 has %d sessions, want 2: the cancelled run and the resumed one", len(d.Sessions))
+	}
+	if code, _, errs := tp(t, "slurm", "resubmit", again); code != exitFailure || !strings.Contains(errs, "every shard and the merge are committed: nothing to resubmit") {
+		t.Errorf("resubmit of a finished job = exit %d, stderr %q", code, errs)
+	}
+}
