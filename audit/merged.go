@@ -77,17 +77,19 @@ func (a *auditor) merged(cfg Config, rep *Report) {
 			}
 		}
 	}
+	var orphans []string
 	for _, s := range a.rdoc.Summary {
 		r, ok := rowOf[[2]string{s.Case, s.Route}]
 		if !ok {
 			r = Row{Case: s.Case, Route: s.Route, Status: s.Status, Marks: []string{"no shard audited this row"}}
-			a.add("merge rows", []string{fmt.Sprintf("row %s/%s: no shard's summary has it", s.Case, s.Route)}, nil, "every merged row is a shard's")
+			orphans = append(orphans, fmt.Sprintf("row %s/%s: no shard's summary has it", s.Case, s.Route))
 		}
 		if m, ok := machineOf[s.Case]; ok {
 			r.Marks = append(r.Marks, m)
 		}
 		rep.Rows = append(rep.Rows, r)
 	}
+	a.add("merge rows", orphans, nil, fmt.Sprintf("each of the %d merged rows is a shard's row, audited with its shard", len(a.rdoc.Summary)))
 }
 
 // MarkMixed marks every row of a merged replay whose shards ran on
@@ -150,6 +152,9 @@ func (a *auditor) mergeCheck(subs []*auditor) {
 	}
 	if d.Config.Shard.Count != 0 {
 		p = append(p, fmt.Sprintf("config.shard %s: a merged replay is the whole plan", d.Config.Shard))
+	}
+	if len(d.Merge.Shards) == 0 {
+		p = append(p, "merge.shards: none; a merged replay is made of at least one shard")
 	}
 	mr, err := a.rep.Receipt()
 	if err != nil {

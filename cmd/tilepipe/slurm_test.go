@@ -72,7 +72,7 @@ func TestSlurmArray(t *testing.T) {
 			t.Errorf("the job directory lacks %s: %v", f, err)
 		}
 	}
-	(&slurmtest.Cluster{}).Wait(t, 5*time.Minute, "the 4-shard array, merge and audit", auditDone(job))
+	slurmtest.Wait(t, 5*time.Minute, "the 4-shard array, merge and audit", auditDone(job))
 	t.Logf("4 shards, merge and audit on Slurm: %s", time.Since(start).Round(time.Second))
 	a := readAudit(t, filepath.Join(job, slurm.AuditFile))
 	if a["verdict"] != "pass" || a["claims"].(map[string]any)["supported"].(float64) != 8 {
@@ -100,14 +100,14 @@ func TestSlurmArray(t *testing.T) {
 	out := submit(again, "--rounds", "4")
 	array := strings.Fields(out)[2]
 	journal := filepath.Join(again, slurm.ShardsDir, "0", "journal.jsonl")
-	(&slurmtest.Cluster{}).Wait(t, 2*time.Minute, "shard 0's first visit", func() bool {
+	slurmtest.Wait(t, 2*time.Minute, "shard 0's first visit", func() bool {
 		b, _ := os.ReadFile(journal)
 		return bytes.Contains(b, []byte(`{"visit":`))
 	})
 	if out, err := exec.Command("scancel", array+"_0", array+"_3").CombinedOutput(); err != nil {
 		t.Fatalf("scancel: %v %s", err, out)
 	}
-	(&slurmtest.Cluster{}).Wait(t, 3*time.Minute, "the array to end", slurmtest.Idle)
+	slurmtest.Wait(t, 3*time.Minute, "the array to end", slurmtest.Idle)
 	st = status(again)
 	for _, want := range []string{"| 0/4 | " + array + "_0 | CANCELLED | incomplete: ", "| 3/4 | " + array + "_3 | GONE | not started |", ": CANCELLED; merged replay not committed", "incomplete shards: 0/4 (CANCELLED, incomplete: ", "3/4 (GONE, not started): tilepipe slurm resubmit resubmits them", "GONE: Slurm keeps no record of the task"} {
 		if !strings.Contains(st, want) {
@@ -121,7 +121,7 @@ func TestSlurmArray(t *testing.T) {
 	if code != exitOK || !strings.HasPrefix(out, "shards 0,3: job ") {
 		t.Fatalf("slurm resubmit = exit %d:\n%s%s", code, out, errs)
 	}
-	(&slurmtest.Cluster{}).Wait(t, 5*time.Minute, "the resubmitted shards, merge and audit", auditDone(again))
+	slurmtest.Wait(t, 5*time.Minute, "the resubmitted shards, merge and audit", auditDone(again))
 	if a := readAudit(t, filepath.Join(again, slurm.AuditFile)); a["verdict"] != "pass" {
 		t.Fatalf("audit after resubmit: %v %v\n%s", a["verdict"], failedOf(a), status(again))
 	}

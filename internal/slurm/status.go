@@ -229,11 +229,11 @@ func (st *Status) Table() string {
 	if st.MergedManifest != "" {
 		merged = "committed " + artifacts.Short(artifacts.Digest(st.MergedManifest))
 	}
-	merge := st.Merge
+	merge, state := st.Merge, st.MergeSlurm
 	if merge == "" {
-		merge = "-"
+		merge, state = "-", "never submitted"
 	}
-	fmt.Fprintf(&b, "\nmerge job %s: %s; merged replay %s", merge, st.MergeSlurm, merged)
+	fmt.Fprintf(&b, "\nmerge job %s: %s; merged replay %s", merge, state, merged)
 	if st.Verdict != "" {
 		fmt.Fprintf(&b, "; audit: %s", st.Verdict)
 	}

@@ -1,4 +1,5 @@
-// Package slurmtest starts a real single-node Slurm for tests: a munge key
+// Package slurmtest starts a real single-node Slurm for tests and for
+// evidence runs (internal/tools/minislurm): a munge key
 // and munged, a slurm.conf for this machine (its hostname, cores and
 // memory, from slurmd -C) in a temporary directory, slurmctld and slurmd,
 // all in the foreground as the test's children, stopped when it ends. No
@@ -7,6 +8,7 @@ package slurmtest
 
 import (
 	"bytes"
+	"crypto/rand"
 	"fmt"
 	"net"
 	"os"
@@ -19,16 +21,21 @@ import (
 
 // Cluster is a running single-node Slurm.
 type Cluster struct {
-	Dir  string // its configuration, state and logs
-	Conf string // slurm.conf; SLURM_CONF is set to it for the test
+	Dir   string // its configuration, state and logs
+	Conf  string // slurm.conf: every Slurm command needs SLURM_CONF set to it
+	procs []*exec.Cmd
 }
 
-// Start starts the cluster, or fails the test (skips it when Slurm is not
+// Tools are the programs a cluster needs (Debian's slurm-wlm and munge).
+var Tools = []string{"munged", "slurmctld", "slurmd", "sbatch", "scontrol", "squeue", "scancel", "sinfo"}
+
+// Start starts a cluster for the test, sets SLURM_CONF for it and stops
+// it when the test ends; or fails the test (skips it where Slurm is not
 // installed and TILEPIPE_REQUIRE_ROUTES is not 1: make test requires it,
 // and the Makefile installs slurm-wlm and munge).
 func Start(t *testing.T) *Cluster {
 	t.Helper()
-	for _, p := range []string{"munged", "slurmctld", "slurmd", "sbatch", "scontrol"} {
+	for _, p := range Tools {
 		if _, err := exec.LookPath(p); err != nil {
 			if os.Getenv("TILEPIPE_REQUIRE_ROUTES") == "1" {
 				t.Fatalf("slurm: %s not found (make deps installs slurm-wlm and munge): %v", p, err)
@@ -39,80 +46,79 @@ func Start(t *testing.T) *Cluster {
 	if os.Geteuid() != 0 {
 		t.Skip("slurm: slurmd runs jobs as their users, so it needs root")
 	}
-	dir, err := os.MkdirTemp("", "tilepipe-slurm-")
+	c, err := Launch()
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := os.Chmod(dir, 0o755); err != nil {
-		t.Fatal(err)
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Log(c.Logs(30))
+		}
+		c.Stop()
+	})
+	t.Setenv("SLURM_CONF", c.Conf)
+	return c
+}
+
+// Launch starts munged, slurmctld and slurmd in the foreground as this
+// process's children, from a new temporary directory, and waits for the
+// node to be idle. Stop stops them.
+func Launch() (*Cluster, error) {
+	dir, err := os.MkdirTemp("", "tilepipe-slurm-")
+	if err != nil {
+		return nil, err
 	}
 	c := &Cluster{Dir: dir, Conf: filepath.Join(dir, "slurm.conf")}
+	if err := c.launch(); err != nil {
+		out := c.Logs(30)
+		c.Stop()
+		return nil, fmt.Errorf("%w\n%s", err, out)
+	}
+	return c, nil
+}
+
+func (c *Cluster) launch() error {
+	dir := c.Dir
+	if err := os.Chmod(dir, 0o755); err != nil {
+		return err
+	}
 	for _, d := range []string{"munge", "state", "spool", "log"} {
 		if err := os.Mkdir(filepath.Join(dir, d), 0o700); err != nil {
-			t.Fatal(err)
+			return err
 		}
 	}
-	os.Chmod(filepath.Join(dir, "munge"), 0o711) // munged wants its socket's directory searchable
+	if err := os.Chmod(filepath.Join(dir, "munge"), 0o711); err != nil { // munged wants its socket's directory searchable
+		return err
+	}
 	key := make([]byte, 1024)
-	if f, err := os.Open("/dev/urandom"); err == nil {
-		f.Read(key)
-		f.Close()
+	if _, err := rand.Read(key); err != nil {
+		return err
 	}
 	keyFile := filepath.Join(dir, "munge", "munge.key")
 	if err := os.WriteFile(keyFile, key, 0o600); err != nil {
-		t.Fatal(err)
+		return err
 	}
 	sock := filepath.Join(dir, "munge", "munge.sock")
-	var procs []*exec.Cmd
-	stop := func() {
-		exec.Command("scancel", "--full", "--user", "root").Run()
-		for i := len(procs) - 1; i >= 0; i-- {
-			p := procs[i]
-			p.Process.Signal(os.Interrupt)
-			done := make(chan struct{})
-			go func() { p.Wait(); close(done) }()
-			select {
-			case <-done:
-			case <-time.After(10 * time.Second):
-				p.Process.Kill()
-				<-done
-			}
-		}
-		if t.Failed() {
-			for _, l := range []string{"slurmctld.log", "slurmd.log"} {
-				if b, err := os.ReadFile(filepath.Join(dir, "log", l)); err == nil {
-					t.Logf("%s (last lines):\n%s", l, tail(b, 30))
-				}
-			}
-		}
-		os.RemoveAll(dir)
+	if err := c.start("munged", "-F", "--force", "--socket="+sock, "--key-file="+keyFile, "--log-file="+filepath.Join(dir, "log", "munged.log"),
+		"--pid-file="+filepath.Join(dir, "munge", "munged.pid"), "--seed-file="+filepath.Join(dir, "munge", "seed")); err != nil {
+		return err
 	}
-	t.Cleanup(stop)
-	start := func(name string, args ...string) {
-		t.Helper()
-		cmd := exec.Command(name, args...)
-		cmd.Env = append(os.Environ(), "SLURM_CONF="+c.Conf)
-		out, err := os.Create(filepath.Join(dir, "log", name+".out"))
-		if err != nil {
-			t.Fatal(err)
-		}
-		cmd.Stdout, cmd.Stderr = out, out
-		if err := cmd.Start(); err != nil {
-			t.Fatalf("slurm: start %s: %v", name, err)
-		}
-		procs = append(procs, cmd)
+	if err := waitFor("munged's socket", func() bool { _, err := os.Stat(sock); return err == nil }); err != nil {
+		return err
 	}
-	start("munged", "-F", "--force", "--socket="+sock, "--key-file="+keyFile, "--log-file="+filepath.Join(dir, "log", "munged.log"),
-		"--pid-file="+filepath.Join(dir, "munge", "munged.pid"), "--seed-file="+filepath.Join(dir, "munge", "seed"))
-	waitFor(t, "munged's socket", func() bool { _, err := os.Stat(sock); return err == nil })
-
 	node, err := exec.Command("slurmd", "-C").Output()
 	if err != nil {
-		t.Fatalf("slurm: slurmd -C: %v", err)
+		return fmt.Errorf("slurm: slurmd -C: %v", err)
 	}
 	nodeLine := strings.SplitN(strings.TrimSpace(string(node)), "\n", 2)[0] // NodeName=... CPUs=... RealMemory=...
 	host := strings.TrimPrefix(strings.Fields(nodeLine)[0], "NodeName=")
-	conf := fmt.Sprintf(`# written by internal/slurmtest for one test
+	ports := [2]int{}
+	for i := range ports {
+		if ports[i], err = freePort(); err != nil {
+			return err
+		}
+	}
+	conf := fmt.Sprintf(`# written by internal/slurmtest: a single-node Slurm for this machine
 ClusterName=tilepipe-test
 SlurmctldHost=%[1]s
 SlurmUser=root
@@ -142,38 +148,90 @@ MinJobAge=3600
 KillWait=10
 %[6]s State=UNKNOWN
 PartitionName=debug Nodes=%[1]s Default=YES MaxTime=INFINITE State=UP
-`, host, sock, dir, freePort(t), freePort(t), nodeLine)
+`, host, sock, dir, ports[0], ports[1], nodeLine)
 	if err := os.WriteFile(c.Conf, []byte(conf), 0o644); err != nil {
-		t.Fatal(err)
+		return err
 	}
-	t.Setenv("SLURM_CONF", c.Conf)
-	start("slurmctld", "-D", "-f", c.Conf)
-	start("slurmd", "-D", "-f", c.Conf)
-	waitFor(t, "the node to be idle", func() bool {
-		out, err := exec.Command("sinfo", "-h", "-o", "%t").Output()
+	if err := c.start("slurmctld", "-D", "-f", c.Conf); err != nil {
+		return err
+	}
+	if err := c.start("slurmd", "-D", "-f", c.Conf); err != nil {
+		return err
+	}
+	return waitFor("the node to be idle", func() bool {
+		cmd := exec.Command("sinfo", "-h", "-o", "%t")
+		cmd.Env = c.Env()
+		out, err := cmd.Output()
 		return err == nil && strings.TrimSpace(string(out)) == "idle"
 	})
-	return c
 }
 
-func freePort(t *testing.T) int {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+// Env is this process's environment with SLURM_CONF set to the cluster's.
+func (c *Cluster) Env() []string { return append(os.Environ(), "SLURM_CONF="+c.Conf) }
+
+func (c *Cluster) start(name string, args ...string) error {
+	cmd := exec.Command(name, args...)
+	cmd.Env = c.Env()
+	out, err := os.Create(filepath.Join(c.Dir, "log", name+".out"))
 	if err != nil {
-		t.Fatal(err)
+		return err
 	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
+	cmd.Stdout, cmd.Stderr = out, out
+	if err := cmd.Start(); err != nil {
+		return fmt.Errorf("slurm: start %s: %v", name, err)
+	}
+	c.procs = append(c.procs, cmd)
+	return nil
 }
 
-func waitFor(t *testing.T, what string, ok func() bool) {
-	t.Helper()
-	for deadline := time.Now().Add(60 * time.Second); time.Now().Before(deadline); time.Sleep(200 * time.Millisecond) {
-		if ok() {
-			return
+// Stop cancels every job and stops the daemons, then removes the
+// directory.
+func (c *Cluster) Stop() {
+	cancel := exec.Command("scancel", "--full", "--user", "root")
+	cancel.Env = c.Env()
+	cancel.Run()
+	for i := len(c.procs) - 1; i >= 0; i-- {
+		p := c.procs[i]
+		p.Process.Signal(os.Interrupt)
+		done := make(chan struct{})
+		go func() { p.Wait(); close(done) }()
+		select {
+		case <-done:
+		case <-time.After(10 * time.Second):
+			p.Process.Kill()
+			<-done
 		}
 	}
-	t.Fatalf("slurm: waited a minute for %s", what)
+	os.RemoveAll(c.Dir)
+}
+
+// Logs is the last n lines of slurmctld's and slurmd's logs.
+func (c *Cluster) Logs(n int) string {
+	var b strings.Builder
+	for _, l := range []string{"slurmctld.log", "slurmd.log"} {
+		if out, err := os.ReadFile(filepath.Join(c.Dir, "log", l)); err == nil {
+			fmt.Fprintf(&b, "%s (last lines):\n%s\n", l, tail(out, n))
+		}
+	}
+	return b.String()
+}
+
+func freePort() (int, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, err
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port, nil
+}
+
+func waitFor(what string, ok func() bool) error {
+	for deadline := time.Now().Add(60 * time.Second); time.Now().Before(deadline); time.Sleep(200 * time.Millisecond) {
+		if ok() {
+			return nil
+		}
+	}
+	return fmt.Errorf("slurm: waited a minute for %s", what)
 }
 
 func tail(b []byte, n int) string {
@@ -186,7 +244,7 @@ func tail(b []byte, n int) string {
 
 // Wait polls until done says the work is over, or fails the test after
 // limit, printing what squeue shows.
-func (c *Cluster) Wait(t *testing.T, limit time.Duration, what string, done func() bool) {
+func Wait(t *testing.T, limit time.Duration, what string, done func() bool) {
 	t.Helper()
 	for deadline := time.Now().Add(limit); time.Now().Before(deadline); time.Sleep(500 * time.Millisecond) {
 		if done() {
