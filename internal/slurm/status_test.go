@@ -42,4 +42,3 @@ func TestScripts(t *testing.T) {
 }
 
 func contains(s, sub string) bool { return strings.Contains(s, sub) }
-
