@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/tilepipe/tilepipe/artifacts"
+	"github.com/tilepipe/tilepipe/internal/sets"
 	"github.com/tilepipe/tilepipe/oracle"
 )
 
@@ -173,5 +174,13 @@ func TestCheckConfigStackedOutputs(t *testing.T) {
 		if got := errText(r.checkConfig([]string{"a"})); got != tc.want {
 			t.Errorf("--sets %d: checkConfig() = %q, want %q", tc.sets, got, tc.want)
 		}
+	}
+}
+
+// TestInputsFileRounds: an inputs file (internal/sets.DrawFile) holds
+// seeds for every round a replay can run.
+func TestInputsFileRounds(t *testing.T) {
+	if sets.FileRounds != MaxRounds {
+		t.Errorf("sets.FileRounds %d, replay.MaxRounds %d: a shard of --rounds %d would find too few seeds", sets.FileRounds, MaxRounds, MaxRounds)
 	}
 }

@@ -47,7 +47,7 @@ type Config struct {
 	Key   *sign.Key
 	Bwrap string // bubblewrap program; "" finds bwrap on PATH
 	// Inputs is the file of input seeds a shard reads (--inputs,
-	// [DrawInputs]): every shard of one replay times the same inputs.
+	// [sets.DrawFile]): every shard of one replay times the same inputs.
 	Inputs string
 	artifacts.ReplayConfig
 	Progress *progress.Reporter
@@ -138,7 +138,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 			return nil, err
 		}
 		if r.cfg.Inputs == "" {
-			return nil, fmt.Errorf("--shard %s: give --inputs FILE, the input seeds every shard of the replay shares (tilepipe slurm writes %s; docs/scale.md)", sh, InputsFile)
+			return nil, fmt.Errorf("--shard %s: give --inputs FILE, the input seeds every shard of the replay shares (tilepipe slurm writes %s; docs/scale.md)", sh, sets.InputsFile)
 		}
 		cases = shard.Cases(cases, sh)
 	} else if r.cfg.Inputs != "" {
@@ -191,7 +191,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	pr.Inputs = artifacts.InputSeeds(seeds)
 	var inputsDigest artifacts.Digest
 	if r.cfg.Inputs != "" {
-		if pr.Inputs, inputsDigest, err = readInputs(r.cfg.Inputs, r.cfg.PlannedRounds()); err != nil {
+		if pr.Inputs, inputsDigest, err = sets.ReadFile(r.cfg.Inputs, r.cfg.PlannedRounds()); err != nil {
 			return nil, err
 		}
 	}

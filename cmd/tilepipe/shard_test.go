@@ -8,8 +8,8 @@ import (
 	"testing"
 
 	"github.com/tilepipe/tilepipe/artifacts"
+	"github.com/tilepipe/tilepipe/internal/sets"
 	"github.com/tilepipe/tilepipe/internal/testroute"
-	"github.com/tilepipe/tilepipe/replay"
 )
 
 // shardCases are four tiny cases, so that three shards get 2, 1 and 1.
@@ -25,14 +25,14 @@ func shardedPrepared(t *testing.T) (prep, capDir, inputs string) {
 		t.Fatalf("cp: %v %s", err, out)
 	}
 	root := t.TempDir()
-	capDir, prep, inputs = filepath.Join(root, "capture"), filepath.Join(root, "prepared"), filepath.Join(root, replay.InputsFile)
+	capDir, prep, inputs = filepath.Join(root, "capture"), filepath.Join(root, "prepared"), filepath.Join(root, sets.InputsFile)
 	if code, out, errs := tp(t, "capture", "--cohort", tinyCohort(t, shardCases), "--routes", "", "--route-exec", testroute.Path(t), "--route-exec", filepath.Join(second, "route"), "--output", capDir); code != exitOK {
 		t.Fatalf("capture = exit %d:\n%s%s", code, out, errs)
 	}
 	if code, out, errs := tp(t, "prepare", "--capture", capDir, "--output", prep); code != exitOK {
 		t.Fatalf("prepare = exit %d:\n%s%s", code, out, errs)
 	}
-	if err := replay.DrawInputs(inputs); err != nil {
+	if err := sets.DrawFile(inputs); err != nil {
 		t.Fatal(err)
 	}
 	return prep, capDir, inputs
@@ -120,7 +120,7 @@ func TestShardMerge(t *testing.T) {
 	}
 	refuse("with a whole replay", "shard "+whole+": tilepipe.json config.shard: absent, a replay of the whole plan", nil, shards[0], whole, shards[2])
 	inputs2 := filepath.Join(t.TempDir(), "inputs.json")
-	if err := replay.DrawInputs(inputs2); err != nil {
+	if err := sets.DrawFile(inputs2); err != nil {
 		t.Fatal(err)
 	}
 	reseeded := filepath.Join(root, "reseeded")
@@ -131,6 +131,9 @@ func TestShardMerge(t *testing.T) {
 	}
 	if code, _, errs := tp(t, append([]string{"replay", "--prepared", prep, "--output", filepath.Join(t.TempDir(), "r"), "--shard", "0/5", "--inputs", inputs}, shardFlags...)...); code != exitFailure || !strings.Contains(errs, "--shard 0/5: the capture has 4 cases") {
 		t.Errorf("replay --shard 0/5 of 4 cases = exit %d, stderr %q", code, errs)
+	}
+	if code, _, errs := tp(t, "slurm", "submit", "--dry-run", "--prepared", prep, "--shards", "5", "--output", filepath.Join(t.TempDir(), "job")); code != exitFailure || !strings.Contains(errs, "--shards 5: prepared "+prep+" has 4 cases, and a shard is a set of whole cases: want at most 4 shards") {
+		t.Errorf("slurm submit --shards 5 of 4 cases = exit %d, stderr %q", code, errs)
 	}
 	if code, _, errs := tp(t, "replay", "--prepared", prep, "--output", filepath.Join(t.TempDir(), "r"), "--shard", "3/3"); code != exitUsage || !strings.Contains(errs, `--shard "3/3": want I/N`) {
 		t.Errorf("replay --shard 3/3 = exit %d, stderr %q", code, errs)

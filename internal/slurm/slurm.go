@@ -21,7 +21,7 @@ import (
 	"time"
 
 	"github.com/tilepipe/tilepipe/artifacts"
-	"github.com/tilepipe/tilepipe/replay"
+	"github.com/tilepipe/tilepipe/internal/sets"
 )
 
 // The job directory's files (Job.Dir).
@@ -102,8 +102,26 @@ func Plan(cfg Config) (*Job, error) {
 			return nil, err
 		}
 	}
+	// The prepared stage, verified before anything is submitted (each
+	// shard verifies it again before it times): its cases bound the
+	// shards, its receipt names the capture.
+	prep, err := artifacts.OpenStage(j.Prepared, artifacts.PreparedType, nil)
+	if err != nil {
+		return nil, fmt.Errorf("--prepared: %w", err)
+	}
+	var pdoc artifacts.PreparedDoc
+	if err := prep.ReadDoc(&pdoc); err != nil {
+		return nil, err
+	}
+	cases := map[string]bool{}
+	for _, e := range pdoc.Entries {
+		cases[e.Case] = true
+	}
+	if cfg.Shards > len(cases) {
+		return nil, fmt.Errorf("--shards %d: prepared %s has %d cases, and a shard is a set of whole cases: want at most %d shards", cfg.Shards, cfg.Prepared, len(cases), len(cases))
+	}
 	if j.Capture == "" {
-		if j.Capture, err = captureOf(j.Prepared); err != nil {
+		if j.Capture, err = captureOf(prep, cfg.Prepared); err != nil {
 			return nil, err
 		}
 	}
@@ -121,7 +139,7 @@ func Plan(cfg Config) (*Job, error) {
 			return nil, err
 		}
 	}
-	if err := replay.DrawInputs(filepath.Join(j.Dir, replay.InputsFile)); err != nil {
+	if err := sets.DrawFile(filepath.Join(j.Dir, sets.InputsFile)); err != nil {
 		return nil, err
 	}
 	for name, script := range map[string]string{ShardScript: j.shardScript(), MergeScript: j.mergeScript()} {
@@ -212,7 +230,7 @@ func (j *Job) shardScript() string {
 	fmt.Fprintf(&b, "set -u\ni=${SLURM_ARRAY_TASK_ID:?run as a Slurm array task}\nout=%s/$i\nresume=()\n", quote(filepath.Join(j.Dir, ShardsDir)))
 	b.WriteString("if [ -e \"$out/index.json\" ]; then echo \"shard $i is committed already\"; exit 0; fi\n")
 	b.WriteString("if [ -e \"$out\" ]; then resume=(--resume); fi\n")
-	args := []string{quote(j.Tilepipe), "replay", "--prepared", quote(j.Prepared), "--capture", quote(j.Capture), "--output", `"$out"`, "--shard", fmt.Sprintf(`"$i/%d"`, j.Shards), "--inputs", quote(filepath.Join(j.Dir, replay.InputsFile)), `"${resume[@]}"`}
+	args := []string{quote(j.Tilepipe), "replay", "--prepared", quote(j.Prepared), "--capture", quote(j.Capture), "--output", `"$out"`, "--shard", fmt.Sprintf(`"$i/%d"`, j.Shards), "--inputs", quote(filepath.Join(j.Dir, sets.InputsFile)), `"${resume[@]}"`}
 	for _, a := range j.ReplayArgs {
 		args = append(args, quote(a))
 	}
@@ -315,18 +333,14 @@ func Resubmit(ctx context.Context, dir string) (*Job, []int, error) {
 
 // captureOf is the capture directory a prepared stage's receipt names,
 // which the scripts then give every stage explicitly.
-func captureOf(prepared string) (string, error) {
-	st, err := artifacts.OpenStage(prepared, artifacts.PreparedType, nil)
-	if err != nil {
-		return "", err
-	}
-	rc, err := st.Receipt()
+func captureOf(prep *artifacts.Stage, dir string) (string, error) {
+	rc, err := prep.Receipt()
 	if err != nil {
 		return "", err
 	}
 	p, _ := rc.Predicate.Parameters["capture"].(string)
 	if p == "" {
-		return "", fmt.Errorf("prepared %s: receipt parameters.capture: want the capture directory", prepared)
+		return "", fmt.Errorf("prepared %s: receipt parameters.capture: want the capture directory; pass --capture", dir)
 	}
 	return p, nil
 }

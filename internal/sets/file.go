@@ -1,4 +1,4 @@
-package replay
+package sets
 
 import (
 	"bytes"
@@ -10,23 +10,27 @@ import (
 	"github.com/opencontainers/go-digest"
 
 	"github.com/tilepipe/tilepipe/artifacts"
-	"github.com/tilepipe/tilepipe/internal/sets"
 )
 
 // InputsFile is the name `tilepipe slurm` gives the input seeds its
 // shards share, in the job directory.
 const InputsFile = "inputs.json"
 
-// maxInputsBytes bounds an inputs file: MaxRounds seeds of 20 digits.
+// FileRounds is the rounds an inputs file has seeds for: every round a
+// replay can run (replay.MaxRounds, which a replay test holds equal).
+const FileRounds = 1000
+
+// maxInputsBytes bounds an inputs file: FileRounds seeds of 20 digits.
 const maxInputsBytes = 64 << 10
 
-// DrawInputs draws the input seeds of every round a replay can run
-// ([MaxRounds]) and writes them to the new file path: the shards of one
-// replay read them with --inputs, so that their visits draw the same
-// inputs as one replay's would, and a merge has one inputs record. They
-// are drawn after the prepared stage exists, as a replay's are.
-func DrawInputs(path string) error {
-	s, err := sets.Draw(MaxRounds)
+// DrawFile draws the input seeds of every round a replay can run
+// ([FileRounds]) and writes them to the new file path: the shards of one
+// replay read them with --inputs ([ReadFile]), so that their visits draw
+// the same inputs as one replay's would, and a merge has one inputs
+// record. They are drawn after the prepared stage exists, as a replay's
+// are.
+func DrawFile(path string) error {
+	s, err := Draw(FileRounds)
 	if err != nil {
 		return err
 	}
@@ -40,9 +44,9 @@ func DrawInputs(path string) error {
 	return artifacts.WriteFileAtomic(path, b)
 }
 
-// readInputs reads an inputs file (DrawInputs) for a replay of rounds
+// ReadFile reads an inputs file ([DrawFile]) for a replay of rounds
 // planned rounds: its seeds for those rounds, and the file's digest.
-func readInputs(path string, rounds int) (artifacts.InputSeeds, artifacts.Digest, error) {
+func ReadFile(path string, rounds int) (artifacts.InputSeeds, artifacts.Digest, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return artifacts.InputSeeds{}, "", fmt.Errorf("--inputs: %w", err)
