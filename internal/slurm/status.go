@@ -24,7 +24,10 @@ type Status struct {
 	// Merge is the latest merge job and its Slurm state; MergedManifest
 	// the merged replay's manifest once it is committed; Verdict the
 	// audit's, once audit.json is written.
-	Merge, MergeSlurm, MergedManifest, Verdict string
+	Merge          string `json:"merge"`
+	MergeSlurm     string `json:"mergeSlurm"`
+	MergedManifest string `json:"mergedManifest,omitempty"`
+	Verdict        string `json:"verdict,omitempty"`
 }
 
 // ShardStatus is one shard's state.
