@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tilepipe/tilepipe/artifacts"
 	"github.com/tilepipe/tilepipe/internal/slurm"
 	"github.com/tilepipe/tilepipe/internal/slurmtest"
 )
@@ -81,6 +82,9 @@ func TestSlurmArray(t *testing.T) {
 	st := status(job)
 	if strings.Count(st, "| COMPLETED | committed ") != 4 || !strings.Contains(st, "merge job ") || !strings.Contains(st, ": COMPLETED; merged replay committed ") || !strings.Contains(st, "audit: pass, 8 of 8 claims supported") {
 		t.Errorf("slurm status after the array:\n%s", st)
+	}
+	if _, err := artifacts.OpenStage(filepath.Join(job, slurm.AuditStage), artifacts.AuditType, nil); err != nil {
+		t.Errorf("the merge job wrote no audit stage: %v", err)
 	}
 	merged, ref := readReplay(t, filepath.Join(job, slurm.MergedDir)), readReplay(t, single)
 	for i, m := range merged.Summary {

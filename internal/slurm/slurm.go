@@ -32,6 +32,7 @@ const (
 	ShardsDir   = "shards"
 	MergedDir   = "merged"
 	AuditFile   = "audit.json"
+	AuditStage  = "audit"
 	LogsDir     = "logs"
 )
 
@@ -239,7 +240,8 @@ func (j *Job) shardScript() string {
 	return b.String()
 }
 
-// mergeScript merges every shard and audits the merge into audit.json.
+// mergeScript merges every shard and audits the merge into audit.json
+// (with audit.md) and the audit stage, whose subject is the merged replay.
 func (j *Job) mergeScript() string {
 	var b strings.Builder
 	b.WriteString("#!/bin/bash\n# tilepipe slurm: merge and audit, after every shard task succeeded (afterok). Kept as submitted.\n")
@@ -258,7 +260,7 @@ func (j *Job) mergeScript() string {
 		args = append(args, quote(j.ShardDir(i)))
 	}
 	fmt.Fprintf(&b, "if [ ! -e %s/index.json ]; then\n  %s\n  [ -e %s/index.json ] || exit 1\nfi\n", quote(merged), strings.Join(args, " "), quote(merged))
-	fmt.Fprintf(&b, "exec %s audit --capture %s --prepared %s --replay %s --output %s%s\n", quote(j.Tilepipe), quote(j.Capture), quote(j.Prepared), quote(merged), quote(filepath.Join(j.Dir, AuditFile)), sign)
+	fmt.Fprintf(&b, "exec %s audit --capture %s --prepared %s --replay %s --output %s --stage %s%s\n", quote(j.Tilepipe), quote(j.Capture), quote(j.Prepared), quote(merged), quote(filepath.Join(j.Dir, AuditFile)), quote(filepath.Join(j.Dir, AuditStage)), sign)
 	return b.String()
 }
 

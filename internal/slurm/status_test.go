@@ -30,7 +30,7 @@ func TestScripts(t *testing.T) {
 	}
 	m := j.mergeScript()
 	for _, want := range []string{"merge --prepared '/shared/p' --capture '/shared/c' --output '/shared/job/merged' '/shared/job/shards/0' '/shared/job/shards/1' '/shared/job/shards/2'",
-		"exec '/shared/bin/tilepipe' audit --capture '/shared/c' --prepared '/shared/p' --replay '/shared/job/merged' --output '/shared/job/audit.json'"} {
+		"exec '/shared/bin/tilepipe' audit --capture '/shared/c' --prepared '/shared/p' --replay '/shared/job/merged' --output '/shared/job/audit.json' --stage '/shared/job/audit'"} {
 		if !contains(m, want) {
 			t.Errorf("merge script lacks %q:\n%s", want, m)
 		}
