@@ -132,7 +132,21 @@ func TestSlurmArray(t *testing.T) {
 	if d := readReplay(t, filepath.Join(again, slurm.ShardsDir, "0")); len(d.Sessions) != 2 {
 		t.Errorf("shard 0 has %d sessions, want 2: the cancelled run and the resumed one", len(d.Sessions))
 	}
-	if code, _, errs := tp(t, "slurm", "resubmit", again); code != exitFailure || !strings.Contains(errs, "every shard and the merge are committed: nothing to resubmit") {
+	if code, _, errs := tp(t, "slurm", "resubmit", again); code != exitFailure || !strings.Contains(errs, "every shard and the merge are committed and audited: nothing to resubmit") {
 		t.Errorf("resubmit of a finished job = exit %d, stderr %q", code, errs)
+	}
+	// The audit lost (as if its job ran out of time): resubmit runs the
+	// merge job alone, which audits the committed merge again.
+	for _, f := range []string{slurm.AuditFile, "audit.md", slurm.AuditStage} {
+		if err := os.RemoveAll(filepath.Join(again, f)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if code, out, errs := tp(t, "slurm", "resubmit", again); code != exitOK || !strings.HasPrefix(out, "every shard is committed; merge and audit: job ") {
+		t.Fatalf("resubmit without the audit = exit %d:\n%s%s", code, out, errs)
+	}
+	slurmtest.Wait(t, 3*time.Minute, "the merge job's audit", auditDone(again))
+	if a := readAudit(t, filepath.Join(again, slurm.AuditFile)); a["verdict"] != "pass" {
+		t.Errorf("audit after the merge job alone: %v %v", a["verdict"], failedOf(a))
 	}
 }

@@ -300,7 +300,8 @@ func sbatch(ctx context.Context, args ...string) (string, error) {
 
 // Resubmit submits again every shard that is not committed, resuming
 // those a task began, and a merge job after them; none incomplete, it
-// submits the merge alone unless the merged replay is committed.
+// submits the merge job alone unless the merged replay is committed and
+// audited.
 func Resubmit(ctx context.Context, dir string) (*Job, []int, error) {
 	j, err := Load(dir)
 	if err != nil {
@@ -322,9 +323,11 @@ func Resubmit(ctx context.Context, dir string) (*Job, []int, error) {
 	if len(todo) > 0 {
 		return j, todo, j.submit(ctx, todo)
 	}
-	if st.MergedManifest != "" {
-		return nil, nil, fmt.Errorf("slurm resubmit %s: every shard and the merge are committed: nothing to resubmit", dir)
+	if st.MergedManifest != "" && st.Verdict != "" {
+		return nil, nil, fmt.Errorf("slurm resubmit %s: every shard and the merge are committed and audited: nothing to resubmit", dir)
 	}
+	// Every shard is committed, the merge or its audit is not: the merge
+	// job again (its script skips a committed merge and audits it).
 	merge, err := sbatch(ctx, filepath.Join(j.Dir, MergeScript))
 	if err != nil {
 		return nil, nil, err
