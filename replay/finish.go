@@ -33,7 +33,6 @@ func (r *replayer) finish(pr artifacts.PlanRecord, done map[int]*artifacts.Visit
 		}
 		doc.Visits = append(doc.Visits, *vr)
 		if vr.Status != artifacts.StatusPassed {
-			res.Failed++
 			continue
 		}
 		rows, err := r.readSamples(vr.Samples)
@@ -42,11 +41,6 @@ func (r *replayer) finish(pr artifacts.PlanRecord, done map[int]*artifacts.Visit
 		}
 		all = append(all, rows...)
 	}
-	for _, c := range closures {
-		if c.Status != artifacts.StatusPassed {
-			res.Failed++
-		}
-	}
 	sd, err := artifacts.PutSamples(r.s, all)
 	if err != nil {
 		return nil, err
@@ -54,11 +48,7 @@ func (r *replayer) finish(pr artifacts.PlanRecord, done map[int]*artifacts.Visit
 	r.s.Name("samples.arrow", sd)
 	doc.Samples = sd.Digest
 	doc.Summary = Summaries(pr.Cases, pr.Routes, r.pdoc.Entries, doc.Visits, all, pr.Config, Floors(r.sessions))
-	for _, s := range doc.Summary {
-		if s.Status == artifacts.StatusFailed {
-			res.Failed++
-		}
-	}
+	res.Failed = failures(doc)
 	md, err := r.s.PutBytes([]byte(report.Table(doc)), artifacts.MediaMarkdown)
 	if err != nil {
 		return nil, err
@@ -93,6 +83,28 @@ func (r *replayer) finish(pr artifacts.PlanRecord, done map[int]*artifacts.Visit
 	}
 	res.Manifest, res.Doc = mdesc.Digest, doc
 	return res, nil
+}
+
+// failures counts a replay document's failed visits, closure checks and
+// rows: what exit 1 reports.
+func failures(doc artifacts.ReplayDoc) int {
+	n := 0
+	for _, v := range doc.Visits {
+		if v.Status != artifacts.StatusPassed {
+			n++
+		}
+	}
+	for _, c := range doc.Closure {
+		if c.Status != artifacts.StatusPassed {
+			n++
+		}
+	}
+	for _, s := range doc.Summary {
+		if s.Status == artifacts.StatusFailed {
+			n++
+		}
+	}
+	return n
 }
 
 // Floors is, per case, the most lenient floor any session measured.

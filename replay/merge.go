@@ -121,22 +121,7 @@ func Merge(ctx context.Context, cfg MergeConfig) (*Result, error) {
 	s.Name("samples.arrow", sd)
 	doc.Samples = sd.Digest
 	doc.Summary = Summaries(all, routes, r.pdoc.Entries, doc.Visits, rows, doc.Config, Floors(doc.Sessions))
-	res := &Result{}
-	for _, v := range doc.Visits {
-		if v.Status != artifacts.StatusPassed {
-			res.Failed++
-		}
-	}
-	for _, c := range doc.Closure {
-		if c.Status != artifacts.StatusPassed {
-			res.Failed++
-		}
-	}
-	for _, sm := range doc.Summary {
-		if sm.Status == artifacts.StatusFailed {
-			res.Failed++
-		}
-	}
+	res := &Result{Failed: failures(doc)}
 	md, err := s.PutBytes([]byte(report.Table(doc)), artifacts.MediaMarkdown)
 	if err != nil {
 		return nil, err
