@@ -4,8 +4,10 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/tilepipe/tilepipe/artifacts"
 	"github.com/tilepipe/tilepipe/internal/sets"
@@ -135,6 +137,13 @@ func TestShardMerge(t *testing.T) {
 	if code, _, errs := tp(t, "slurm", "submit", "--dry-run", "--prepared", prep, "--shards", "5", "--output", filepath.Join(t.TempDir(), "job")); code != exitFailure || !strings.Contains(errs, "--shards 5: prepared "+prep+" has 4 cases, and a shard is a set of whole cases: want at most 4 shards") {
 		t.Errorf("slurm submit --shards 5 of 4 cases = exit %d, stderr %q", code, errs)
 	}
+	job := filepath.Join(t.TempDir(), "job")
+	if code, _, errs := tp(t, "slurm", "submit", "--dry-run", "--prepared", prep, "--shards", "2", "--output", job, "--partition", "gpu\nrm -rf /"); code != exitFailure || !strings.Contains(errs, `--partition "gpu\nrm -rf /": want one word of letters, digits and _.:,=/@%+- (it becomes an #SBATCH line)`) {
+		t.Errorf("slurm submit with a partition of two lines = exit %d, stderr %q", code, errs)
+	}
+	if _, err := os.Lstat(job); err == nil {
+		t.Errorf("a refused slurm submit left %s", job)
+	}
 	if code, _, errs := tp(t, "replay", "--prepared", prep, "--output", filepath.Join(t.TempDir(), "r"), "--shard", "3/3"); code != exitUsage || !strings.Contains(errs, `--shard "3/3": want I/N`) {
 		t.Errorf("replay --shard 3/3 = exit %d, stderr %q", code, errs)
 	}
@@ -170,6 +179,12 @@ func TestShardMerge(t *testing.T) {
 		{"the mix hidden", "merge", "merge.mixed [], the shards' receipts give", func(d *artifacts.ReplayDoc) { d.Merge.Mixed = nil }},
 		{"a shard's cases moved", "merge", "merge.shards says", func(d *artifacts.ReplayDoc) { d.Merge.Shards[1].Cases = d.Merge.Shards[0].Cases }},
 		{"the shards dropped", "merge", "merge.shards: none; a merged replay is made of at least one shard", func(d *artifacts.ReplayDoc) { d.Merge.Shards = nil }},
+		{"a shard spec on the merge", "merge", "config.shard 0/3: a merged replay is the whole plan", func(d *artifacts.ReplayDoc) { d.Config.Shard = artifacts.ShardSpec{Index: 0, Count: 3} }},
+		{"a setting changed", "merge", "shard 0/3 config.samples: 2, the document says 9", func(d *artifacts.ReplayDoc) { d.Config.Samples = 9 }},
+		{"other input seeds", "merge", "shard 0/3: input seeds differ from the merged replay's", func(d *artifacts.ReplayDoc) { d.Inputs.Replay++ }},
+		{"a machine renamed", "merge", `merge.shards[1].machine "elsewhere", the shard's receipt gives`, func(d *artifacts.ReplayDoc) { d.Merge.Shards[1].Machine = "elsewhere" }},
+		{"an offset moved", "merge", "merge.shards[2]: offsets 5/", func(d *artifacts.ReplayDoc) { d.Merge.Shards[2].VisitOffset = 5 }},
+		{"a session edited", "merge", "sessions: the merged document's are not the shards' in shard order, renumbered", func(d *artifacts.ReplayDoc) { d.Sessions[1].ClockHz *= 2 }},
 		{"a shard dropped", "merge rows", "row gemm-16x16x16/naive: no shard's summary has it", func(d *artifacts.ReplayDoc) { d.Merge.Shards = d.Merge.Shards[1:] }},
 	} {
 		dir := copyStage(t, mixed)
@@ -177,6 +192,24 @@ func TestShardMerge(t *testing.T) {
 		a := audit(dir)
 		if ev := checkEvidence(a, f.check); a["verdict"] != "fail" || !strings.Contains(ev, f.want) {
 			t.Errorf("audit of a merge forged with %s: verdict %v, %s evidence %q; want %q", f.name, a["verdict"], f.check, ev, f.want)
+		}
+	}
+	// The merged receipt: a merge dated before a shard finished, and one
+	// that does not name a shard it consumed.
+	for _, f := range []struct {
+		name, want string
+		edit       func(*artifacts.Receipt)
+	}{
+		{"begun before a shard finished", "the merge started ", func(r *artifacts.Receipt) { r.StartedOn = r.StartedOn.Add(-24 * time.Hour) }},
+		{"a shard not consumed", "merged receipt: shard 2/3's manifest ", func(r *artifacts.Receipt) {
+			r.ResolvedDependencies = slices.DeleteFunc(r.ResolvedDependencies, func(d artifacts.Dependency) bool { return strings.HasPrefix(d.Name, "shard 2/3 ") })
+		}},
+	} {
+		dir := copyStage(t, mixed)
+		forge(t, dir, artifacts.ReplayType, func(_ *artifacts.Store, _ *artifacts.ReplayDoc, r *artifacts.Receipt) { f.edit(r) })
+		a := audit(dir)
+		if ev := checkEvidence(a, "merge"); a["verdict"] != "fail" || !strings.Contains(ev, f.want) {
+			t.Errorf("audit of a merge whose receipt was forged (%s): verdict %v, merge evidence %q; want %q", f.name, a["verdict"], ev, f.want)
 		}
 	}
 	// The shards are part of the checkpoint: gone, or swapped for another

@@ -16,6 +16,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"time"
@@ -103,6 +104,19 @@ func Plan(cfg Config) (*Job, error) {
 			return nil, err
 		}
 	}
+	// Options become #SBATCH lines and paths are named in them unquoted:
+	// a newline or space would make another line or another option.
+	o := cfg.Options
+	for _, f := range [][2]string{{"--partition", o.Partition}, {"--gres", o.Gres}, {"--time", o.Time}, {"--account", o.Account}, {"--output", j.Dir}} {
+		if !sbatchWord.MatchString(f[1]) && f[1] != "" {
+			return nil, fmt.Errorf("%s %q: want one word of letters, digits and _.:,=/@%%+- (it becomes an #SBATCH line)", f[0], f[1])
+		}
+	}
+	for _, f := range [][2]string{{"--prepared", j.Prepared}, {"--capture", cfg.Capture}, {"--tilepipe", j.Tilepipe}} {
+		if strings.ContainsAny(f[1], "\n\r") {
+			return nil, fmt.Errorf("%s %q: a path with a line break", f[0], f[1])
+		}
+	}
 	// The prepared stage, verified before anything is submitted (each
 	// shard verifies it again before it times): its cases bound the
 	// shards, its receipt names the capture.
@@ -135,23 +149,36 @@ func Plan(cfg Config) (*Job, error) {
 		}
 		return nil, err
 	}
+	if err := j.write(); err != nil {
+		os.RemoveAll(j.Dir) // this call made it: a half-made job directory is nobody's
+		return nil, err
+	}
+	return j, nil
+}
+
+// sbatchWord is what an sbatch option's value may be.
+var sbatchWord = regexp.MustCompile(`^[A-Za-z0-9_.:,=/@%+-]+$`)
+
+// write fills a new job directory: its folders, the input seeds, the two
+// scripts and job.json.
+func (j *Job) write() error {
 	for _, d := range []string{ShardsDir, LogsDir} {
 		if err := os.Mkdir(filepath.Join(j.Dir, d), 0o755); err != nil {
-			return nil, err
+			return err
 		}
 	}
 	if err := sets.DrawFile(filepath.Join(j.Dir, sets.InputsFile)); err != nil {
-		return nil, err
+		return err
 	}
 	for name, script := range map[string]string{ShardScript: j.shardScript(), MergeScript: j.mergeScript()} {
 		if err := artifacts.WriteFileAtomic(filepath.Join(j.Dir, name), []byte(script)); err != nil {
-			return nil, err
+			return err
 		}
 		if err := os.Chmod(filepath.Join(j.Dir, name), 0o755); err != nil {
-			return nil, err
+			return err
 		}
 	}
-	return j, j.save()
+	return j.save()
 }
 
 // Submit plans the job directory and submits every shard.
