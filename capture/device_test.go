@@ -77,7 +77,7 @@ if [ "$1" = describe ]; then
 fi
 for a; do case "$a" in --workdir=*) w="${a#--workdir=}";; esac; done
 prev=""; for a; do [ "$prev" = "--workdir" ] && w="$a"; prev="$a"; done
-cp SRC/* "$w"/
+cp "SRC"/* "$w"/
 echo '{"protocol": 1, "status": "built", "kind": "cubin", "files": [{"path": "add.cubin", "role": "cubin"}, {"path": "add.ptx", "role": "ptx"}, {"path": "launch.json", "role": "manifest"}]}'
 `
 

@@ -125,6 +125,16 @@ type replayer struct {
 // validating every output in full against the oracle.
 func Run(ctx context.Context, cfg Config) (*Result, error) {
 	start := time.Now().UTC()
+	// A sample's span ends when poll returns on the waiting thread, and
+	// its goroutine needs a P to read the clock. With one P (GOMAXPROCS=1
+	// in the user's environment, or a one-CPU cgroup quota) any other
+	// runnable goroutine, the garbage collector's among them, holds that
+	// clock back by up to a scheduler slice: 13 µs per call measured for
+	// a 40 ns add (TestSlurmArray under GOMAXPROCS=1). Two Ps are enough
+	// for the waiting goroutine never to queue behind one.
+	if runtime.GOMAXPROCS(0) < 2 {
+		defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(2))
+	}
 	r := &replayer{cfg: cfg, entries: map[[2]string]*artifacts.Prepared{}, cases: map[string]*artifacts.CapturedCase{}}
 	if err := r.open(); err != nil {
 		return nil, err

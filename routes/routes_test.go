@@ -34,6 +34,7 @@ import (
 	"github.com/tilepipe/tilepipe/internal/visit"
 	"github.com/tilepipe/tilepipe/oracle"
 	"io"
+	"maps"
 	"math"
 	"os"
 	"os/exec"
@@ -146,13 +147,29 @@ func run(t *testing.T, dir string, env []string, argv ...string) []byte {
 	defer cancel()
 	cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
 	cmd.Dir = dir
-	cmd.Env = append(os.Environ(), env...)
+	cmd.Env = commandEnv(env)
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	if err := cmd.Run(); err != nil {
 		t.Fatalf("%s: %v\nstderr:\n%s", strings.Join(argv, " "), err, stderr.String())
 	}
 	return stdout.Bytes()
+}
+
+// commandEnv is a test command's whole environment: what capture passes
+// every command it runs from the user's (PATH, HOME and the locale, as
+// artifacts.Env does) and env. The user's OpenBLAS variables, which
+// capture would pass on too, are left out: what a route does with a core
+// type in the environment is each test's to set (TestTorchEagerCoreType
+// sets one), so no test depends on what this machine's user set.
+func commandEnv(env []string) []string {
+	var out []string
+	for _, k := range []string{"PATH", "HOME", "LANG", "LC_ALL"} {
+		if v, ok := os.LookupEnv(k); ok {
+			out = append(out, k+"="+v)
+		}
+	}
+	return append(out, env...)
 }
 
 // decode parses out as exactly one JSON object into v.
@@ -848,7 +865,9 @@ func TestOpenBLASBuildGemm(t *testing.T) {
 func TestOpenBLASCoreType(t *testing.T) {
 	t.Parallel()
 	requireRoute(t, "openblas")
-	out, err := exec.Command("/usr/bin/python3", filepath.Join("openblas", "coretype_test.py")).CombinedOutput()
+	cmd := exec.Command("/usr/bin/python3", filepath.Join("openblas", "coretype_test.py"))
+	cmd.Env = commandEnv(nil)
+	out, err := cmd.CombinedOutput()
 	t.Logf("%s", out)
 	if err != nil || !bytes.Contains(out, []byte("\nall passed\n")) {
 		t.Fatalf("coretype_test.py: %v", err)
@@ -870,6 +889,15 @@ func TestOpenBLASCoreType(t *testing.T) {
 		t.Errorf("env %v requires_cpu %v with no core set", b.Env, b.RequiresCPU)
 	}
 	t.Logf("this machine: core %s (%s), env %v", sched.Core, sched.Why, b.Env)
+	// A core type the user set is kept, recorded and passed to the visits,
+	// with the flags its kernels need.
+	b, _ = buildCaseEnv(t, "openblas", "gemm", dims, signature("gemm", dims), "f32", "", []string{"OPENBLAS_CORETYPE=Haswell"})
+	if err := json.Unmarshal(b.Schedule, &sched); err != nil {
+		t.Fatal(err)
+	}
+	if b.Env["OPENBLAS_CORETYPE"] != "Haswell" || sched.Why != "OPENBLAS_CORETYPE=Haswell is set in the environment: kept" || !slices.Equal(b.RequiresCPU, []string{"avx2", "fma"}) {
+		t.Errorf("kept: env %v schedule %+v requires %v; want Haswell passed on, said kept, requiring avx2 fma", b.Env, sched, b.RequiresCPU)
+	}
 }
 
 // TestTorchEagerCoreType: torch's CPU matrix ops run on the OpenBLAS
@@ -1126,14 +1154,13 @@ func withOp(p *processResp, op string) *processResp {
 	return &q
 }
 
-// visitEnv is a visit's whole environment, scrubbed as replay scrubs it.
-func visitEnv() []string {
+// visitEnv is a visit's whole environment, scrubbed as replay scrubs it,
+// with the variables the process build recorded.
+func visitEnv(p *processResp) []string {
 	env := []string{"PATH=/usr/bin:/bin", "LANG=C.UTF-8", "HOME=/tmp", "TMPDIR=/tmp",
 		"OMP_NUM_THREADS=1", "MKL_NUM_THREADS=1", "OPENBLAS_NUM_THREADS=1"}
-	for _, k := range []string{"OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE"} {
-		if v, ok := os.LookupEnv(k); ok {
-			env = append(env, k+"="+v)
-		}
+	for _, k := range slices.Sorted(maps.Keys(p.Env)) {
+		env = append(env, k+"="+p.Env[k])
 	}
 	return env
 }
@@ -1142,7 +1169,7 @@ func visitEnv() []string {
 // fd 4 as replay's command and report pipes, vc's memory files as fd 5
 // and up, and no sandbox.
 func visitSpec(work string, p *processResp, vc *visitCase) visit.Spec {
-	return visit.Spec{Argv: timerArgv(p, vc.path), Env: visitEnv(), Dir: work, Timeout: cmdTimeout, Threads: 1, Files: vc.files()}
+	return visit.Spec{Argv: timerArgv(p, vc.path), Env: visitEnv(p), Dir: work, Timeout: cmdTimeout, Threads: 1, Files: vc.files()}
 }
 
 func startVisit(t *testing.T, work string, p *processResp, vc *visitCase) *visit.Session {
@@ -1206,8 +1233,11 @@ func checkProcessBuild(t *testing.T, op string, b buildResp) {
 	if p == nil {
 		t.Fatalf("torch-eager build %s: process is null", op)
 	}
-	if !filepath.IsAbs(p.Interpreter) || p.Script != "wrapper.py" || len(p.Env) != 0 {
-		t.Errorf("process = %+v, want an absolute interpreter, script wrapper.py, empty env", p)
+	// The only variable a process build may set is the OpenBLAS core type
+	// its BLAS calls need (TestTorchEagerCoreType checks when).
+	_, core := p.Env["OPENBLAS_CORETYPE"]
+	if !filepath.IsAbs(p.Interpreter) || p.Script != "wrapper.py" || len(p.Env) > 1 || len(p.Env) == 1 && !core {
+		t.Errorf("process = %+v, want an absolute interpreter, script wrapper.py, no env but a core type", p)
 	}
 	if len(p.Args) < 4 || p.Args[0] != "--op" || p.Args[1] != op || p.Args[2] != "--device" || p.Args[3] != "cpu" {
 		t.Errorf("process args = %q, want them to start with --op %s --device cpu", p.Args, op)
@@ -1598,7 +1628,7 @@ func TestTorchEagerProtocol(t *testing.T) {
 		// sh closes fds 3 and 4 whatever this test inherited.
 		argv := append([]string{"/bin/sh", "-c", `exec 3>&- 4>&-; exec "$@"`, "sh"}, timerArgv(b.Process, newVisit(t).path)...)
 		cmd := exec.Command(argv[0], argv[1:]...)
-		cmd.Dir, cmd.Env = work, visitEnv()
+		cmd.Dir, cmd.Env = work, visitEnv(b.Process)
 		var stdout, stderr bytes.Buffer
 		cmd.Stdout, cmd.Stderr = &stdout, &stderr
 		err := cmd.Run()
@@ -1849,7 +1879,7 @@ func startRaw(t *testing.T, work string, p *processResp, vc *visitCase) *rawTime
 	}
 	argv := timerArgv(p, vc.path)
 	r := &rawTimer{cmd: exec.Command(argv[0], argv[1:]...), cmdW: cmdW, repR: repR, reports: bufio.NewReader(repR), exited: make(chan error, 1)}
-	r.cmd.Dir, r.cmd.Env = work, visitEnv()
+	r.cmd.Dir, r.cmd.Env = work, visitEnv(p)
 	r.cmd.ExtraFiles = append([]*os.File{cmdR, repW}, vc.files()...)
 	r.cmd.Stdout, r.cmd.Stderr = &r.stdout, &r.stderr
 	err = r.cmd.Start()

@@ -70,7 +70,7 @@ func TestCompareCheckpoints(t *testing.T) {
 	// The two runs also give report an audit stage of another replay,
 	// which it refuses rather than show another audit's verdict.
 	mixed := copyRun(t, nw)
-	if out, err := exec.Command("sh", "-c", "chmod -R u+w "+filepath.Join(mixed, "audit")+" && rm -rf "+filepath.Join(mixed, "audit")+" && cp -a "+filepath.Join(old, "audit")+" "+filepath.Join(mixed, "audit")).CombinedOutput(); err != nil {
+	if out, err := exec.Command("sh", "-c", `chmod -R u+w "$1" && rm -rf "$1" && cp -a "$2" "$1"`, "sh", filepath.Join(mixed, "audit"), filepath.Join(old, "audit")).CombinedOutput(); err != nil {
 		t.Fatalf("swap audit stages: %v %s", err, out)
 	}
 	code, _, errs = tp(t, "report", "--checkpoint", mixed, "--output", filepath.Join(t.TempDir(), "r.html"))

@@ -44,7 +44,7 @@ if [ "$1" = describe ]; then
   exit 0
 fi
 prev=""; for a; do [ "$prev" = "--workdir" ] && w="$a"; prev="$a"; done
-cp SRC/* "$w"/
+cp "SRC"/* "$w"/
 echo '{"protocol": 1, "status": "built", "kind": "cubin", "files": [{"path": "add.cubin", "role": "cubin"}, {"path": "add.ptx", "role": "ptx"}, {"path": "launch.json", "role": "manifest"}]}'
 `, "SRC", src)), 0o755)
 	co := filepath.Join(dir, "cohort.json")

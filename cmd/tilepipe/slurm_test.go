@@ -33,14 +33,19 @@ func builtTilepipe(t *testing.T) string {
 // shards incomplete, the merge never runs (afterok), status names both,
 // and resubmit completes them, the begun one resumed.
 func TestSlurmArray(t *testing.T) {
-	slurmtest.Start(t)
+	slurmtest.OneWordTemp(t)
 	exe := builtTilepipe(t)
 	prep, _, _ := shardedPrepared(t)
 	root := t.TempDir()
 	single := filepath.Join(root, "single")
+	// The reference replay runs before the cluster starts: the daemons'
+	// first seconds load this 2-core machine by a third of a core, which
+	// made the reference 2 to 5000 times slower than the shards in a
+	// third of the runs.
 	if code, out, errs := tp(t, append([]string{"replay", "--prepared", prep, "--output", single}, shardFlags...)...); code != exitOK {
 		t.Fatalf("replay = exit %d:\n%s%s", code, out, errs)
 	}
+	slurmtest.Start(t)
 
 	job := filepath.Join(root, "job")
 	submit := func(dir string, extra ...string) string {
@@ -92,10 +97,14 @@ func TestSlurmArray(t *testing.T) {
 		if m.Case != s.Case || m.Route != s.Route || m.Status != s.Status || m.Visits != s.Visits || m.Samples != s.Samples {
 			t.Errorf("merged row %d %s/%s %s %d visits %d samples, the single replay's %s/%s %s %d %d", i, m.Case, m.Route, m.Status, m.Visits, m.Samples, s.Case, s.Route, s.Status, s.Visits, s.Samples)
 		}
-		// Within the noise: this 2-core machine's tiny cases move by tens
-		// of percent between runs, not by factors.
-		if r := m.MedianNs / s.MedianNs; !(r > 0.5 && r < 2) {
-			t.Errorf("merged row %s/%s median %g ns, the single replay's %g ns: not within the noise", m.Case, m.Route, m.MedianNs, s.MedianNs)
+		// Within the noise: the least time per call, which preemption and
+		// steal only ever raise. The medians of these 2-round, 1 ms-sample
+		// replays moved by 3 to 500 times between runs on this 2-core VM
+		// when its host stole a tenth to a third of a core; the least
+		// moves by tens of percent. A merge that mis-scaled calls would
+		// move it by factors.
+		if r := m.MinNs / s.MinNs; !(r > 0.5 && r < 2) {
+			t.Errorf("merged row %s/%s least time %g ns per call, the single replay's %g ns: not within the noise", m.Case, m.Route, m.MinNs, s.MinNs)
 		}
 	}
 

@@ -159,6 +159,10 @@ func Plan(cfg Config) (*Job, error) {
 // sbatchWord is what an sbatch option's value may be.
 var sbatchWord = regexp.MustCompile(`^[A-Za-z0-9_.:,=/@%+-]+$`)
 
+// Word reports whether s may stand unquoted in an #SBATCH line (and in a
+// slurm.conf): one word of letters, digits and _.:,=/@%+-.
+func Word(s string) bool { return sbatchWord.MatchString(s) }
+
 // write fills a new job directory: its folders, the input seeds, the two
 // scripts and job.json.
 func (j *Job) write() error {

@@ -17,6 +17,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/tilepipe/tilepipe/internal/slurm"
 )
 
 // Cluster is a running single-node Slurm.
@@ -49,6 +51,7 @@ func Start(t *testing.T) *Cluster {
 		}
 		t.Skip("slurm: slurmd runs jobs as their users, so it needs root")
 	}
+	OneWordTemp(t)
 	c, err := Launch()
 	if err != nil {
 		t.Fatal(err)
@@ -63,10 +66,31 @@ func Start(t *testing.T) *Cluster {
 	return c
 }
 
+// OneWordTemp gives the test a TMPDIR that Slurm can name: its own
+// directory under /tmp when the user's TMPDIR is not one word (a space,
+// say), which slurm.conf and #SBATCH lines cannot hold (tilepipe slurm
+// submit refuses such a job directory, and the test would test only
+// that). Where TMPDIR is one word already it is kept.
+func OneWordTemp(t *testing.T) {
+	t.Helper()
+	if slurm.Word(os.TempDir()) {
+		return
+	}
+	dir, err := os.MkdirTemp("/tmp", "tilepipe-test-")
+	if err != nil {
+		t.Fatalf("slurm: TMPDIR %q is not one word, and /tmp has no room for one: %v", os.TempDir(), err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	t.Setenv("TMPDIR", dir)
+}
+
 // Launch starts munged, slurmctld and slurmd in the foreground as this
 // process's children, from a new temporary directory, and waits for the
 // node to be idle. Stop stops them.
 func Launch() (*Cluster, error) {
+	if !slurm.Word(os.TempDir()) {
+		return nil, fmt.Errorf("slurm: TMPDIR %q: slurm.conf names its paths unquoted, so the cluster's directory must be one word of letters, digits and _.:,=/@%%+- (set TMPDIR to one)", os.TempDir())
+	}
 	dir, err := os.MkdirTemp("", "tilepipe-slurm-")
 	if err != nil {
 		return nil, err
