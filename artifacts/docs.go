@@ -94,6 +94,12 @@ type Process struct {
 	Args              []string          `json:"args"`
 	Env               map[string]string `json:"env"`
 	OutputPolicy      string            `json:"outputPolicy"`
+	// ClosureArgs, when set, are the arguments the closure listing takes
+	// instead of Args (docs/protocol.md, "closure"): the route says its
+	// listing depends on nothing of the case but these, so prepare lists
+	// once for every entry of the same interpreter, script, ClosureArgs,
+	// environment and device.
+	ClosureArgs []string `json:"closureArgs,omitempty"`
 }
 
 // Route is what capture learned about one route from describe.
@@ -213,10 +219,13 @@ type CapturedCase struct {
 
 // CaptureDoc is the capture stage's document.
 type CaptureDoc struct {
-	Schema  int    `json:"schema"`
-	Cohort  string `json:"cohort"`
-	Rounds  int    `json:"rounds,omitempty"` // the cohort's default replay rounds
-	Threads int    `json:"threads"`
+	Schema int    `json:"schema"`
+	Cohort string `json:"cohort"`
+	Rounds int    `json:"rounds,omitempty"` // the cohort's default replay rounds
+	// Target is the cohort's default precision target in percent (0:
+	// fixed rounds), absent where the cohort sets none.
+	Target  *float64 `json:"target,omitempty"`
+	Threads int      `json:"threads"`
 	// Oracle is the oracle.Version that computed the packets' references
 	// and bounds (empty in captures made before versions were recorded).
 	Oracle string         `json:"oracle,omitempty"`
@@ -333,6 +342,11 @@ type ReplayConfig struct {
 	Target    float64 `json:"target,omitempty"`
 	BudgetS   float64 `json:"budgetS,omitempty"`
 	MaxRounds int     `json:"maxRounds,omitempty"`
+	// TotalBudgetS is the visit time the whole adaptive replay may spend
+	// (--budget), shared at every boundary by the cases that would go
+	// on (adaptive.Share): a case whose next block what is left cannot
+	// pay for stops, "replay budget spent". Absent (0): no such budget.
+	TotalBudgetS float64 `json:"totalBudgetS,omitempty"`
 	// FreshMin is the fewest fresh sets a case gets where that many fit
 	// in sets.FreshFloorBytes (sets.FreshSets): sets.MinFresh, one per
 	// fresh sample. Absent (replays made before it): FreshBytes alone

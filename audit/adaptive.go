@@ -47,7 +47,15 @@ func (a *auditor) stopping() {
 			reached++
 		}
 	}
-	a.add("stopping rule", p, nil, fmt.Sprintf("re-derived where %d cases stopped (target ±%.3g%%, budget %g s a row, at most %d rounds); %d of %d ratio rows reached the target", len(want), c.Target*100, c.BudgetS, c.MaxRounds, reached, ratios))
+	a.add("stopping rule", p, nil, fmt.Sprintf("re-derived where %d cases stopped (target ±%.3g%%, budget %g s a row%s, at most %d rounds); %d of %d ratio rows reached the target", len(want), c.Target*100, c.BudgetS, replayBudget(c), c.MaxRounds, reached, ratios))
+}
+
+// replayBudget is ", N s for the replay" where it has a budget.
+func replayBudget(c artifacts.ReplayConfig) string {
+	if c.TotalBudgetS <= 0 {
+		return ""
+	}
+	return fmt.Sprintf(", %g s for the replay", c.TotalBudgetS)
 }
 
 // stops applies the stopping rule to the recorded visits and samples.
@@ -69,6 +77,15 @@ func (a *auditor) stops() []artifacts.CaseStop {
 		if !adaptive.Boundary(r, c.Rounds, block) {
 			continue
 		}
+		var all []artifacts.VisitResult
+		for _, v := range d.Visits {
+			if v.Round < r {
+				all = append(all, v)
+			}
+		}
+		budget := adaptive.Budget{TotalNs: int64(c.TotalBudgetS * 1e9)}
+		budget.SpentNs, budget.MeanNs = adaptive.Spent(all)
+		var cases []adaptive.Case
 		for _, cs := range d.Cases {
 			if !open[cs] {
 				continue
@@ -77,8 +94,8 @@ func (a *auditor) stops() []artifacts.CaseStop {
 			before.Visits = nil
 			var rows []samples.Row
 			spent := map[string]int64{}
-			for _, v := range d.Visits {
-				if v.Case != cs || v.Round >= r {
+			for _, v := range all {
+				if v.Case != cs {
 					continue
 				}
 				before.Visits = append(before.Visits, v)
@@ -87,10 +104,12 @@ func (a *auditor) stops() []artifacts.CaseStop {
 			}
 			got := recompute(before, rows, a.device)
 			var sums []artifacts.Summary
+			var routes []string
 			for _, rt := range d.Routes {
 				if !a.timeable(cs, rt) {
 					continue
 				}
+				routes = append(routes, rt)
 				s, ok := got[[2]string{cs, rt}]
 				if !ok {
 					s = artifacts.Summary{Case: cs, Route: rt, Status: artifacts.StatusFailed}
@@ -99,9 +118,13 @@ func (a *auditor) stops() []artifacts.CaseStop {
 				}
 				sums = append(sums, s)
 			}
-			if stop := adaptive.Decide(adaptive.Rows(sums, c.Baseline, spent), c.Target, int64(c.BudgetS*1e9)); stop != "" {
-				open[cs] = false
-				stops = append(stops, artifacts.CaseStop{Case: cs, Rounds: r, Stop: stop})
+			cases = append(cases, adaptive.Case{ID: cs, Rows: adaptive.Rows(sums, c.Baseline, spent), Routes: routes})
+		}
+		decided := adaptive.Share(cases, c.Target, int64(c.BudgetS*1e9), block, budget)
+		for _, cs := range cases {
+			if stop, ok := decided[cs.ID]; ok {
+				open[cs.ID] = false
+				stops = append(stops, artifacts.CaseStop{Case: cs.ID, Rounds: r, Stop: stop})
 			}
 		}
 		if !slices.ContainsFunc(d.Cases, func(cs string) bool { return open[cs] }) {

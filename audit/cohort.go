@@ -16,11 +16,11 @@ func (a *auditor) cohort() {
 	} else {
 		p = cohortAgrees(b, a.cdoc)
 	}
-	a.add("cohort", p, nil, fmt.Sprintf("cohort.json parsed again: its name, rounds and %d cases are the capture document's", len(a.cdoc.Cases)))
+	a.add("cohort", p, nil, fmt.Sprintf("cohort.json parsed again: its name, rounds, target and %d cases are the capture document's", len(a.cdoc.Cases)))
 }
 
 // cohortAgrees parses the cohort as capture was given it (b) and compares
-// it with the capture document: the cohort's name and rounds, and every
+// it with the capture document: the cohort's name, rounds and target, and every
 // case, field for field and in order (the JSON of each, so an absent map
 // and an empty one are the same, as they are on disk).
 func cohortAgrees(b []byte, d artifacts.CaptureDoc) []string {
@@ -34,6 +34,14 @@ func cohortAgrees(b []byte, d artifacts.CaptureDoc) []string {
 	}
 	if co.Rounds != d.Rounds {
 		p = append(p, fmt.Sprintf("cohort.json rounds %d, the capture document %d", co.Rounds, d.Rounds))
+	}
+	if show := func(t *float64) string {
+		if t == nil {
+			return "absent"
+		}
+		return fmt.Sprint(*t)
+	}; show(co.Target) != show(d.Target) {
+		p = append(p, fmt.Sprintf("cohort.json target %s, the capture document %s", show(co.Target), show(d.Target)))
 	}
 	if len(co.Cases) != len(d.Cases) {
 		return append(p, fmt.Sprintf("cohort.json has %d cases, the capture document %d", len(co.Cases), len(d.Cases)))

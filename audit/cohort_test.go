@@ -21,6 +21,7 @@ func TestCohortAgrees(t *testing.T) {
 		}
 		return d
 	}
+	zero := 0.0
 	seeded := add
 	seeded.Seed = 10
 	bigger := gemm
@@ -40,6 +41,9 @@ func TestCohortAgrees(t *testing.T) {
 			`case 1: cohort.json has {"id":"add-4x10","op":"add","dims":{"M":4,"N":10},"dtype":"f32","pattern":"normal","seed":9,"policy":"strict"}, the capture document {"id":"gemm-16x16x16","op":"gemm","dims":{"K":16,"M":16,"N":16},"dtype":"f32","pattern":"normal","seed":1,"policy":"strict"}`}},
 		{"a case dropped", capture(gemm), []string{"cohort.json has 2 cases, the capture document 1"}},
 		{"name and rounds", artifacts.CaptureDoc{Cohort: "quick", Rounds: 1, Cases: capture(gemm, add).Cases}, []string{`cohort.json name "small", the capture document "quick"`, "cohort.json rounds 2, the capture document 1"}},
+		// A forger who makes the replay adaptive's default fixed, or the
+		// reverse, must change the cohort the audit parses.
+		{"a target added", artifacts.CaptureDoc{Cohort: "small", Rounds: 2, Target: &zero, Cases: capture(gemm, add).Cases}, []string{"cohort.json target absent, the capture document 0"}},
 	}
 	for _, tt := range tests {
 		if got := cohortAgrees([]byte(file), tt.d); !reflect.DeepEqual(got, tt.want) {

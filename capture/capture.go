@@ -177,7 +177,7 @@ func Run(ctx context.Context, cfg Config) (_ *Result, err error) {
 	}
 	s.Name("cohort.json", cd)
 
-	doc := artifacts.CaptureDoc{Schema: artifacts.DocSchema, Cohort: co.Name, Rounds: co.Rounds, Threads: cfg.Threads, Oracle: oracle.Version}
+	doc := artifacts.CaptureDoc{Schema: artifacts.DocSchema, Cohort: co.Name, Rounds: co.Rounds, Target: co.Target, Threads: cfg.Threads, Oracle: oracle.Version}
 	var ir *caseIR
 	if irs != nil {
 		rec.Parameters["ir"], rec.Parameters["abi"] = irs, abi
@@ -518,6 +518,7 @@ type responseProcess struct {
 	Args         []string          `json:"args"`
 	Env          map[string]string `json:"env"`
 	OutputPolicy string            `json:"output_policy"`
+	ClosureArgs  []string          `json:"closure_args"`
 }
 
 var fileRoles = []string{"object", "source", "header", "stmt", "llvm", "asm", "wrapper", "log", "other", "output", "cubin", "ptx", "manifest"}
@@ -787,7 +788,12 @@ func fill(s *artifacts.Store, b *artifacts.Build, resp response, r artifacts.Rou
 		if err != nil {
 			return fmt.Errorf("response process.interpreter %q: %w", p.Interpreter, err)
 		}
-		b.Process = &artifacts.Process{Interpreter: filepath.Clean(p.Interpreter), InterpreterDigest: dg, Script: p.Script, Args: p.Args, Env: p.Env, OutputPolicy: p.OutputPolicy}
+		for i, a := range p.ClosureArgs {
+			if a == "" || a == "--closure" || strings.ContainsRune(a, 0) {
+				return fmt.Errorf("response process.closure_args[%d] %q: want a non-empty argument without NUL (prepare adds --closure itself)", i, a)
+			}
+		}
+		b.Process = &artifacts.Process{Interpreter: filepath.Clean(p.Interpreter), InterpreterDigest: dg, Script: p.Script, Args: p.Args, Env: p.Env, OutputPolicy: p.OutputPolicy, ClosureArgs: p.ClosureArgs}
 	case "cubin":
 		if err := checkCubin(resp.Files, work, sig); err != nil {
 			return err

@@ -2,7 +2,7 @@
 //
 // # Format
 //
-//	{"schema": 1, "name": "quick", "rounds": 1, "cases": [
+//	{"schema": 1, "name": "quick", "rounds": 1, "target": 0, "cases": [
 //	  {"op": "gemm", "dims": {"M": 64, "N": 64, "K": 64}, "seed": 1}]}
 //
 // Per case, dtype defaults to f32, pattern to normal, policy to strict and
@@ -37,9 +37,18 @@ type Cohort struct {
 	// Rounds, when set, is the replay's default number of rounds for this
 	// cohort (the --rounds flag still wins); a smoke cohort uses it to
 	// run as a labelled screen. 0 (absent) or 1 to [MaxRounds].
-	Rounds int           `json:"rounds,omitempty"`
+	Rounds int `json:"rounds,omitempty"`
+	// Target, when set, is the replay's default precision target for this
+	// cohort, in percent (the --target flag still wins): 0 asks for fixed
+	// rounds (a screen, or a cohort sized for a time), else
+	// [MinTargetPct] to [MaxTargetPct] makes the replay adaptive to it.
+	Target *float64      `json:"target,omitempty"`
 	Cases  []oracle.Case `json:"cases"`
 }
+
+// MinTargetPct and MaxTargetPct bound a cohort's target, as they bound
+// replay's --target (docs/limits.md).
+const MinTargetPct, MaxTargetPct = 0.1, 50.0
 
 // MaxFileBytes bounds a cohort file.
 const MaxFileBytes = 4 << 20
@@ -105,6 +114,7 @@ func Parse(file string, b []byte) (*Cohort, error) {
 		Name        string            `json:"name"`
 		Description string            `json:"description"`
 		Rounds      int               `json:"rounds"`
+		Target      *float64          `json:"target"`
 		Cases       []json.RawMessage `json:"cases"`
 	}
 	dec := json.NewDecoder(bytes.NewReader(b))
@@ -129,7 +139,10 @@ func Parse(file string, b []byte) (*Cohort, error) {
 	if raw.Rounds < 0 || raw.Rounds > MaxRounds {
 		return nil, &SyntaxError{file, 1, fmt.Sprintf("rounds: want 1 to %d (or absent: replay's default), got %d", MaxRounds, raw.Rounds)}
 	}
-	c := &Cohort{Schema: 1, Name: raw.Name, Description: raw.Description, Rounds: raw.Rounds}
+	if t := raw.Target; t != nil && *t != 0 && !(*t >= MinTargetPct && *t <= MaxTargetPct) {
+		return nil, &SyntaxError{file, 1, fmt.Sprintf("target: want 0 (fixed rounds) or %g to %g percent (or absent: replay's default), got %g", MinTargetPct, MaxTargetPct, *t)}
+	}
+	c := &Cohort{Schema: 1, Name: raw.Name, Description: raw.Description, Rounds: raw.Rounds, Target: raw.Target}
 	seen := map[string]int{}
 	// Cases appear in order, so search each after the previous one: a
 	// byte-identical duplicate must get its own line, not the first's.

@@ -123,6 +123,35 @@ func TestRoundsRange(t *testing.T) {
 	}
 }
 
+// TestTarget: a cohort's target is absent, 0 (fixed rounds) or within
+// replay's --target range; anything else names the field and the range.
+func TestTarget(t *testing.T) {
+	for _, tc := range []struct {
+		target string
+		want   *float64
+		err    string
+	}{
+		{"", nil, ""},
+		{`"target": 0,`, ptr(0), ""},
+		{`"target": 0.1,`, ptr(0.1), ""},
+		{`"target": 50,`, ptr(50), ""},
+		{`"target": 0.05,`, nil, "t.json:1: target: want 0 (fixed rounds) or 0.1 to 50 percent (or absent: replay's default), got 0.05"},
+		{`"target": -1,`, nil, "t.json:1: target: want 0 (fixed rounds) or 0.1 to 50 percent (or absent: replay's default), got -1"},
+		{`"target": 51,`, nil, "t.json:1: target: want 0 (fixed rounds) or 0.1 to 50 percent (or absent: replay's default), got 51"},
+		{`"target": "1.5",`, nil, "t.json:1: target: want float64"},
+	} {
+		c, err := Parse("t.json", []byte(`{"schema": 1, `+tc.target+` "cases": [{"op": "sum", "dims": {"M": 1, "N": 1}}]}`))
+		switch {
+		case tc.err != "" && (err == nil || err.Error() != tc.err):
+			t.Errorf("Parse(%s) = %v, want %s", tc.target, err, tc.err)
+		case tc.err == "" && (err != nil || !reflect.DeepEqual(c.Target, tc.want)):
+			t.Errorf("Parse(%s) = %+v, %v, want target %v", tc.target, c, err, tc.want)
+		}
+	}
+}
+
+func ptr(f float64) *float64 { return &f }
+
 func TestDefaultID(t *testing.T) {
 	tests := []struct {
 		c    oracle.Case

@@ -2,8 +2,8 @@ package prepare
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
-	"github.com/tilepipe/tilepipe/artifacts/sign"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/tilepipe/tilepipe/artifacts"
+	"github.com/tilepipe/tilepipe/artifacts/sign"
 	"github.com/tilepipe/tilepipe/artifacts/tensor"
 	"github.com/tilepipe/tilepipe/internal/launch"
 	"github.com/tilepipe/tilepipe/internal/progress"
@@ -91,7 +92,19 @@ type preparer struct {
 	cudaSyms    *timerSymbols
 	cudaLib     string
 	timer       *timerSymbols // names route objects may not define
-	mu          sync.Mutex    // guards rec.Commands
+	mu          sync.Mutex    // guards rec.Commands and listings
+	// listings are the closure listings of process builds that name
+	// their closure arguments (artifacts.Process.ClosureArgs), by what
+	// the listing depends on: each runs once, its entries share it.
+	listings map[string]*listing
+}
+
+// listing is one shared closure listing: its files, or why it failed.
+type listing struct {
+	once    sync.Once
+	closure []artifacts.ClosureFile
+	why     string
+	err     error
 }
 
 // Run verifies every blob of the capture, then links each object build into
@@ -604,8 +617,33 @@ func (p *preparer) process(ctx context.Context, c artifacts.CapturedCase, b arti
 	e.Program = &artifacts.FileRef{Path: pr.Script, Role: "wrapper", Digest: script.Digest, Size: script.Size}
 	e.Process = pr
 	e.Env = pr.Env
-	argv := append([]string{pr.Interpreter, path}, pr.Args...)
-	return p.closure(ctx, append(argv, "--closure"), dir, pr.Env, c.Case.DeviceOf() == oracle.DeviceCUDA, e)
+	cuda := c.Case.DeviceOf() == oracle.DeviceCUDA
+	if pr.ClosureArgs == nil {
+		argv := append([]string{pr.Interpreter, path}, pr.Args...)
+		return p.closure(ctx, append(argv, "--closure"), dir, pr.Env, cuda, e)
+	}
+	// The route says the listing depends on nothing of the case but its
+	// closure arguments: one listing for every entry that shares them,
+	// the interpreter, the script's bytes, the environment and the device.
+	key, _ := json.Marshal([]any{pr.Interpreter, pr.InterpreterDigest, script.Digest, pr.ClosureArgs, pr.Env, cuda})
+	p.mu.Lock()
+	if p.listings == nil {
+		p.listings = map[string]*listing{}
+	}
+	l := p.listings[string(key)]
+	if l == nil {
+		l = &listing{}
+		p.listings[string(key)] = l
+	}
+	p.mu.Unlock()
+	l.once.Do(func() {
+		var first artifacts.Prepared
+		argv := append(append([]string{pr.Interpreter, path}, pr.ClosureArgs...), "--closure")
+		l.why, l.err = p.closure(ctx, argv, dir, pr.Env, cuda, &first)
+		l.closure = first.Closure
+	})
+	e.Closure = slices.Clone(l.closure)
+	return l.why, l.err
 }
 
 // closure runs the timer's --closure and pins every file it maps, except

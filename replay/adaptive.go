@@ -35,11 +35,21 @@ func (a *adaptiveRounds) timeable(c, rt string) bool {
 }
 
 // open is the set of cases round visits: at a boundary the rule decides
-// each open case from its visits before round; between boundaries the
-// set stands.
+// every open case from the visits before round (adaptive.Share); between
+// boundaries the set stands.
 func (a *adaptiveRounds) open(round int, done map[int]*artifacts.VisitResult) (map[string]bool, error) {
 	cfg := a.r.cfg.ReplayConfig
-	if adaptive.Boundary(round, cfg.Rounds, adaptive.Block(len(a.routes))) {
+	block := adaptive.Block(len(a.routes))
+	if adaptive.Boundary(round, cfg.Rounds, block) {
+		var open []adaptive.Case
+		budget := adaptive.Budget{TotalNs: int64(cfg.TotalBudgetS * 1e9)}
+		var before []artifacts.VisitResult
+		for _, i := range slices.Sorted(maps.Keys(done)) {
+			if v := done[i]; v.Round < round {
+				before = append(before, *v)
+			}
+		}
+		budget.SpentNs, budget.MeanNs = adaptive.Spent(before)
 		for _, c := range a.cases {
 			if !a.isOpen[c] {
 				continue
@@ -47,29 +57,38 @@ func (a *adaptiveRounds) open(round int, done map[int]*artifacts.VisitResult) (m
 			var visits []artifacts.VisitResult
 			var rows []samples.Row
 			spent := map[string]int64{}
-			for _, i := range slices.Sorted(maps.Keys(done)) {
-				v := done[i]
-				if v.Case != c || v.Round >= round {
+			for _, v := range before {
+				if v.Case != c {
 					continue
 				}
-				visits = append(visits, *v)
+				visits = append(visits, v)
 				spent[v.Route] += v.WallNs
 				if v.Status != artifacts.StatusPassed {
 					continue
 				}
-				if a.rows[i] == nil {
+				if a.rows[v.Index] == nil {
 					rs, err := a.r.readSamples(v.Samples)
 					if err != nil {
 						return nil, err
 					}
-					a.rows[i] = rs
+					a.rows[v.Index] = rs
 				}
-				rows = append(rows, a.rows[i]...)
+				rows = append(rows, a.rows[v.Index]...)
 			}
 			sums := Summaries([]string{c}, a.routes, a.r.pdoc.Entries, visits, rows, cfg, nil)
-			if stop := adaptive.Decide(adaptive.Rows(sums, cfg.Baseline, spent), cfg.Target, int64(cfg.BudgetS*1e9)); stop != "" {
-				a.isOpen[c] = false
-				a.stops = append(a.stops, artifacts.CaseStop{Case: c, Rounds: round, Stop: stop})
+			var routes []string
+			for _, rt := range a.routes {
+				if a.timeable(c, rt) {
+					routes = append(routes, rt)
+				}
+			}
+			open = append(open, adaptive.Case{ID: c, Rows: adaptive.Rows(sums, cfg.Baseline, spent), Routes: routes})
+		}
+		stops := adaptive.Share(open, cfg.Target, int64(cfg.BudgetS*1e9), block, budget)
+		for _, c := range open {
+			if stop, ok := stops[c.ID]; ok {
+				a.isOpen[c.ID] = false
+				a.stops = append(a.stops, artifacts.CaseStop{Case: c.ID, Rounds: round, Stop: stop})
 			}
 		}
 	}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/tilepipe/tilepipe/artifacts"
 	"github.com/tilepipe/tilepipe/artifacts/tensor"
+	"github.com/tilepipe/tilepipe/cohort"
 	"github.com/tilepipe/tilepipe/internal/sets"
 	"github.com/tilepipe/tilepipe/internal/shard"
 )
@@ -41,8 +42,12 @@ const (
 	// paired ratios' intervals an adaptive replay aims for, in percent of
 	// the median; MinBudgetS and MaxBudgetS bound --budget-s, the visit
 	// time a row may spend.
-	MinTargetPct, MaxTargetPct float64 = 0.1, 50
+	MinTargetPct, MaxTargetPct float64 = cohort.MinTargetPct, cohort.MaxTargetPct
 	MinBudgetS, MaxBudgetS     float64 = 1, 86400
+	// MinTotalBudgetS and MaxTotalBudgetS bound --budget, the visit time
+	// of the whole adaptive replay (0: none): a week, for a cluster's
+	// shards.
+	MinTotalBudgetS, MaxTotalBudgetS float64 = 1, 7 * 86400
 )
 
 // Validate checks every number of c that a flag sets against its range
@@ -78,6 +83,11 @@ func (c Config) Validate() error {
 			floatIn("--budget-s", c.BudgetS, MinBudgetS, MaxBudgetS),
 		} {
 			if err != nil {
+				return err
+			}
+		}
+		if c.TotalBudgetS != 0 {
+			if err := floatIn("--budget (seconds)", c.TotalBudgetS, MinTotalBudgetS, MaxTotalBudgetS); err != nil {
 				return err
 			}
 		}

@@ -49,6 +49,10 @@ type Config struct {
 	// Inputs is the file of input seeds a shard reads (--inputs,
 	// [sets.DrawFile]): every shard of one replay times the same inputs.
 	Inputs string
+	// CohortTarget: no --target was given, so a cohort that sets a target
+	// (the capture's, artifacts.CaptureDoc.Target) replaces Target, as a
+	// cohort's rounds replace Rounds 0.
+	CohortTarget bool
 	artifacts.ReplayConfig
 	Progress *progress.Reporter
 }
@@ -160,11 +164,14 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	if r.cfg.Rounds == 0 {
 		r.cfg.Rounds = plan.DefaultRounds(len(routes))
 	}
+	if t := r.cdoc.Target; r.cfg.CohortTarget && t != nil {
+		r.cfg.Target = *t / 100
+	}
 	if r.cfg.Target > 0 && r.cfg.MaxRounds == 0 {
 		r.cfg.MaxRounds = max(DefaultMaxRounds, r.cfg.Rounds)
 	}
 	if r.cfg.Target == 0 {
-		r.cfg.BudgetS, r.cfg.MaxRounds = 0, 0 // recorded only for adaptive replays
+		r.cfg.BudgetS, r.cfg.TotalBudgetS, r.cfg.MaxRounds = 0, 0, 0 // recorded only for adaptive replays
 	}
 	r.cfg.Level = artifacts.LevelFor(r.cfg.Target)
 	if err := r.checkConfig(routes); err != nil {

@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/tilepipe/tilepipe/artifacts"
 	"github.com/tilepipe/tilepipe/internal/adaptive"
@@ -281,8 +282,12 @@ func adaptiveRounds(doc artifacts.ReplayDoc) string {
 		return ""
 	}
 	var b strings.Builder
-	fmt.Fprintf(&b, "\nAdaptive rounds: after %d rounds, a case got blocks of %d more until every paired ratio's exact %s interval was within ±%.3g%% of its median, a row had spent %g s of visits, or it had %d rounds.",
-		c.Rounds, adaptive.Block(len(doc.Routes)), pct(c.IntervalLevel()), c.Target*100, c.BudgetS, c.MaxRounds)
+	replayBudget := ""
+	if c.TotalBudgetS > 0 {
+		replayBudget = fmt.Sprintf(", what was left of the replay's %s of visits could not pay for its next block", time.Duration(c.TotalBudgetS*1e9))
+	}
+	fmt.Fprintf(&b, "\nAdaptive rounds: after %d rounds, a case got blocks of %d more until every paired ratio's exact %s interval was within ±%.3g%% of its median, a row had spent %g s of visits%s, or it had %d rounds.",
+		c.Rounds, adaptive.Block(len(doc.Routes)), pct(c.IntervalLevel()), c.Target*100, c.BudgetS, replayBudget, c.MaxRounds)
 	ratios, reached := 0, 0
 	var short []string
 	for _, s := range doc.Summary {

@@ -90,6 +90,7 @@ type processResp struct {
 	Args         []string          `json:"args"`
 	Env          map[string]string `json:"env"`
 	OutputPolicy string            `json:"output_policy"`
+	ClosureArgs  []string          `json:"closure_args"`
 }
 
 type buildResp struct {
@@ -1245,6 +1246,10 @@ func checkProcessBuild(t *testing.T, op string, b buildResp) {
 	if p.OutputPolicy != "out" && p.OutputPolicy != "copy" {
 		t.Errorf("output_policy = %q, want out or copy", p.OutputPolicy)
 	}
+	// Its closure listing runs every op on the device, whatever the case.
+	if !slices.Equal(p.ClosureArgs, []string{"--device", "cpu"}) {
+		t.Errorf("closure_args = %q, want [--device cpu]", p.ClosureArgs)
+	}
 	if b.Toolchain["interpreter"] != p.Interpreter || b.Toolchain["torch"] == nil || b.Toolchain["python"] == nil {
 		t.Errorf("toolchain = %v, want interpreter %s, torch and python", b.Toolchain, p.Interpreter)
 	}
@@ -1951,7 +1956,9 @@ func TestTorchEagerClosure(t *testing.T) {
 	dims := dimsFor("add")
 	b, work := build(t, "torch-eager", "add", dims, signature("add", dims))
 	checkProcessBuild(t, "add", b)
-	out := strings.TrimSpace(string(run(t, work, nil, b.Process.Interpreter, b.Process.Script, "--closure")))
+	// As prepare lists it: the build's closure arguments, then --closure.
+	argv := append(append([]string{b.Process.Interpreter, b.Process.Script}, b.Process.ClosureArgs...), "--closure")
+	out := strings.TrimSpace(string(run(t, work, nil, argv...)))
 	paths := strings.Split(out, "\n")
 	if !slices.IsSorted(paths) {
 		t.Errorf("closure is not sorted")

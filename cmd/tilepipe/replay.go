@@ -26,8 +26,9 @@ func replayFlags() []cli.Flag {
 		&cli.StringFlag{Name: "baseline", Value: d.Baseline, Usage: "route the paired ratios compare against"},
 		&cli.Uint64Flag{Name: "seed", Value: d.Seed, Usage: "bootstrap seed"},
 		&cli.StringFlag{Name: "l2", Value: d.L2, Usage: "L2 policy of GPU visits: warm, or flush (twice the L2 written before every sample, outside its span; recorded)"},
-		&cli.Float64Flag{Name: "target", Value: d.Target * 100, Usage: fmt.Sprintf("adaptive rounds: after --rounds, a case gets more rounds (a block of every balanced order at a time) until each paired ratio's exact interval (97.5%% at each look, docs/statistics.md) is within this many percent of its median, or a row spent --budget-s (0: exactly --rounds; else %g to %g)", replay.MinTargetPct, replay.MaxTargetPct)},
+		&cli.Float64Flag{Name: "target", Value: d.Target * 100, Usage: fmt.Sprintf("adaptive rounds: after --rounds, a case gets more rounds (a block of every balanced order at a time) until each paired ratio's exact interval (97.5%% at each look, docs/statistics.md) is within this many percent of its median, a row spent --budget-s or the replay --budget (0: exactly --rounds; default: the cohort's target, else %g; else %g to %g)", d.Target*100, replay.MinTargetPct, replay.MaxTargetPct)},
 		&cli.Float64Flag{Name: "budget-s", Value: d.BudgetS, Usage: fmt.Sprintf("adaptive rounds: the visit time one (case, route) row may spend, in seconds (%g to %g)", replay.MinBudgetS, replay.MaxBudgetS)},
+		&cli.DurationFlag{Name: "budget", Usage: fmt.Sprintf("adaptive rounds: the visit time the whole replay may spend, such as 5m or 1h30m, shared by the cases still open at each block (the fixed rounds always run; 0: no limit; else %gs to %gh)", replay.MinTotalBudgetS, replay.MaxTotalBudgetS/3600)},
 		&cli.IntFlag{Name: "max-rounds", Usage: fmt.Sprintf("adaptive rounds: the most rounds a case gets (0: %d, or --rounds if more)", replay.DefaultMaxRounds)},
 		&cli.BoolFlag{Name: "allow-load", Usage: fmt.Sprintf("keep rounds whose visits overlapped other load (more than %.2f cores of other processes) in the paired ratios; by default they are left out (recorded as config.load; the table counts them)", load.MaxOtherCores)},
 		&cli.IntFlag{Name: "graph-batch", Value: d.GraphBatch, Usage: fmt.Sprintf("GPU visits also take graph samples: a CUDA graph of N calls replayed by adaptive_replay_span_v2 (0: none; 1 to %d)", replay.MaxGraphBatch)},
@@ -53,6 +54,7 @@ func replayConfig(c *cli.Context, prepared, output string) replay.Config {
 	cfg.Baseline, cfg.Seed, cfg.L2, cfg.GraphBatch = c.String("baseline"), c.Uint64("seed"), c.String("l2"), c.Int("graph-batch")
 	cfg.NoSandbox, cfg.Bwrap = c.Bool("no-sandbox"), c.String("bwrap")
 	cfg.Target, cfg.BudgetS, cfg.MaxRounds = c.Float64("target")/100, c.Float64("budget-s"), c.Int("max-rounds")
+	cfg.TotalBudgetS, cfg.CohortTarget = c.Duration("budget").Seconds(), !c.IsSet("target")
 	if c.Bool("allow-load") {
 		cfg.Load = artifacts.LoadAllow
 	}

@@ -1,6 +1,9 @@
 package adaptive
 
-import "testing"
+import (
+	"reflect"
+	"testing"
+)
 
 // TestDecide feeds the rule each way a case can stand at a boundary.
 func TestDecide(t *testing.T) {
@@ -39,6 +42,44 @@ func TestDecide(t *testing.T) {
 	}{{5, false}, {6, true}, {7, false}, {8, true}, {10, true}} {
 		if got := Boundary(tc.r, 6, 2); got != tc.want {
 			t.Errorf("Boundary(%d, 6, 2) = %v, want %v", tc.r, got, tc.want)
+		}
+	}
+}
+
+// TestShare: a replay budget lets the cases that would go on do so while
+// what is left pays for each one's next block, the neediest first; the
+// rule of each case alone comes first, and no budget changes nothing.
+func TestShare(t *testing.T) {
+	wide := func(route string, lo, hi float64) Row {
+		return Row{Route: route, Ratio: true, Median: 1, Lo: lo, Hi: hi, Exact: true, SpentNs: 1e9}
+	}
+	inexact := Row{Route: "r", Ratio: true, Median: 1, Lo: 0.9, Hi: 1.1, SpentNs: 1e9}
+	base := Row{Route: "b", SpentNs: 1e9}
+	two := []string{"r", "b"}
+	cases := []Case{
+		{ID: "far", Rows: []Row{wide("r", 0.9, 1.1), base}, Routes: two},      // ±10%
+		{ID: "near", Rows: []Row{wide("r", 0.98, 1.02), base}, Routes: two},   // ±2%
+		{ID: "none", Rows: []Row{inexact, base}, Routes: two},                 // no interval yet
+		{ID: "done", Rows: []Row{wide("r", 0.995, 1.005), base}, Routes: two}, // ±0.5%: target reached
+		{ID: "dear", Rows: []Row{wide("r", 0.97, 1.03), base}, Routes: []string{"r", "b", "c"}},
+	}
+	mean := map[string]float64{"r": 1e9, "b": 2e9, "c": 10e9} // a block of 2 rounds: 6 s for r and b, 26 s with c
+	for _, tc := range []struct {
+		name string
+		b    Budget
+		want map[string]string
+	}{
+		{"no replay budget", Budget{}, map[string]string{"done": StopTarget}},
+		{"room for all", Budget{TotalNs: 100e9, SpentNs: 50e9, MeanNs: mean}, map[string]string{"done": StopTarget}},
+		{"room for two: no interval, then nearest", Budget{TotalNs: 100e9, SpentNs: 88e9, MeanNs: mean},
+			map[string]string{"done": StopTarget, "far": StopReplayBudget, "dear": StopReplayBudget}},
+		{"a dear case skipped, a cheaper one after it paid", Budget{TotalNs: 100e9, SpentNs: 82e9, MeanNs: mean},
+			map[string]string{"done": StopTarget, "dear": StopReplayBudget}},
+		{"spent", Budget{TotalNs: 100e9, SpentNs: 100e9, MeanNs: mean},
+			map[string]string{"done": StopTarget, "far": StopReplayBudget, "near": StopReplayBudget, "none": StopReplayBudget, "dear": StopReplayBudget}},
+	} {
+		if got := Share(cases, 0.015, 60e9, 2, tc.b); !reflect.DeepEqual(got, tc.want) {
+			t.Errorf("%s: Share = %v, want %v", tc.name, got, tc.want)
 		}
 	}
 }
