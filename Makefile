@@ -5,7 +5,12 @@ BIN := $(abspath bin)
 RUN_DIR ?= runs/$(shell date -u +%Y%m%dT%H%M%SZ)
 COHORT ?= cpu-default
 ROUTES ?= halide,openblas,torch-eager
-# More flags for `tilepipe run`, e.g. RUN_FLAGS="--target 0" for fixed rounds.
+# The visit time an adaptive replay may spend in all (tilepipe run
+# --budget). cpu-default and quick are timed in fixed rounds (their
+# cohorts say "target": 0) and do not use it; it bounds cpu-full, the
+# long run, and any adaptive cohort.
+BUDGET ?= 30m
+# More flags for `tilepipe run`, e.g. RUN_FLAGS="--target 1.5" for adaptive rounds.
 RUN_FLAGS ?=
 
 # System packages the routes need (Debian 12 names).
@@ -42,7 +47,7 @@ routes:
 # make error; 1 (any failure) and 2 (usage) are.
 run: build
 	@mkdir -p runs
-	$(BIN)/tilepipe run --cohort $(COHORT) --routes $(ROUTES) --output $(RUN_DIR) $(RUN_FLAGS) || [ $$? -eq 3 ]
+	$(BIN)/tilepipe run --cohort $(COHORT) --routes $(ROUTES) --budget $(BUDGET) --output $(RUN_DIR) $(RUN_FLAGS) || [ $$? -eq 3 ]
 
 # Tests run through gotestsum (a tool dependency in go.mod): go test alone
 # prints a package only when it ends, minutes into cmd/tilepipe; gotestsum

@@ -171,6 +171,9 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		r.cfg.MaxRounds = max(DefaultMaxRounds, r.cfg.Rounds)
 	}
 	if r.cfg.Target == 0 {
+		if r.cfg.TotalBudgetS > 0 && !r.cfg.CohortTarget {
+			r.cfg.Progress.Printf("replay: fixed rounds (target 0): --budget %s does not apply", time.Duration(r.cfg.TotalBudgetS*1e9))
+		}
 		r.cfg.BudgetS, r.cfg.TotalBudgetS, r.cfg.MaxRounds = 0, 0, 0 // recorded only for adaptive replays
 	}
 	r.cfg.Level = artifacts.LevelFor(r.cfg.Target)
@@ -321,7 +324,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 			if err := ctx.Err(); err != nil {
 				return nil, fmt.Errorf("replay interrupted after %d of %d visits: %w", len(done), len(pr.Plan), err)
 			}
-			r.cfg.Progress.Step("replay", len(done)+1, len(pr.Plan), fmt.Sprintf("round %d %s %s", v.Round+1, v.Case, v.Route))
+			r.cfg.Progress.StepUpTo("replay", len(done)+1, len(pr.Plan), r.budgetLeft(done, len(pr.Plan)), fmt.Sprintf("round %d %s %s", v.Round+1, v.Case, v.Route))
 			vr, err := r.visit(ctx, v, programs)
 			if err != nil {
 				if ctx.Err() != nil {
@@ -357,6 +360,21 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		ad.finish(r.cfg.PlannedRounds())
 	}
 	return r.finish(pr, done, closures, ad.stops)
+}
+
+// budgetLeft is what the replay budget (config.totalBudgetS) leaves
+// beyond the visits planned so far, at their mean time: the most that
+// later adaptive rounds can add; 0 without a budget.
+func (r *replayer) budgetLeft(done map[int]*artifacts.VisitResult, planned int) time.Duration {
+	if r.cfg.TotalBudgetS <= 0 || len(done) == 0 {
+		return 0
+	}
+	var spent int64
+	for _, v := range done {
+		spent += v.WallNs
+	}
+	rest := float64(spent) / float64(len(done)) * float64(planned-len(done))
+	return max(0, time.Duration(r.cfg.TotalBudgetS*1e9-float64(spent)-rest))
 }
 
 // placeCores splits the cores replay may use between the visits' timed

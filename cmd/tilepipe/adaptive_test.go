@@ -95,6 +95,29 @@ func TestAdaptiveRounds(t *testing.T) {
 	if code, out := auditRun(t, dir, filepath.Join(dir, "replay")); code != exitOK || !strings.Contains(out, "audit: PASSED stopping rule: re-derived where 2 cases stopped") {
 		t.Errorf("audit of the budget-stopped replay = exit %d:\n%s", code, out)
 	}
+
+	// The replay's budget: 8 visits of at least 600 ms spend about 6 s of
+	// the 7, and a case's next block (4 visits) costs about 3 s, so both
+	// stop at the first boundary. Forged into a larger budget everywhere,
+	// the rule the audit applies gives them more rounds.
+	dir, doc = adaptiveRun(t, "--target", "0.1", "--budget-s", "1000", "--budget", "7s", "--warmup-ms", "600")
+	want = []artifacts.CaseStop{{Case: "gemm-16x16x16", Rounds: 2, Stop: adaptive.StopReplayBudget}, {Case: "add-3x7", Rounds: 2, Stop: adaptive.StopReplayBudget}}
+	if !slices.Equal(doc.Stops, want) || len(doc.Plan) != 2*2*2 || doc.Config.TotalBudgetS != 7 {
+		t.Errorf("stops %+v, %d planned visits, replay budget %g s; want %+v, 8, 7 s", doc.Stops, len(doc.Plan), doc.Config.TotalBudgetS, want)
+	}
+	if w := "a row had spent 1000 s of visits, what was left of the replay's 7s of visits could not pay for its next block, or it had 120 rounds."; !strings.Contains(report.Table(doc), w) {
+		t.Errorf("results table: want %q in\n%s", w, report.Table(doc))
+	}
+	if code, out := auditRun(t, dir, filepath.Join(dir, "replay")); code != exitOK || !strings.Contains(out, "audit: PASSED stopping rule: re-derived where 2 cases stopped (target ±0.1%, budget 1000 s a row, 7 s for the replay, at most 120 rounds)") {
+		t.Errorf("audit of the replay-budget replay = exit %d:\n%s", code, out)
+	}
+	forged := copyRun(t, dir)
+	forgeStage(t, filepath.Join(forged, "replay"), artifacts.ReplayType, nil, func(st *artifacts.Stage, d *artifacts.ReplayDoc, r *artifacts.Receipt) {
+		reconfigure(t, st, d, r, func(c *artifacts.ReplayConfig) { c.TotalBudgetS = 1000 })
+	})
+	if code, out := auditRun(t, forged, filepath.Join(forged, "replay")); code != exitFailure || !strings.Contains(out, "- stops [{gemm-16x16x16 2 replay budget spent} {add-3x7 2 replay budget spent}], the rule gives [{gemm-16x16x16 120 most rounds} {add-3x7 120 most rounds}] from the recorded samples\n") {
+		t.Errorf("audit of a replay budget forged larger = exit %d:\n%s", code, out)
+	}
 }
 
 // TestAdaptiveResume kills an adaptive replay inside its adaptive rounds

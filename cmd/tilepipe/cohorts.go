@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/tilepipe/tilepipe/cohort"
+	"github.com/tilepipe/tilepipe/replay"
 	"github.com/urfave/cli/v2"
 )
 
@@ -19,7 +20,7 @@ func cohortsCommand() *cli.Command {
 				if err != nil {
 					return err
 				}
-				fmt.Fprintf(c.App.Writer, "%s: %s\n", name, co.Description)
+				fmt.Fprintf(c.App.Writer, "%s: %s\n  timed in %s\n", name, co.Description, timing(co))
 				for _, cs := range co.Cases {
 					keys := make([]string, 0, len(cs.Dims))
 					for k := range cs.Dims {
@@ -36,4 +37,29 @@ func cohortsCommand() *cli.Command {
 			return nil
 		},
 	}
+}
+
+// timing is how replay times a cohort by default: its rounds and target,
+// or replay's defaults.
+func timing(co *cohort.Cohort) string {
+	rounds := "replay's default rounds"
+	if co.Rounds > 0 {
+		rounds = plural(co.Rounds, "round")
+	}
+	switch t := co.Target; {
+	case t == nil:
+		return fmt.Sprintf("%s, then adaptive rounds to replay's default target (±%g%%)", rounds, replay.DefaultConfig.Target*100)
+	case *t == 0:
+		return rounds + ", fixed"
+	default:
+		return fmt.Sprintf("%s, then adaptive rounds to ±%g%%", rounds, *t)
+	}
+}
+
+// plural is "1 round", "6 rounds".
+func plural(n int, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	return fmt.Sprintf("%d %ss", n, noun)
 }

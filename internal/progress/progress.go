@@ -20,6 +20,10 @@ type Reporter struct {
 	tty   bool
 	start time.Time
 	width int
+	// begun is when each stage's first step was reported: its rate so
+	// far gives the time left.
+	begun map[string]time.Time
+	now   func() time.Time // nil: time.Now; a test's clock
 }
 
 // New reports to w; it redraws one line only when w is a terminal.
@@ -32,14 +36,34 @@ func New(w io.Writer) *Reporter {
 }
 
 // Step reports item done of total with a message. On a terminal it rewrites
-// the status line; otherwise it prints one line.
+// the status line; otherwise it prints one line. The line shows the time
+// since the reporter began and, from the stage's rate so far, about how
+// long the rest of its total takes.
 func (r *Reporter) Step(stage string, done, total int, msg string) {
+	r.StepUpTo(stage, done, total, 0, msg)
+}
+
+// StepUpTo is Step for a total that may grow by work bounded in time
+// (an adaptive replay's rounds, within its budget): more is the most that
+// work can add to the time left, said as "up to".
+func (r *Reporter) StepUpTo(stage string, done, total int, more time.Duration, msg string) {
 	if r == nil {
 		return
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	line := fmt.Sprintf("tilepipe: %s [%d/%d %s] %s", stage, done, total, time.Since(r.start).Round(time.Second), msg)
+	now := time.Now()
+	if r.now != nil {
+		now = r.now()
+	}
+	if r.begun == nil {
+		r.begun = map[string]time.Time{}
+	}
+	begun, ok := r.begun[stage]
+	if !ok {
+		begun, r.begun[stage] = now, now
+	}
+	line := fmt.Sprintf("tilepipe: %s [%d/%d %s%s] %s", stage, done, total, now.Sub(r.start).Round(time.Second), left(now.Sub(begun), done, total, more), msg)
 	if r.tty {
 		pad := ""
 		if n := r.width - len(line); n > 0 {
@@ -50,6 +74,29 @@ func (r *Reporter) Step(stage string, done, total int, msg string) {
 		return
 	}
 	fmt.Fprintln(r.w, line)
+}
+
+// left is ", about 3m10s left" from the rate of the done items after the
+// first (whose start is the stage's start), with ", up to 4m more" when
+// more may follow; "" until a rate is known.
+func left(elapsed time.Duration, done, total int, more time.Duration) string {
+	if done < 2 || done > total || elapsed <= 0 {
+		return ""
+	}
+	rest := time.Duration(float64(elapsed) / float64(done-1) * float64(total-done+1))
+	s := ", about " + round(rest) + " left"
+	if more > 0 {
+		s += ", up to " + round(more) + " more"
+	}
+	return s
+}
+
+// round is d to the second, or to ten seconds above ten minutes.
+func round(d time.Duration) string {
+	if d > 10*time.Minute {
+		return d.Round(10 * time.Second).String()
+	}
+	return d.Round(time.Second).String()
 }
 
 // Printf prints a whole line, ending any status line first.

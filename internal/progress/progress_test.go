@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"strings"
 	"testing"
+	"time"
 )
 
 // A writer that is not a terminal gets one plain line per step, no
@@ -44,4 +45,26 @@ func TestNilReporterIsQuiet(t *testing.T) {
 	r.Step("x", 1, 1, "y")
 	r.Printf("z")
 	r.Done()
+}
+
+// The time left comes from the stage's own rate: after the first step,
+// each step's share of the time since the first, times the steps to go;
+// work that may follow within a bound says "up to".
+func TestTimeLeft(t *testing.T) {
+	var b bytes.Buffer
+	now := time.Unix(1000, 0)
+	r := &Reporter{w: &b, start: now.Add(-time.Minute), now: func() time.Time { return now }}
+	r.Step("replay", 1, 11, "first")
+	now = now.Add(20 * time.Second)
+	r.Step("replay", 3, 11, "third")
+	now = now.Add(50 * time.Second)
+	r.StepUpTo("replay", 8, 11, 5*time.Minute, "eighth")
+	r.Step("audit", 1, 2, "its own rate")
+	want := "tilepipe: replay [1/11 1m0s] first\n" +
+		"tilepipe: replay [3/11 1m20s, about 1m30s left] third\n" + // 10 s a step, 9 to go
+		"tilepipe: replay [8/11 2m10s, about 40s left, up to 5m0s more] eighth\n" +
+		"tilepipe: audit [1/2 2m10s] its own rate\n"
+	if got := b.String(); got != want {
+		t.Errorf("progress =\n%s\nwant\n%s", got, want)
+	}
 }
