@@ -123,6 +123,8 @@ type Route struct {
 	AcceptsIR bool     `json:"acceptsIR,omitempty"` // builds from --ir/--abi when given
 	// Devices the route builds for; absent: the CPU alone.
 	Devices []string `json:"devices,omitempty"`
+	// BuildCache: its builds shared a --cache directory (docs/protocol.md).
+	BuildCache bool `json:"buildCache,omitempty"`
 }
 
 // DescribedName is the name the route's describe answer gives: Describes

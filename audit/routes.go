@@ -92,7 +92,7 @@ func routesAgree(routes []artifacts.Route, layers map[string]ocispec.Descriptor,
 			name      string
 			doc, desc any
 		}{{"name", r.DescribedName(), d.Name}, {"kind", r.Kind, d.Kind}, {"version", r.Version, d.Version}, {"available", r.Available, d.Available},
-			{"reason", r.Reason, d.Reason}, {"validates", r.Validates, d.Validates}, {"acceptsIR", r.AcceptsIR, d.AcceptsIR}} {
+			{"reason", r.Reason, d.Reason}, {"validates", r.Validates, d.Validates}, {"acceptsIR", r.AcceptsIR, d.AcceptsIR}, {"buildCache", r.BuildCache, d.BuildCache}} {
 			if f.doc != f.desc {
 				p = append(p, fmt.Sprintf("route %s: %s %q, its describe.json (%s) says %q", r.Name, f.name, fmt.Sprint(f.doc), artifacts.Short(r.Describe), fmt.Sprint(f.desc)))
 			}

@@ -38,6 +38,7 @@ func TestRoutesAgree(t *testing.T) {
 			`route naive: reason "no torch", its describe.json (` + short + `) says ""`}},
 		{"ops", func(r *artifacts.Route) { r.Ops = []string{"gemm"} }, []string{"route naive: ops [gemm], its describe.json (" + short + ") says [gemm add]"}},
 		{"validates", func(r *artifacts.Route) { r.Validates = true }, []string{`route naive: validates "true", its describe.json (` + short + `) says "false"`}},
+		{"build cache", func(r *artifacts.Route) { r.BuildCache = true }, []string{`route naive: buildCache "true", its describe.json (` + short + `) says "false"`}},
 		{"program", func(r *artifacts.Route) { r.Digest = describe }, []string{"route naive: digest " + string(describe) + ", the layer routes/naive/route is " + string(program)}},
 		{"describe elsewhere", func(r *artifacts.Route) { r.Describe = program }, []string{
 			"route naive: describe " + string(program) + ", the layer routes/naive/describe.json is " + string(describe),

@@ -455,9 +455,19 @@ func (j *job) routeCaseFile(r artifacts.Route, ir *caseIR) (path, scratch string
 // becomes a private tmpfs, the build's TMPDIR), the build's own work
 // directory writable, its case file, its own inputs and the IR visible
 // read-only, the GPU's device nodes for a cuda case, and every namespace
-// unshared.
-func (j *job) buildArgv(r artifacts.Route, caseFile, scratch string, ir *caseIR, work string) []string {
+// unshared. A route that describes itself with a build cache also gets
+// its cache directory, writable and shared by its builds in this capture.
+func (j *job) buildArgv(r artifacts.Route, caseFile, scratch string, ir *caseIR, work string) ([]string, error) {
 	argv := []string{r.Exec, "build", "--case", caseFile, "--workdir", work}
+	rw := []visit.Bind{{Src: work, Dst: work}}
+	if r.BuildCache {
+		dir := filepath.Join(j.tmp, "route-cache", r.Name)
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			return nil, err
+		}
+		argv = append(argv, "--cache", dir)
+		rw = append(rw, visit.Bind{Src: dir, Dst: dir})
+	}
 	ro := []visit.Bind{{Src: filepath.Dir(r.Exec), Dst: filepath.Dir(r.Exec)}, {Src: caseFile, Dst: caseFile}}
 	if scratch != "" {
 		ro = append(ro, visit.Bind{Src: scratch, Dst: scratch})
@@ -467,7 +477,7 @@ func (j *job) buildArgv(r artifacts.Route, caseFile, scratch string, ir *caseIR,
 			ro = append(ro, visit.Bind{Src: f, Dst: f})
 		}
 	}
-	return j.sandbox.Wrap([]string{j.store, j.tmp}, ro, []visit.Bind{{Src: work, Dst: work}}, j.devices.For(j.c.DeviceOf() == oracle.DeviceCUDA), work, argv)
+	return j.sandbox.Wrap([]string{j.store, j.tmp}, ro, rw, j.devices.For(j.c.DeviceOf() == oracle.DeviceCUDA), work, argv), nil
 }
 
 // parseRouteEnv reads --route-env KEY=VALUE pairs.
@@ -556,7 +566,10 @@ func build(ctx context.Context, s *artifacts.Store, cfg Config, r artifacts.Rout
 		defer os.RemoveAll(scratch)
 	}
 	t0 := time.Now()
-	argv := j.buildArgv(r, caseFile, scratch, ir, work)
+	argv, err := j.buildArgv(r, caseFile, scratch, ir, work)
+	if err != nil {
+		return b, nil, err
+	}
 	env := maps.Clone(j.env)
 	if env == nil {
 		env = map[string]string{}

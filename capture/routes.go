@@ -129,7 +129,7 @@ func describe(ctx context.Context, s *artifacts.Store, r routeExec, env map[stri
 	s.Name("routes/"+name+"/describe.json", ocispecDesc(cmd.Stdout))
 	return artifacts.Route{Name: name, Describes: describes, Kind: d.Kind, Version: d.Version, Available: d.Available, Reason: d.Reason,
 		Ops: d.Ops, Exec: r.path, Digest: pd.Digest, Describe: cmd.Stdout, External: r.external,
-		Validates: d.Validates, AcceptsIR: d.AcceptsIR, Devices: d.Devices}, cmd, nil
+		Validates: d.Validates, AcceptsIR: d.AcceptsIR, Devices: d.Devices, BuildCache: d.BuildCache}, cmd, nil
 }
 
 func ocispecDesc(d artifacts.Digest) ocispec.Descriptor {

@@ -197,6 +197,42 @@ func routeExe(t *testing.T, name string) string {
 
 var describeCache sync.Map // route name -> describeResp
 
+// buildCaches are the --cache directories of routes that describe a build
+// cache, one per route and environment, as one capture shares one among
+// its builds of a route: the tests' builds probe the machine once.
+// TestTorchEagerBuildCache checks that a cached build answers as a fresh one.
+var buildCaches struct {
+	sync.Mutex
+	dirs map[string]string
+}
+
+func buildCache(t *testing.T, route string, env []string) string {
+	t.Helper()
+	buildCaches.Lock()
+	defer buildCaches.Unlock()
+	key := route + "\x00" + strings.Join(env, "\x00")
+	if d, ok := buildCaches.dirs[key]; ok {
+		return d
+	}
+	d, err := os.MkdirTemp("", "tilepipe-route-cache-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if buildCaches.dirs == nil {
+		buildCaches.dirs = map[string]string{}
+	}
+	buildCaches.dirs[key] = d
+	return d
+}
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	for _, d := range buildCaches.dirs {
+		os.RemoveAll(d)
+	}
+	os.Exit(code)
+}
+
 func describe(t *testing.T, name string) describeResp {
 	t.Helper()
 	if d, ok := describeCache.Load(name); ok {
@@ -266,7 +302,11 @@ func buildCaseEnv(t *testing.T, route, op string, dims map[string]int, sig []par
 		t.Fatal(err)
 	}
 	var b buildResp
-	out := run(t, tmp, env, routeExe(t, route), "build", "--case", casePath, "--workdir", work)
+	argv := []string{routeExe(t, route), "build", "--case", casePath, "--workdir", work}
+	if describe(t, route).BuildCache {
+		argv = append(argv, "--cache", buildCache(t, route, env))
+	}
+	out := run(t, tmp, env, argv...)
 	decode(t, route+" build "+op, out, &b)
 	if b.Protocol != 1 {
 		t.Errorf("%s build %s: protocol = %d, want 1", route, op, b.Protocol)
@@ -943,6 +983,40 @@ func TestTorchEagerCoreType(t *testing.T) {
 	b, _ := build(t, "torch-eager", "add", dims, signature("add", dims))
 	if b.Process == nil || len(b.Process.Env) != 0 || strings.Contains(string(b.Schedule), "openblas") {
 		t.Errorf("add: process %+v schedule %s; want no core type (no BLAS call)", b.Process, b.Schedule)
+	}
+}
+
+// TestTorchEagerBuildCache: a build that finds the probes in its --cache
+// (what the first build of a capture left) answers byte for byte as a
+// build that probed torch itself, for an op with a BLAS core type and one
+// without; the cache holds the probes and nothing of the case.
+func TestTorchEagerBuildCache(t *testing.T) {
+	t.Parallel()
+	requireRoute(t, "torch-eager")
+	cache := t.TempDir()
+	for _, op := range []string{"gemm", "add"} {
+		dims := dimsFor(op)
+		_, work := build(t, "torch-eager", op, dims, signature(op, dims)) // for its case file
+		casePath := filepath.Join(filepath.Dir(work), "case.json")
+		answer := func(extra ...string) []byte {
+			w := t.TempDir()
+			return run(t, w, nil, append([]string{routeExe(t, "torch-eager"), "build", "--case", casePath, "--workdir", w}, extra...)...)
+		}
+		fresh, first, second := answer(), answer("--cache", cache), answer("--cache", cache)
+		if !bytes.Equal(fresh, first) || !bytes.Equal(fresh, second) {
+			t.Errorf("%s: build without a cache\n%s\nwith an empty one\n%s\nwith a full one\n%s", op, fresh, first, second)
+		}
+	}
+	ents, err := os.ReadDir(cache)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, e := range ents {
+		names = append(names, e.Name())
+	}
+	if len(names) != 2 || names[0] != "blas-"+names[0][5:21]+"-own.json" || names[1] != "torch-cpu.json" {
+		t.Errorf("cache holds %q, want the BLAS probe and the torch probe", names)
 	}
 }
 

@@ -99,3 +99,50 @@ func TestClosureListedOnce(t *testing.T) {
 		})
 	}
 }
+
+// cacheRoute is an object-less process route whose builds share a
+// --cache directory when it describes one: each build appends its case to
+// the cache's file and reports what the builds before it left there.
+const cacheRoute = `#!/bin/sh
+if [ "$1" = describe ]; then
+  echo '{"protocol": 1, "name": "cacher", "kind": "process", "version": "1", "available": true, "reason": "", "ops": ["add"], "build_cache": true}'
+  exit 0
+fi
+prev=""; for a; do [ "$prev" = "--workdir" ] && w="$a"; [ "$prev" = "--cache" ] && c="$a"; [ "$prev" = "--case" ] && k="$a"; prev="$a"; done
+seen=$(cat "$c/seen" 2>/dev/null | tr '\n' ' ')
+sed -n 's/.*"id": *"\([^"]*\)".*/\1/p' "$k" >> "$c/seen" || exit 3
+printf '%s\n' 'exit 2' > "$w/wrapper.sh"
+echo '{"protocol": 1, "status": "built", "kind": "process", "files": [{"path": "wrapper.sh", "role": "wrapper"}], "process": {"interpreter": "/bin/sh", "script": "wrapper.sh", "args": [], "env": {}, "output_policy": "out"}, "schedule": {"seen": "'"$seen"'"}}'
+`
+
+// TestBuildCache: a route that describes a build cache gets --cache DIR
+// in every build, one directory its builds share and can write inside the
+// build sandbox (the second build sees what the first left); capture
+// records it in the route.
+func TestBuildCache(t *testing.T) {
+	dir := t.TempDir()
+	route := filepath.Join(dir, "cacher")
+	if err := os.WriteFile(route, []byte(cacheRoute), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	capDir := filepath.Join(dir, "capture")
+	if code, _, errs := tp(t, "capture", "--cohort", tinyCohort(t, add3x7+`, `+add5x33), "--routes", "", "--route-exec", route, "--jobs", "1", "--output", capDir); code != exitOK {
+		t.Fatalf("capture = exit %d: %s", code, errs)
+	}
+	doc := readCapture(t, capDir)
+	if !doc.Routes[0].BuildCache {
+		t.Errorf("route %+v: want buildCache recorded", doc.Routes[0])
+	}
+	var seen []string
+	for _, c := range doc.Cases {
+		b := c.Builds[0]
+		s, ok := b.Schedule["seen"].(string)
+		if !ok || b.Status != artifacts.StatusBuilt {
+			t.Fatalf("build %s: %s %q schedule %v", c.Case.ID, b.Status, b.Reason, b.Schedule)
+		}
+		seen = append(seen, s)
+	}
+	if want := []string{"", "add-3x7 "}; !slices.Equal(seen, want) {
+		t.Errorf("what each build found in the cache: %q, want %q", seen, want)
+	}
+}

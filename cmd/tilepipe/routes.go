@@ -40,7 +40,8 @@ func routesCommand() *cli.Command {
 
 // extras names the optional protocol features a route describes itself
 // with (docs/protocol.md): "validates" (capture checks its own first run)
-// "ir" (it builds from --ir/--abi) and "cuda" (it builds for the GPU).
+// "ir" (it builds from --ir/--abi), "cuda" (it builds for the GPU) and
+// "cache" (its builds share a --cache directory).
 func extras(d protocol.Description) string {
 	var e []string
 	if d.Validates {
@@ -51,6 +52,9 @@ func extras(d protocol.Description) string {
 	}
 	if slices.Contains(d.Devices, "cuda") {
 		e = append(e, "cuda")
+	}
+	if d.BuildCache {
+		e = append(e, "cache")
 	}
 	if len(e) == 0 {
 		return "-"

@@ -32,6 +32,10 @@ type Description struct {
 	// Devices the route builds for (absent: the CPU alone); capture never
 	// asks it to build a case for another device.
 	Devices []string `json:"devices,omitempty"`
+	// BuildCache: the route's builds take --cache DIR, a directory that
+	// every build of the route in one capture shares (what one build
+	// learned of the machine, another need not learn again).
+	BuildCache bool `json:"build_cache"`
 }
 
 var nameRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$`)
