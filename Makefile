@@ -16,7 +16,7 @@ RUN_FLAGS ?=
 # System packages the routes need (Debian 12 names).
 DEB_PACKAGES := libhalide14-0-dev libopenblas-dev python3-torch python3-numpy g++ gcc llvm-14-dev clang-14 bubblewrap docker-registry chromium slurm-wlm munge
 
-.PHONY: all deps build bin-tilepipe routes route-halide route-orc route-scripts run test test-short test-adversarial test-oracle bench clean
+.PHONY: all deps build bin-tilepipe routes route-halide route-orc route-scripts run test test-packages test-short test-quiet test-hostile test-adversarial test-oracle bench clean
 
 all: build
 
@@ -67,19 +67,52 @@ GOTEST := $(GO) tool gotestsum --format testname --raw-command -- $(GO) test -js
 # -count=1: tests run route programs and timers whose files the go test
 # cache cannot see, so a cached pass could hide a changed route. -timeout
 # 30m: cmd/tilepipe has taken 461 s on a slow day, close to go test's
-# default of 10 minutes per package. The adversarial suite
-# (docs/threat-model.md) runs second, alone: its extra-threads kernels are
-# caught by CPU accounting, which needs the machine's cores free of other
-# test packages. So does the resume test: every one of its honest visits
-# must pass the fresh-sample bound, which the other packages' load broke
-# in two CI runs in a row (docs/decisions.md, "Tests that need a quiet
-# machine"). -p 1: one package at a time; with two, the routes package's
-# torch visits and cmd/tilepipe's honest visits shared the 2 cores, and a
-# honest naive visit failed the same bound in a third CI run.
+# default of 10 minutes per package.
+#
+# Two phases. The packages that time nothing (the oracle, the store, the
+# route builds, ...) run two at a time. Then the packages whose tests time
+# visits, account their CPU or measure the machine (TIMED) run one at a
+# time: with two, the routes package's torch visits and cmd/tilepipe's
+# honest visits shared the 2 cores, and a honest naive visit failed the
+# fresh-sample bound (docs/decisions.md, "Tests that need a quiet
+# machine"). The quiet suite, the adversarial kernels and the resume
+# test, needs the machine to itself and is `make test-quiet`; CI runs
+# both (.ci/run), and `make test-hostile` again in a hostile environment.
+MODULE := github.com/tilepipe/tilepipe
+TIMED := cmd/tilepipe routes replay prepare/harness internal/visit internal/load internal/floors internal/affinity
 QUIET_TESTS := ^(TestAdversaries|TestResumeFromEveryKillPoint)$$
-test: build
-	TILEPIPE_ROUTES=$(BIN)/routes TILEPIPE_REQUIRE_ROUTES=1 $(GOTEST) -p 1 -count=1 -timeout 30m -skip '$(QUIET_TESTS)' ./...
-	TILEPIPE_ROUTES=$(BIN)/routes TILEPIPE_REQUIRE_ROUTES=1 $(GOTEST) -count=1 -timeout 30m -run '$(QUIET_TESTS)' ./cmd/tilepipe
+TESTENV := TILEPIPE_ROUTES=$(BIN)/routes TILEPIPE_REQUIRE_ROUTES=1 TILEPIPE_BIN=$(BIN)/tilepipe
+UNTIMED = $$($(GO) list ./... | grep -vxF $(foreach p,$(TIMED),-e $(MODULE)/$(p)))
+# TEST_FLAGS: -short for test-short.
+TEST_FLAGS ?=
+test: build test-packages
+test-packages:
+	$(TESTENV) $(GOTEST) -p 2 -count=1 -timeout 30m $(TEST_FLAGS) $(UNTIMED)
+	$(TESTENV) $(GOTEST) -p 1 -count=1 -timeout 30m $(TEST_FLAGS) -skip '$(QUIET_TESTS)' $(addprefix ./,$(TIMED))
+
+# The everyday loop: the same packages, long end-to-end tests skipped
+# (testing.Short: each says what make test runs instead).
+test-short: build
+	@$(MAKE) --no-print-directory test-packages TEST_FLAGS=-short
+
+# The adversarial suite (docs/threat-model.md; its extra-threads kernels
+# are caught by CPU accounting, which needs the machine's cores free of
+# other test packages) and the resume test (every one of its honest
+# visits must pass the fresh-sample bound), alone.
+test-quiet: build
+	$(TESTENV) $(GOTEST) -count=1 -timeout 30m -run '$(QUIET_TESTS)' ./cmd/tilepipe
+
+# Every test package again in an environment a user's machine may hold
+# (issue 25), each value unusual but valid: an OpenBLAS core type the
+# routes must keep and record, thread counts that are not the machine's,
+# one P for Go, a TMPDIR whose path has a space, and a locale that is not
+# installed. A test that depends on one of them must set what it needs.
+HOSTILE_ENV := OPENBLAS_CORETYPE=Prescott OPENBLAS_L2_SIZE=512 OPENBLAS_NUM_THREADS=3 OMP_NUM_THREADS=3 GOMAXPROCS=1 LANG=de_DE.UTF-8 LC_ALL=de_DE.UTF-8
+test-hostile: build
+	@tmp=$$(mktemp -d "/tmp/tilepipe hostile.XXXXXX") && \
+	  echo "make test-hostile: $(HOSTILE_ENV) TMPDIR=\"$$tmp\"" && \
+	  env $(HOSTILE_ENV) TMPDIR="$$tmp" $(MAKE) --no-print-directory test-packages; \
+	  rc=$$?; rm -rf "$$tmp"; exit $$rc
 
 # The adversarial suite alone, writing its table (docs/results).
 ADVERSARY_TABLE ?= runs/adversarial.md

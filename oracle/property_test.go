@@ -182,6 +182,9 @@ func runProperty(t *testing.T, c Case, worst map[[5]string]*tightness) {
 // TestProperty checks that binary32 implementations of every op, in many
 // evaluation orders, stay inside the bound on every element.
 func TestProperty(t *testing.T) {
+	if testing.Short() {
+		t.Skip("long: make test runs it")
+	}
 	if len(properties(t)) == 0 {
 		t.Fatal("properties ran no implementation")
 	}

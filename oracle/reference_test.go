@@ -145,6 +145,9 @@ func TestReferenceErrors(t *testing.T) {
 // gemm 512^3 and 2^24-element rows.
 func TestReferenceLarge(t *testing.T) {
 	if testing.Short() {
+		t.Skip("long: make test runs it")
+	}
+	if testing.Short() {
 		t.Skip("large references take seconds")
 	}
 	for _, tc := range []struct {

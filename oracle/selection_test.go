@@ -101,6 +101,9 @@ func TestReferenceIndexErrors(t *testing.T) {
 // outside its bound (to the nearest storage value outside) and checks the
 // exact reason; just inside must pass.
 func TestPerturbAll(t *testing.T) {
+	if testing.Short() {
+		t.Skip("long: make test runs it")
+	}
 	for _, op := range Ops() {
 		for _, dtype := range dtypesOf(op) {
 			c := testCase(op, "normal", 5, propertyShapes[op][0])

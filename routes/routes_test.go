@@ -948,6 +948,9 @@ func TestOpenBLASCoreType(t *testing.T) {
 // environment is kept and passed on, with the flags its kernels need;
 // ops that make no BLAS call set nothing.
 func TestTorchEagerCoreType(t *testing.T) {
+	if testing.Short() {
+		t.Skip("long: torch processes of seconds each; make test runs it")
+	}
 	t.Parallel()
 	requireRoute(t, "torch-eager")
 	type sched struct {
@@ -991,6 +994,9 @@ func TestTorchEagerCoreType(t *testing.T) {
 // build that probed torch itself, for an op with a BLAS core type and one
 // without; the cache holds the probes and nothing of the case.
 func TestTorchEagerBuildCache(t *testing.T) {
+	if testing.Short() {
+		t.Skip("long: torch processes of seconds each; make test runs it")
+	}
 	t.Parallel()
 	requireRoute(t, "torch-eager")
 	cache := t.TempDir()
@@ -1412,6 +1418,9 @@ func TestTorchEagerVisit(t *testing.T) {
 	for _, c := range torchCases() {
 		t.Run(c.name(), func(t *testing.T) {
 			t.Parallel()
+			if testing.Short() && !slices.Contains([]string{"gemm", "add", "softmax", "topk"}, c.op) {
+				t.Skip("long: make test visits every op; -short a gemm, an add, a softmax and a topk")
+			}
 			if c.dtype == "" {
 				c.dtype = "f32"
 			}
@@ -2025,6 +2034,9 @@ for f in (os.__file__, torch.__file__):
 `
 
 func TestTorchEagerClosure(t *testing.T) {
+	if testing.Short() {
+		t.Skip("long: torch processes of seconds each; make test runs it")
+	}
 	t.Parallel()
 	requireRoute(t, "torch-eager")
 	dims := dimsFor("add")
@@ -2087,6 +2099,9 @@ func TestOpenBLASDescribeUnavailable(t *testing.T) {
 // --closure refuse cuda with "CUDA unavailable"; on a GPU it runs every op
 // on the device with the checks its docstring lists (docs/gpu.md).
 func TestTorchEagerCUDA(t *testing.T) {
+	if testing.Short() {
+		t.Skip("long: torch processes of seconds each; make test runs it")
+	}
 	t.Parallel()
 	requireRoute(t, "torch-eager")
 	dims := dimsFor("add")
@@ -2159,6 +2174,9 @@ func TestTorchEagerBuildRejects(t *testing.T) {
 // repairs inputs): usage exit 2 before any report, the reason, naming the
 // set, on stderr.
 func TestTorchEagerRejectsInvalidIds(t *testing.T) {
+	if testing.Short() {
+		t.Skip("long: torch processes of seconds each; make test runs it")
+	}
 	t.Parallel()
 	requireRoute(t, "torch-eager")
 	dims := map[string]int{"V": 4, "D": 3, "M": 5}

@@ -40,6 +40,7 @@ func adaptiveRun(t *testing.T, flags ...string) (string, artifacts.ReplayDoc) {
 // relabelled "target reached" and a case cut short are caught by the
 // stopping rule check, naming the stops the samples give.
 func TestAdaptiveRounds(t *testing.T) {
+	long(t)
 	dir, doc := adaptiveRun(t, "--target", "0.1", "--budget-s", "1000", "--max-rounds", "4")
 	want := []artifacts.CaseStop{{Case: "gemm-16x16x16", Rounds: 4, Stop: adaptive.StopRounds}, {Case: "add-3x7", Rounds: 4, Stop: adaptive.StopRounds}}
 	if !slices.Equal(doc.Stops, want) || len(doc.Plan) != 2*2*4 || doc.Config.Target != 0.001 || doc.Config.MaxRounds != 4 {
@@ -125,6 +126,7 @@ func TestAdaptiveRounds(t *testing.T) {
 // rule, applied again to the journaled visits, gives the same plan, and
 // the audit passes (its journal check finds every visit recorded once).
 func TestAdaptiveResume(t *testing.T) {
+	long(t)
 	dir, _ := adaptiveRun(t, "--target", "0", "--rounds", "1")
 	rep := filepath.Join(dir, "replay-adaptive")
 	args := append([]string{"replay", "--prepared", filepath.Join(dir, "prepared"), "--output", rep, "--baseline", "naive",

@@ -165,6 +165,7 @@ var adversaries = []adversary{
 // the answers are for capture's inputs, and replay times inputs it drew. TILEPIPE_ADVERSARY_TABLE=FILE writes the
 // suite's table (docs/results).
 func TestAdversaries(t *testing.T) {
+	long(t)
 	answers := gemm16Answers(t)
 	var table []string
 	for _, a := range adversaries {

@@ -16,6 +16,7 @@ import (
 // holds that name to the stored describe answer (a forged one is
 // named), and a malformed alias is a usage error before anything runs.
 func TestRouteAliases(t *testing.T) {
+	long(t)
 	naive := testroute.Path(t)
 	dir, code, out, errs := naiveRun(t, tinyCohort(t, gemm16), "2", "--route-exec", "naive-b="+naive)
 	if code != exitOK {

@@ -259,6 +259,7 @@ func retensor(t *testing.T, src, dst *artifacts.Store, ref artifacts.TensorRef) 
 // TestAuditRecomputes forges one thing at a time and checks that exactly
 // the audit check responsible catches it, with evidence.
 func TestAuditRecomputes(t *testing.T) {
+	long(t)
 	good := passingRun(t)
 	type replayDoc = artifacts.ReplayDoc
 	for _, tc := range []struct {
@@ -443,6 +444,7 @@ func TestAuditRecomputes(t *testing.T) {
 // TestAuditMarksNoSandbox: a replay without a sandbox is recorded as such,
 // and the audit warns and marks every row.
 func TestAuditMarksNoSandbox(t *testing.T) {
+	long(t)
 	dir, code, out, errs := naiveRun(t, tinyCohort(t, gemm16), "1", "--no-sandbox")
 	if code != exitOK {
 		t.Fatalf("run --no-sandbox = exit %d:\n%s%s", code, out, errs)
@@ -460,6 +462,7 @@ func TestAuditMarksNoSandbox(t *testing.T) {
 // TestAuditWarnsOnScreen: one round over two routes cannot balance their
 // order; the audit says so (WARNED), and replay warns when it starts.
 func TestAuditWarnsOnScreen(t *testing.T) {
+	long(t)
 	second := filepath.Join(t.TempDir(), "naive2")
 	if out, err := exec.Command("cp", "-a", filepath.Dir(testroute.Path(t)), second).CombinedOutput(); err != nil {
 		t.Fatalf("cp: %v %s", err, out)
@@ -525,6 +528,7 @@ func openStage(t *testing.T, dir, typ string) *artifacts.Stage {
 // relates the number to something the forger did not change can tell; the
 // test names every check that fails, and the exact evidence.
 func TestAuditRehashed(t *testing.T) {
+	long(t)
 	good := passingRun(t)
 	orig := readReplay(t, filepath.Join(good, "replay"))
 	type replayDoc = artifacts.ReplayDoc
@@ -878,6 +882,7 @@ func readLayer(st *artifacts.Stage, title string) ([]byte, error) {
 // received (--expect) passes on that checkpoint and fails on a consistent
 // re-hash of it, which an unpinned audit cannot tell from the original.
 func TestAuditExpect(t *testing.T) {
+	long(t)
 	good := passingRun(t)
 	want := string(openStage(t, filepath.Join(good, "replay"), artifacts.ReplayType).Descriptor.Digest)
 	dir := copyRun(t, good)

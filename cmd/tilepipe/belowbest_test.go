@@ -21,6 +21,7 @@ import (
 // passes. A replay whose rows drop the note, table re-rendered and
 // re-hashed, fails the audit's summaries with the exact reason.
 func TestBelowBest(t *testing.T) {
+	long(t)
 	needRoutes(t, "openblas")
 	b, err := os.ReadFile("/proc/cpuinfo")
 	if err != nil || !strings.Contains(string(b), " avx2") {

@@ -48,6 +48,7 @@ func TestClosureArgsRefused(t *testing.T) {
 // arguments is listed once for all its cases, each entry pinning the
 // same files; one that does not is listed case by case, with its args.
 func TestClosureListedOnce(t *testing.T) {
+	long(t)
 	dir := t.TempDir()
 	route := filepath.Join(dir, "lister")
 	if err := os.WriteFile(route, []byte(listerRoute), 0o755); err != nil {

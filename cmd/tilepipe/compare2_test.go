@@ -18,6 +18,7 @@ import (
 // sides, never paired, and the other rows are matched with an interval.
 // A checkpoint changed on disk is refused.
 func TestCompareCheckpoints(t *testing.T) {
+	long(t)
 	cases := gemm16 + `, {"op": "sum", "dims": {"M": 4, "N": 33}, "seed": 5}, {"op": "softmax", "dims": {"M": 4, "N": 40}, "seed": 6},
 		{"op": "rmsnorm", "dims": {"M": 3, "N": 33}, "seed": 7}, {"op": "layernorm", "dims": {"M": 3, "N": 35}, "seed": 8}, {"op": "gemm", "dims": {"M": 8, "N": 8, "K": 8}, "seed": 9}`
 	old, code, out, errs := naiveRun(t, tinyCohort(t, cases+", "+add3x7), "1")

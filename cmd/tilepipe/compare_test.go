@@ -17,6 +17,7 @@ import (
 // the other route every ratio is that route's reciprocal pairing; unknown
 // baselines, another prepared stage and a tampered sample table are refused.
 func TestCompare(t *testing.T) {
+	long(t)
 	second := filepath.Join(t.TempDir(), "naive2")
 	if out, err := exec.Command("cp", "-a", filepath.Dir(testroute.Path(t)), second).CombinedOutput(); err != nil {
 		t.Fatalf("cp: %v %s", err, out)

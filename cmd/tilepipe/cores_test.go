@@ -20,6 +20,7 @@ import (
 // visit recorded on replay's cores, and a session that claims a split
 // the machine's cores do not give, are named.
 func TestCoresSplit(t *testing.T) {
+	long(t)
 	if runtime.NumCPU() < 2 {
 		t.Skip("one core: nothing to split")
 	}

@@ -26,6 +26,7 @@ import (
 // ratio columns are null where a row has no ratio. It refuses an output
 // that exists and a replay whose blob was changed, and leaves nothing.
 func TestExport(t *testing.T) {
+	long(t)
 	dir, code, out, errs := naiveRun(t, tinyCohort(t, gemm16+`, {"op": "add", "dims": {"M": 3, "N": 7}, "seed": 4}`), "2")
 	if code != exitOK {
 		t.Fatalf("run = exit %d:\n%s%s", code, out, errs)

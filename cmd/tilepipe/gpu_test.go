@@ -25,6 +25,7 @@ import (
 // a failed row naming the driver (exit 1), never something timed on the
 // CPU; with a driver it is prepared.
 func TestCubinPrepared(t *testing.T) {
+	long(t)
 	dir := t.TempDir()
 	src := filepath.Join(dir, "src")
 	os.Mkdir(src, 0o755)
@@ -173,6 +174,7 @@ func TestGPUCheckpointAudits(t *testing.T) {
 // cleared fail the table's read; the same readings with the flag the
 // readings give warn and mark the row.
 func TestGPUTelemetryForged(t *testing.T) {
+	long(t)
 	for _, tc := range []struct {
 		name   string
 		mutate func([]samples.Row) []samples.Row
@@ -283,6 +285,7 @@ func resampleAll(t *testing.T, dir string, mutate func([]samples.Row) []samples.
 // directory prepare finds, never from the route: with none here, the
 // entry fails saying so.
 func TestCUDAObjectPrepared(t *testing.T) {
+	long(t)
 	if _, err := exec.LookPath("nvidia-smi"); err == nil {
 		t.Skip("a GPU driver is here: the GPU run covers this (docs/results/2026-12-01-gpu-chain)")
 	}
@@ -466,6 +469,7 @@ const gpuCeilings = `{"device": "NVIDIA H200", "l2_bytes": 62914560, "copy_bytes
 // than its GPU floor, each with the reason. Without ceilings, a timed GPU
 // row is a warning naming why none were measured.
 func TestGPUFloorsAudited(t *testing.T) {
+	long(t)
 	g, err := floors.ParseCeilings([]byte(gpuCeilings))
 	if err != nil {
 		t.Fatal(err)

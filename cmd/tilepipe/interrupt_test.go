@@ -81,6 +81,7 @@ func journalVisits(t *testing.T, rep string) []artifacts.VisitResult {
 // and --resume re-runs that visit: every row passes and the audit
 // accepts the stage.
 func TestReplayInterrupted(t *testing.T) {
+	long(t)
 	good := passingRun(t)
 	for _, sig := range []syscall.Signal{syscall.SIGINT, syscall.SIGTERM} {
 		t.Run(signalName(sig), func(t *testing.T) {
@@ -134,6 +135,7 @@ func lastLines(s string, n int) string {
 // nothing; once the first is killed, --resume takes over and the audit
 // accepts the result.
 func TestSecondWriterRefused(t *testing.T) {
+	long(t)
 	dir := copyRun(t, passingRun(t))
 	rep := filepath.Join(dir, "replay-locked")
 	args := replayArgs(dir, rep, "--rounds", "2", "--sample-ms", "20", "--samples", "3")
@@ -165,6 +167,7 @@ func TestSecondWriterRefused(t *testing.T) {
 // Killing after a round's last visit and before the closure check after
 // it once gave a stage the audit refused.
 func TestResumeFromEveryKillPoint(t *testing.T) {
+	long(t)
 	dir := copyRun(t, passingRun(t))
 	// One round of two cases: a session, the check before, two visits, the
 	// check after.

@@ -36,6 +36,15 @@ func tp(t *testing.T, args ...string) (int, string, string) {
 }
 
 // tinyCohort writes a cohort of small cases so the naive route builds fast.
+// long skips an end-to-end test of more than a couple of seconds under
+// go test -short (make test-short, the everyday loop); make test runs it.
+func long(t *testing.T) {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("long: an end-to-end run of seconds; make test runs it")
+	}
+}
+
 func tinyCohort(t *testing.T, cases string) string {
 	t.Helper()
 	p := filepath.Join(t.TempDir(), "cohort.json")
@@ -159,6 +168,7 @@ func TestRunWhere(t *testing.T) {
 // TestRelativePaths runs every stage with paths relative to the working
 // directory; timers run in other directories and must still find them.
 func TestRelativePaths(t *testing.T) {
+	long(t)
 	t.Chdir(t.TempDir())
 	cohort := tinyCohort(t, gemm16)
 	steps := [][]string{
@@ -175,6 +185,7 @@ func TestRelativePaths(t *testing.T) {
 }
 
 func TestUnsupportedRowsExit3(t *testing.T) {
+	long(t)
 	t.Setenv("TILEPIPE_TEST_OPS", "gemm")
 	cohort := tinyCohort(t, gemm16+`, {"op": "sum", "dims": {"M": 4, "N": 10}, "seed": 4}`)
 	_, code, out, errs := naiveRun(t, cohort, "1")
@@ -190,6 +201,7 @@ func TestUnsupportedRowsExit3(t *testing.T) {
 // each visit fails with its exact reason, the row is kept, the run exits 1
 // and the audit of the (consistent) checkpoint still passes.
 func TestFaultsAreResults(t *testing.T) {
+	long(t)
 	for _, tc := range []struct{ fault, reason string }{
 		{"halfwrite", "output_not_overwritten: C set 0 element 128"},
 		{"overrun", "guard_overwritten: C warm byte 5120"},
@@ -255,6 +267,7 @@ func TestUsage(t *testing.T) {
 }
 
 func TestCohortsAndRoutesList(t *testing.T) {
+	long(t)
 	code, out, errs := tp(t, "cohorts")
 	if code != 0 || !strings.Contains(out, "cpu-default:") || !strings.Contains(out, "gemm-100x300x200") {
 		t.Errorf("cohorts = exit %d:\n%s%s", code, out, errs)
@@ -267,6 +280,7 @@ func TestCohortsAndRoutesList(t *testing.T) {
 
 // TestCohortRounds: a cohort's "rounds" is replay's default; --rounds wins.
 func TestCohortRounds(t *testing.T) {
+	long(t)
 	p := filepath.Join(t.TempDir(), "cohort.json")
 	if err := os.WriteFile(p, []byte(`{"schema": 1, "rounds": 3, "cases": [`+gemm16+`]}`), 0o644); err != nil {
 		t.Fatal(err)

@@ -67,6 +67,7 @@ func findBuild(t *testing.T, doc artifacts.CaptureDoc, caseID, route string) art
 // the same pipeline) through every stage, then flips one byte of the
 // captured ORC object and expects prepare to refuse it.
 func TestOrcHalideIR(t *testing.T) {
+	long(t)
 	needRoutes(t, "halide", "orc")
 	dir := filepath.Join(t.TempDir(), "run")
 	code, out, errs := tp(t, append([]string{"run", "--cohort", tinyCohort(t, gemm16+", "+add3x7), "--routes", "halide,orc",
@@ -117,6 +118,7 @@ func TestOrcHalideIR(t *testing.T) {
 // one fails its validation run at capture, and an ABI naming a symbol the
 // IR lacks fails the build.
 func TestOrcExternalIR(t *testing.T) {
+	long(t)
 	needRoutes(t, "orc")
 	cohort := tinyCohort(t, add3x7+", "+gemm16)
 

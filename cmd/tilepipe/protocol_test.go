@@ -57,6 +57,7 @@ func TestRequiresCPURefusesReplay(t *testing.T) {
 // capture checks what its build computed, the audit re-checks it, and a
 // wrong kernel fails at capture.
 func TestValidatingRoute(t *testing.T) {
+	long(t)
 	t.Setenv("TILEPIPE_TEST_VALIDATES", "1")
 	dir, code, out, errs := naiveRun(t, tinyCohort(t, gemm16), "1")
 	if code != exitOK {

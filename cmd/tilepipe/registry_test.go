@@ -98,6 +98,7 @@ func (r *registry) blob(d artifacts.Digest) string {
 // manifest, naming each, and leaves nothing behind; a push refuses a
 // checkpoint whose blob was changed on disk before it sends anything.
 func TestPushPull(t *testing.T) {
+	long(t)
 	reg := startRegistry(t)
 	key, pub := genKey(t, "key")
 	dir, code, out, errs := naiveRun(t, tinyCohort(t, gemm16), "1", "--sign", key)

@@ -51,6 +51,7 @@ func headless(t *testing.T, bin, file string, args ...string) []byte {
 // built has one results row per (case, route) of the replay, in order,
 // and a plot per case, the ratios and the timeline.
 func TestReportInChromium(t *testing.T) {
+	long(t)
 	bin := chromium(t)
 	second := filepath.Join(t.TempDir(), "naive2")
 	if out, err := exec.Command("cp", "-a", filepath.Dir(testroute.Path(t)), second).CombinedOutput(); err != nil {

@@ -61,6 +61,7 @@ func replayShard(t *testing.T, prep, inputs, spec, out string, extra ...string) 
 // summaries or machines are not its shards', a shard that is gone and a
 // shard replaced by another replay of the same shard.
 func TestShardMerge(t *testing.T) {
+	long(t)
 	slurmtest.OneWordTemp(t) // slurm submit's job directory is one word
 	prep, capDir, inputs := shardedPrepared(t)
 	root := t.TempDir()

@@ -42,6 +42,7 @@ func genKey(t *testing.T, name string) (string, sign.Public) {
 // pass the in-toto attestation bindings' Statement.Validate(), their
 // dependencies as ResourceDescriptors.
 func TestSignedCheckpoint(t *testing.T) {
+	long(t)
 	key, pub := genKey(t, "key")
 	_, other := genKey(t, "other")
 	dir, code, out, errs := naiveRun(t, tinyCohort(t, gemm16), "1", "--sign", key)

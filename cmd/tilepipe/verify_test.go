@@ -147,6 +147,7 @@ func TestTamperedBlobFailsNextStageAndAudit(t *testing.T) {
 // an rpath to the link (a route cannot: the link policy refuses
 // -Wl,-rpath).
 func TestClosureChangeFailsReplay(t *testing.T) {
+	long(t)
 	realCC, err := exec.LookPath("cc")
 	if err != nil {
 		t.Fatal(err)
@@ -220,6 +221,7 @@ func TestClosureChangeFailsReplay(t *testing.T) {
 // check before the first round refuses it, naming the link, where it now
 // leads and both digests, and nothing is timed.
 func TestInterpreterRetargetedFailsReplay(t *testing.T) {
+	long(t)
 	routes := os.Getenv("TILEPIPE_ROUTES")
 	if routes == "" {
 		t.Skip("TILEPIPE_ROUTES is not set (make test sets it): the imposter runs torch-eager")
@@ -326,6 +328,7 @@ func tilepipeBinary(t *testing.T) string {
 // TestReplayResumesAfterKill kills a replay with SIGKILL in the middle and
 // resumes it: every planned visit ends up recorded exactly once.
 func TestReplayResumesAfterKill(t *testing.T) {
+	long(t)
 	good := passingRun(t)
 	dir := copyRun(t, good)
 	rep := filepath.Join(dir, "replay-resumed")

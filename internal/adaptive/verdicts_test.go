@@ -106,6 +106,9 @@ func centred(ratios []float64) []float64 {
 // narrow interval is more often a misplaced one, which is why adaptive
 // replays take 97.5% (docs/statistics.md, "Stopping and coverage").
 func TestFalseVerdictsRecorded(t *testing.T) {
+	if testing.Short() {
+		t.Skip("long: 5000 simulated replays a row; make test runs it")
+	}
 	b, err := os.ReadFile("testdata/aa-rounds.json")
 	if err != nil {
 		t.Fatal(err)

@@ -287,6 +287,9 @@ func TestHalideIR(t *testing.T) {
 		{"attention", map[string]int{"B": 1, "Hq": 2, "Hkv": 1, "Q": 3, "K": 9, "D": 8, "Dv": 8}, "f32"},
 	} {
 		t.Run(tc.op, func(t *testing.T) {
+			if testing.Short() && tc.op != "gemm" {
+				t.Skip("long: a Halide compile and a JIT run of seconds; make test runs every op, -short the gemm")
+			}
 			j := newJob(t, tc.op, tc.dims, tc.dtype)
 			r := j.build(t, exe)
 			if r.Status != "built" {
