@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -20,6 +21,9 @@ import (
 type Limiter struct {
 	base string // the directory the visits' cgroups are made in
 	v2   bool   // cgroup2 (cpu.max) rather than the v1 cpu hierarchy
+	// freezer is where v1 visits get their freezer cgroup ("" on v2,
+	// whose cgroups freeze themselves, or where v1 has no freezer).
+	freezer string
 }
 
 // Describe says what limits a visit, for the replay's record.
@@ -31,8 +35,18 @@ func (l *Limiter) Describe() string {
 	if l.v2 {
 		v = "v2 cpu.max"
 	}
-	return fmt.Sprintf("cgroup %s under %s: threads x %g CPUs per visit", v, l.base, CPUFactor)
+	d := fmt.Sprintf("cgroup %s under %s: threads x %g CPUs per visit", v, l.base, CPUFactor)
+	switch {
+	case l.v2:
+		d += "; frozen by cgroup.freeze"
+	case l.freezer != "":
+		d += "; frozen by the v1 freezer under " + l.freezer
+	}
+	return d
 }
+
+// CanFreeze says whether the visits' cgroups can be frozen ([Session.Freeze]).
+func (l *Limiter) CanFreeze() bool { return l != nil && (l.v2 || l.freezer != "") }
 
 // ProbeLimiter finds where this process may make cgroups with a CPU quota
 // (the v1 cpu hierarchy, or cgroup2 with the cpu controller, at this
@@ -46,6 +60,13 @@ func ProbeLimiter() (*Limiter, error) {
 	if p, ok := own["cpu"]; ok {
 		for _, mnt := range []string{"/sys/fs/cgroup/cpu", "/sys/fs/cgroup/cpu,cpuacct"} {
 			l := &Limiter{base: filepath.Join(mnt, p)}
+			if fp, ok := own["freezer"]; ok {
+				l.freezer = filepath.Join("/sys/fs/cgroup/freezer", fp)
+				if err := l.try(); err == nil {
+					return l, nil
+				}
+				l.freezer = "" // a CPU quota without a freezer is still a quota
+			}
 			if err := l.try(); err == nil {
 				return l, nil
 			} else {
@@ -104,8 +125,9 @@ var cgroupSeq atomic.Int64
 
 // cgroup is one visit's.
 type cgroup struct {
-	dir string
-	v2  bool
+	dir     string
+	v2      bool
+	freezer string // the v1 freezer cgroup ("" on v2 or without one)
 }
 
 // make creates a cgroup limited to cpus CPUs.
@@ -115,6 +137,14 @@ func (l *Limiter) make(name string, cpus float64) (*cgroup, error) {
 		return nil, fmt.Errorf("cgroup %s: %w", dir, err)
 	}
 	c := &cgroup{dir: dir, v2: l.v2}
+	if l.freezer != "" {
+		fdir := filepath.Join(l.freezer, filepath.Base(dir))
+		if err := os.Mkdir(fdir, 0o755); err != nil {
+			c.remove()
+			return nil, fmt.Errorf("cgroup %s: %w", fdir, err)
+		}
+		c.freezer = fdir
+	}
 	const period = 100000 // µs
 	quota := int64(cpus * period)
 	var err error
@@ -135,7 +165,57 @@ func (l *Limiter) make(name string, cpus float64) (*cgroup, error) {
 // wrap makes argv enter the cgroup before it runs: the shell puts itself
 // in and execs argv, so every process argv starts is in it from the start.
 func (c *cgroup) wrap(argv []string) []string {
+	if c.freezer != "" {
+		return append([]string{"/bin/sh", "-c", `echo $$ > "$0/cgroup.procs" && echo $$ > "$1/cgroup.procs" && shift && exec "$@"`, c.dir, c.freezer}, argv...)
+	}
 	return append([]string{"/bin/sh", "-c", `echo $$ > "$0/cgroup.procs" && exec "$@"`, c.dir}, argv...)
+}
+
+// FreezeWait bounds how long a freeze may take before the visit fails.
+const FreezeWait = 2 * time.Second
+
+// freeze stops every process of the cgroup and returns once the kernel
+// says all of them are frozen: a frozen task runs no instruction, so
+// nothing of the visit (a thread, a helper process it forked) reads or
+// writes memory until thaw.
+func (c *cgroup) freeze() error {
+	file, value, done := filepath.Join(c.freezer, "freezer.state"), "FROZEN", func(b []byte) bool { return strings.TrimSpace(string(b)) == "FROZEN" }
+	events := file
+	if c.v2 {
+		file, value, events = filepath.Join(c.dir, "cgroup.freeze"), "1", filepath.Join(c.dir, "cgroup.events")
+		done = func(b []byte) bool { return slices.Contains(strings.Split(string(b), "\n"), "frozen 1") }
+	} else if c.freezer == "" {
+		return errors.New("visit cgroup: no freezer")
+	}
+	if err := os.WriteFile(file, []byte(value), 0); err != nil {
+		return fmt.Errorf("freeze %s: %w", file, err)
+	}
+	for end := time.Now().Add(FreezeWait); ; {
+		b, err := os.ReadFile(events)
+		if err != nil {
+			return fmt.Errorf("freeze: %w", err)
+		}
+		if done(b) {
+			return nil
+		}
+		if time.Now().After(end) {
+			return fmt.Errorf("freeze: %s not frozen after %v", c.dir, FreezeWait)
+		}
+	}
+}
+
+// thaw lets the cgroup's processes run again.
+func (c *cgroup) thaw() error {
+	file, value := filepath.Join(c.freezer, "freezer.state"), "THAWED"
+	if c.v2 {
+		file, value = filepath.Join(c.dir, "cgroup.freeze"), "0"
+	} else if c.freezer == "" {
+		return errors.New("visit cgroup: no freezer")
+	}
+	if err := os.WriteFile(file, []byte(value), 0); err != nil {
+		return fmt.Errorf("thaw %s: %w", file, err)
+	}
+	return nil
 }
 
 // throttled is how many CFS periods the cgroup was throttled in.
@@ -172,6 +252,9 @@ func (c *cgroup) procs() []int {
 // process still in it, however it left the visit's process group, and
 // says how many there were.
 func (c *cgroup) left(grace time.Duration) int {
+	if c.v2 || c.freezer != "" {
+		c.thaw() // frozen processes would neither exit nor die
+	}
 	for end := time.Now().Add(grace); len(c.procs()) > 0 && time.Now().Before(end); {
 		time.Sleep(10 * time.Millisecond)
 	}
@@ -190,14 +273,26 @@ func (c *cgroup) left(grace time.Duration) int {
 	return n
 }
 
-// remove removes the cgroup once its processes are gone.
+// remove removes the cgroup (and its freezer) once its processes are gone.
 func (c *cgroup) remove() error {
-	var err error
-	for i := 0; i < 50; i++ {
-		if err = os.Remove(c.dir); err == nil || errors.Is(err, os.ErrNotExist) {
-			return nil
-		}
-		time.Sleep(20 * time.Millisecond)
+	if c.freezer != "" {
+		// A frozen cgroup's processes cannot die: thaw it first.
+		c.thaw()
 	}
-	return err
+	for _, dir := range []string{c.freezer, c.dir} {
+		if dir == "" {
+			continue
+		}
+		var err error
+		for i := 0; i < 50; i++ {
+			if err = os.Remove(dir); err == nil || errors.Is(err, os.ErrNotExist) {
+				break
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+		if err != nil && !errors.Is(err, os.ErrNotExist) {
+			return err
+		}
+	}
+	return nil
 }

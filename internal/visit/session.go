@@ -365,6 +365,30 @@ func (s *Session) Fresh(n int64) (span time.Duration, timerNs int64, err error) 
 	return s.command("fresh", n, n)
 }
 
+// CanFreeze says whether the visit's processes can be frozen: its
+// cgroup has a freezer.
+func (s *Session) CanFreeze() bool {
+	return s.cgroup != nil && (s.cgroup.v2 || s.cgroup.freezer != "")
+}
+
+// Freeze stops every process of the visit and returns once all of them are
+// frozen (docs/protocol4-design.md): while frozen nothing of the visit runs,
+// so replay can write inputs no process of the visit could have read.
+func (s *Session) Freeze() error {
+	if !s.CanFreeze() {
+		return errors.New("visit: no freezer for this visit's cgroup")
+	}
+	return s.cgroup.freeze()
+}
+
+// Thaw lets the visit's processes run again.
+func (s *Session) Thaw() error {
+	if !s.CanFreeze() {
+		return errors.New("visit: no freezer for this visit's cgroup")
+	}
+	return s.cgroup.thaw()
+}
+
 func (s *Session) write(b []byte) error {
 	for len(b) > 0 {
 		n, err := unix.Write(s.cmdW, b)

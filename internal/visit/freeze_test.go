@@ -1,0 +1,81 @@
+package visit
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestFreeze: a timer that leaves two counters running, one in its own
+// process group and one that left it with setsid (as an adversary hiding
+// a helper would), makes no progress while the visit is frozen and
+// resumes when it is thawed. The freeze is what lets replay write inputs
+// no process of the visit can read before the clock runs
+// (docs/protocol4-design.md).
+func TestFreeze(t *testing.T) {
+	l, err := ProbeLimiter()
+	if err != nil || !l.CanFreeze() {
+		t.Skipf("no freezer here (%v): protocol 4 visits cannot run on this machine", err)
+	}
+	dir := t.TempDir()
+	counter := `i=0; while :; do i=$((i+1)); echo $i > "$1.tmp"; mv "$1.tmp" "$1"; done`
+	timer := shPrelude + `
+/bin/sh -c '` + counter + `' sh "$PWD/inner" &
+setsid /bin/sh -c '` + counter + `' sh "$PWD/escaped" &
+` + honest
+	read := func(name string) string {
+		b, _ := os.ReadFile(filepath.Join(dir, name))
+		return strings.TrimSpace(string(b))
+	}
+	var frozen, thawed [2][2]string
+	var froze time.Duration
+	run, err := RunAll(context.Background(), Spec{Argv: []string{"/bin/sh", "-c", timer}, Env: []string{"PATH=/usr/bin:/bin"}, Dir: dir, Timeout: 20 * time.Second, Threads: 3, Limiter: l},
+		func(s *Session) ([]Sample, int64, error) {
+			// Both counters have started.
+			for end := time.Now().Add(5 * time.Second); (read("inner") == "" || read("escaped") == "") && time.Now().Before(end); {
+				time.Sleep(10 * time.Millisecond)
+			}
+			t0 := time.Now()
+			if err := s.Freeze(); err != nil {
+				return nil, 0, err
+			}
+			froze = time.Since(t0)
+			for i, name := range []string{"inner", "escaped"} {
+				frozen[i][0] = read(name)
+			}
+			time.Sleep(200 * time.Millisecond)
+			for i, name := range []string{"inner", "escaped"} {
+				frozen[i][1] = read(name)
+			}
+			if err := s.Thaw(); err != nil {
+				return nil, 0, err
+			}
+			for i, name := range []string{"inner", "escaped"} {
+				thawed[i][0] = read(name)
+			}
+			time.Sleep(200 * time.Millisecond)
+			for i, name := range []string{"inner", "escaped"} {
+				thawed[i][1] = read(name)
+			}
+			return nil, 0, nil
+		})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("froze in %v; frozen %v, thawed %v", froze, frozen, thawed)
+	for i, name := range []string{"inner", "escaped"} {
+		if frozen[i][0] == "" || frozen[i][0] != frozen[i][1] {
+			t.Errorf("%s counter while frozen: %q then %q, want the same count", name, frozen[i][0], frozen[i][1])
+		}
+		if thawed[i][0] == thawed[i][1] {
+			t.Errorf("%s counter after thaw: %q then %q, want it counting again", name, thawed[i][0], thawed[i][1])
+		}
+	}
+	// Both helpers were still running when the timer answered "end".
+	if want := "left_processes: "; !strings.HasPrefix(run.Reason, want) {
+		t.Errorf("reason = %q, want %q...", run.Reason, want)
+	}
+}
