@@ -128,6 +128,35 @@ func NewInput(name string, l Layout, sets [][]byte) (*MemFile, error) {
 	return m, nil
 }
 
+// NewNovelInput makes an input file that replay rewrites between samples
+// (docs/protocol4-design.md): replay keeps its writable mapping, and the
+// file is sealed with F_SEAL_FUTURE_WRITE, so no mapping made after it
+// (the timer's) can be writable, none can be made writable with mprotect,
+// and write(2) is refused. The sets hold canary until [MemFile.Write]
+// fills them.
+func NewNovelInput(name string, l Layout) (*MemFile, error) {
+	m, err := newMemFile(name, l, true)
+	if err != nil {
+		return nil, err
+	}
+	seals := unix.F_SEAL_FUTURE_WRITE | unix.F_SEAL_SHRINK | unix.F_SEAL_GROW | unix.F_SEAL_SEAL
+	if _, err := unix.FcntlInt(m.File.Fd(), unix.F_ADD_SEALS, seals); err != nil {
+		m.Close()
+		return nil, fmt.Errorf("input %s %s: seal: %w", name, l.Pool, err)
+	}
+	return m, nil
+}
+
+// Write copies b into set s of a file replay can write (an output, or a
+// novel input, which only replay's mapping can change).
+func (m *MemFile) Write(s int, b []byte) error {
+	if len(b) != m.Layout.Bytes {
+		return fmt.Errorf("%s %s set %d: %d bytes, want %d", m.Name, m.Layout.Pool, s, len(b), m.Layout.Bytes)
+	}
+	copy(m.Set(s), b)
+	return nil
+}
+
 // NewOutput makes an output file: canary bytes everywhere, set data
 // included (the timer poisons what it validates; replay fills the rest).
 func NewOutput(name string, l Layout) (*MemFile, error) { return newMemFile(name, l, false) }

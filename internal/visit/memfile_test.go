@@ -45,6 +45,58 @@ func TestInputSealed(t *testing.T) {
 	}
 }
 
+// TestNovelInputSealed: a timer (any mapping made after NewNovelInput)
+// cannot write a novel input file, not through a writable mapping, an
+// mprotect of a read-only one, write(2), a reopened descriptor or a
+// resize, while replay's own mapping writes it and the timer's mapping
+// sees the new bytes at once.
+func TestNovelInputSealed(t *testing.T) {
+	l := NewLayout(PoolFresh, 2, 100)
+	m, err := NewNovelInput("A", l)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	fd := int(m.File.Fd())
+	if _, err := unix.Mmap(fd, 0, l.Size(), unix.PROT_READ|unix.PROT_WRITE, unix.MAP_SHARED); err != unix.EPERM {
+		t.Errorf("writable shared mapping of a novel input = %v, want EPERM", err)
+	}
+	ro, err := unix.Mmap(fd, 0, l.Size(), unix.PROT_READ, unix.MAP_SHARED)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer unix.Munmap(ro)
+	if err := unix.Mprotect(ro, unix.PROT_READ|unix.PROT_WRITE); err != unix.EACCES {
+		t.Errorf("mprotect of the timer's read-only mapping to writable = %v, want EACCES", err)
+	}
+	if _, err := unix.Pwrite(fd, []byte{9}, int64(l.Offset(0))); err != unix.EPERM {
+		t.Errorf("pwrite to a novel input = %v, want EPERM", err)
+	}
+	re, err := unix.Open("/proc/self/fd/"+strconv.Itoa(fd), unix.O_RDWR, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := unix.Pwrite(re, []byte{9}, int64(l.Offset(0))); err != unix.EPERM {
+		t.Errorf("pwrite through a reopened descriptor = %v, want EPERM", err)
+	}
+	unix.Close(re)
+	if err := unix.Ftruncate(fd, 0); err != unix.EPERM {
+		t.Errorf("truncating a novel input = %v, want EPERM", err)
+	}
+	if _, err := unix.FcntlInt(uintptr(fd), unix.F_ADD_SEALS, 0); err != unix.EPERM {
+		t.Errorf("changing a novel input's seals = %v, want EPERM", err)
+	}
+	if err := m.Write(1, bytes.Repeat([]byte{7}, 100)); err != nil {
+		t.Fatal(err)
+	}
+	if o := l.Offset(1); !bytes.Equal(ro[o:o+100], bytes.Repeat([]byte{7}, 100)) || m.CheckCanary() != nil {
+		t.Errorf("the timer's view of set 1 after replay's write = %v, canary %v; want replay's bytes", ro[o:o+4], m.CheckCanary())
+	}
+	if err := m.Write(0, make([]byte, 99)); err == nil || !strings.Contains(err.Error(), "set 0: 99 bytes, want 100") {
+		t.Errorf("Write of a short set = %v", err)
+	}
+}
+
 // TestOutputCanary: a changed byte outside the sets' data is named; one
 // inside is not a canary.
 func TestOutputCanary(t *testing.T) {
