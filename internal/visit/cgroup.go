@@ -199,7 +199,7 @@ func (c *cgroup) freeze() error {
 			return nil
 		}
 		if time.Now().After(end) {
-			return fmt.Errorf("freeze: %s not frozen after %v", c.dir, FreezeWait)
+			return fail("not_frozen: the visit's processes were not all frozen %v after replay froze its cgroup", FreezeWait)
 		}
 	}
 }

@@ -79,3 +79,32 @@ setsid /bin/sh -c '` + counter + `' sh "$PWD/escaped" &
 		t.Errorf("reason = %q, want %q...", run.Reason, want)
 	}
 }
+
+// TestFrozenTimeout: a visit that runs past its timeout while frozen is
+// killed and ends as timed out (a frozen v1 task dies only once thawed,
+// so the kill thaws it).
+func TestFrozenTimeout(t *testing.T) {
+	l, err := ProbeLimiter()
+	if err != nil || !l.CanFreeze() {
+		t.Skipf("no freezer here (%v)", err)
+	}
+	start := time.Now()
+	run, err := RunAll(context.Background(), Spec{Argv: []string{"/bin/sh", "-c", shPrelude + honest}, Env: []string{"PATH=/usr/bin:/bin"}, Dir: t.TempDir(), Timeout: time.Second, Threads: 1, Limiter: l},
+		func(s *Session) ([]Sample, int64, error) {
+			if err := s.Freeze(); err != nil {
+				return nil, 0, err
+			}
+			time.Sleep(1500 * time.Millisecond)
+			_, _, err := s.Sample(1)
+			return nil, 0, err
+		})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := "timed_out: after 1s"; !strings.HasPrefix(run.Reason, want) {
+		t.Errorf("a visit frozen past its timeout = %q, want %q", run.Reason, want)
+	}
+	if d := time.Since(start); d > 10*time.Second {
+		t.Errorf("the frozen visit took %v to end", d)
+	}
+}

@@ -164,6 +164,12 @@ func (s *Session) DriveGraph(batch int64, count int, target, warmup time.Duratio
 // command sends "VERB SEQ N" and reads the sample report, which must
 // count calls.
 func (s *Session) command(verb string, n, calls int64) (span time.Duration, timerNs int64, err error) {
+	return s.commandFrozen(verb, n, calls, false)
+}
+
+// commandFrozen is command; with frozen, the visit is thawed after the
+// clock starts and frozen again before it stops.
+func (s *Session) commandFrozen(verb string, n, calls int64, frozen bool) (span time.Duration, timerNs int64, err error) {
 	s.tel = Telemetry{}
 	var before samples.Reading
 	if s.spec.Telemetry != nil {
@@ -174,6 +180,11 @@ func (s *Session) command(verb string, n, calls int64) (span time.Duration, time
 	s.seq++
 	cmd := []byte(verb + " " + strconv.FormatInt(s.seq, 10) + " " + strconv.FormatInt(n, 10) + "\n")
 	t0 := time.Now()
+	if frozen {
+		if err := s.Thaw(); err != nil {
+			return 0, 0, err
+		}
+	}
 	if err := s.write(cmd); err != nil {
 		// The timer is gone: what it left on fd 4 says more.
 		if _, rerr := s.read(TypeSample); rerr != nil {
@@ -182,6 +193,9 @@ func (s *Session) command(verb string, n, calls int64) (span time.Duration, time
 		return 0, 0, err
 	}
 	r, err := s.read(TypeSample)
+	if err == nil && frozen {
+		err = s.Freeze()
+	}
 	span = time.Since(t0)
 	if err != nil {
 		return 0, 0, err

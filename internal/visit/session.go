@@ -76,6 +76,7 @@ type Session struct {
 	seq      int64
 	tel      Telemetry // of the last sample command
 	cgroup   *cgroup   // nil: no CPU quota
+	frozen   bool      // the visit's cgroup is frozen (Freeze, Novel)
 	Argv     []string  // what was started, sandbox included (the cgroup is the Limiter's record)
 	// Cores is the visit's top process's CPU mask, read back from the
 	// kernel just after it started (nil where it could not be read).
@@ -207,6 +208,9 @@ func (s *Session) kill() {
 		close(s.killed)
 		syscall.Kill(-s.cmd.Process.Pid, syscall.SIGKILL)
 		s.cmd.Process.Kill()
+		if s.CanFreeze() {
+			s.cgroup.thaw() // a frozen v1 task dies only once thawed
+		}
 	})
 }
 
@@ -378,7 +382,11 @@ func (s *Session) Freeze() error {
 	if !s.CanFreeze() {
 		return errors.New("visit: no freezer for this visit's cgroup")
 	}
-	return s.cgroup.freeze()
+	if err := s.cgroup.freeze(); err != nil {
+		return err
+	}
+	s.frozen = true
+	return nil
 }
 
 // Thaw lets the visit's processes run again.
@@ -386,7 +394,23 @@ func (s *Session) Thaw() error {
 	if !s.CanFreeze() {
 		return errors.New("visit: no freezer for this visit's cgroup")
 	}
-	return s.cgroup.thaw()
+	if err := s.cgroup.thaw(); err != nil {
+		return err
+	}
+	s.frozen = false
+	return nil
+}
+
+// Novel takes a novel sample (docs/protocol4-design.md) of a frozen
+// visit: the clock starts, the visit is thawed, the timer runs n calls on
+// fresh sets 0 to n-1 (whatever replay wrote there while it was frozen),
+// and the clock stops once the visit is frozen again after the answer, so
+// everything the visit did with those inputs is inside the span.
+func (s *Session) Novel(n int64) (span time.Duration, timerNs int64, err error) {
+	if !s.frozen {
+		return 0, 0, errors.New("visit: a novel sample of a visit that is not frozen")
+	}
+	return s.commandFrozen("novel", n, n, true)
 }
 
 func (s *Session) write(b []byte) error {
@@ -403,8 +427,13 @@ func (s *Session) write(b []byte) error {
 	return nil
 }
 
-// End asks for the final report.
+// End asks for the final report (thawing a frozen visit first).
 func (s *Session) End() (Report, error) {
+	if s.frozen {
+		if err := s.Thaw(); err != nil {
+			return Report{}, err
+		}
+	}
 	if err := s.write([]byte("end\n")); err != nil {
 		return Report{}, err
 	}

@@ -115,6 +115,10 @@ static const struct dtype {
 };
 #define NDTYPES (sizeof dtypes / sizeof dtypes[0])
 
+#ifndef F_SEAL_FUTURE_WRITE
+#define F_SEAL_FUTURE_WRITE 0x0010 /* Linux 5.1 */
+#endif
+
 /* The two pools of buffer sets (docs/protocol.md, "Buffer sets"). */
 enum pool_id { WARM, FRESH, NPOOLS };
 static const char *const pool_names[NPOOLS] = {"warm", "fresh"};
@@ -457,8 +461,12 @@ static void map_region(struct visit *v, struct param *p, int k)
 		die("param %s %s file: fd %d has %jd bytes, want a memory file of %zu", p->name, pool_names[k], g->fd,
 		    (intmax_t)st.st_size, want);
 	int seals = fcntl(g->fd, F_GET_SEALS);
-	int need = F_SEAL_WRITE | F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL;
-	if (p->role == ROLE_INPUT && (seals < 0 || (seals & need) != need))
+	int need = F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL;
+	/* A fresh input may be sealed against future writes only: replay
+	 * rewrites it between novel samples through the mapping it made
+	 * before the seal, and no mapping of ours can be writable. */
+	int write_seal = seals >= 0 && ((seals & F_SEAL_WRITE) || (k == FRESH && (seals & F_SEAL_FUTURE_WRITE)));
+	if (p->role == ROLE_INPUT && (seals < 0 || (seals & need) != need || !write_seal))
 		die("param %s %s file: fd %d is not sealed against writes", p->name, pool_names[k], g->fd);
 	if (p->role == ROLE_OUTPUT && (seals < 0 || (seals & (F_SEAL_WRITE | F_SEAL_SHRINK)) != 0))
 		die("param %s %s file: fd %d is not a writable memory file", p->name, pool_names[k], g->fd);
@@ -872,7 +880,8 @@ static int parse_command(const char *cmd, const char *verb, uint64_t *seq, uint6
 }
 
 /* serve answers replay's commands until "end": "run SEQ N" runs a sample of
- * N calls over the warm sets, "fresh SEQ N" N calls on the next N fresh
+ * N calls over the warm sets, "novel SEQ N" N calls on fresh sets 0 to
+ * N-1 as replay just rewrote them, "fresh SEQ N" N calls on the next N fresh
  * sets (each fresh set is called once in the whole visit); each is
  * answered with the timer's own span. */
 static void serve(FILE *in, struct visit *v)
@@ -894,6 +903,16 @@ static void serve(FILE *in, struct visit *v)
 			ns = gpu_sample(WARM, 0, n, v->pools[WARM].sets, &cursor);
 #else
 			ns = run_sample(n, v->sets[WARM], v->nparams, v->pools[WARM].sets, &cursor);
+#endif
+		} else if (parse_command(cmd, "novel", &s, &n)) {
+			/* n calls, call i on fresh set i, on whatever replay wrote
+			 * there since the last sample (docs/protocol4-design.md). */
+			if (n > v->pools[FRESH].sets)
+				die("command \"%s\": want 0 to %" PRIu64 " novel calls (the fresh sets)", cmd, v->pools[FRESH].sets);
+#ifdef TILEPIPE_CUDA
+			die("command \"%s\": the CUDA timer has no novel samples yet", cmd);
+#else
+			ns = run_sample(n, v->sets[FRESH], v->nparams, n ? n : 1, &(uint64_t){0});
 #endif
 		} else if (parse_command(cmd, "fresh", &s, &n)) {
 			uint64_t left = v->pools[FRESH].sets - used;
@@ -924,7 +943,7 @@ static void serve(FILE *in, struct visit *v)
 			n *= graph_batch;
 #endif
 		} else
-			die("command \"%s\": want \"run SEQ N\", \"fresh SEQ N\", \"graph SEQ R\" (GPU) or \"end\"", cmd);
+			die("command \"%s\": want \"run SEQ N\", \"novel SEQ N\", \"fresh SEQ N\", \"graph SEQ R\" (GPU) or \"end\"", cmd);
 		struct line l = {.n = 0};
 		put(&l, "{\"type\": \"sample\", \"seq\": %" PRIu64 ", \"calls\": %" PRIu64 ", \"ns\": %" PRId64 "}", s, n, ns);
 		send_line(&l);

@@ -85,7 +85,11 @@ param output C f32 %d 9 10 %d %d
 // directory. The inputs are small multiples of 1/8 and 1/4, so every
 // product and sum is exact and the expected C does not depend on
 // summation order or FMA; each set's differ.
-func newGemmCase(t *testing.T) *gemmCase {
+func newGemmCase(t *testing.T) *gemmCase { return newGemmCaseWith(t, false) }
+
+// newGemmCaseWith is newGemmCase; with novel, the fresh inputs are
+// novel input files (visit.NewNovelInput) replay can rewrite.
+func newGemmCaseWith(t *testing.T, novel bool) *gemmCase {
 	t.Helper()
 	c := &gemmCase{dir: t.TempDir()}
 	for s := range sets {
@@ -107,6 +111,14 @@ func newGemmCase(t *testing.T) *gemmCase {
 		}
 		for _, pool := range []string{visit.PoolWarm, visit.PoolFresh} {
 			m, err := visit.NewInput(in.name, visit.NewLayout(pool, sets, n), raw)
+			if novel && pool == visit.PoolFresh {
+				m.Close()
+				if m, err = visit.NewNovelInput(in.name, visit.NewLayout(pool, sets, n)); err == nil {
+					for s, b := range raw {
+						m.Write(s, b)
+					}
+				}
+			}
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -531,5 +543,91 @@ func TestFreshSetsOnce(t *testing.T) {
 	want := `exited: status 2: harness: error: command "fresh 3 1": want 1 to 0 fresh calls (the fresh sets not yet used)`
 	if !strings.HasPrefix(r.Reason, want) {
 		t.Errorf("a third fresh sample of 2 fresh sets = %q, want %q", r.Reason, want)
+	}
+}
+
+// TestNovelSamples: a novel sample's calls compute on the inputs replay
+// wrote into the fresh sets while the visit was frozen, each call into
+// the output replay poisoned for it; "novel SEQ 0" is the empty sample,
+// and more calls than fresh sets is a usage error.
+func TestNovelSamples(t *testing.T) {
+	l, err := visit.ProbeLimiter()
+	if err != nil || !l.CanFreeze() {
+		t.Skipf("no freezer here (%v)", err)
+	}
+	dir := t.TempDir()
+	exe := linkFault(t, dir, compileHarness(t, dir), "none")
+	c := newGemmCaseWith(t, true)
+	// c.files: A warm, A fresh, B warm, B fresh, C warm, C fresh.
+	aFresh, bFresh, cFresh := c.files[1], c.files[3], c.files[5]
+	spec := visit.Spec{Argv: []string{exe, "--visit", c.visit}, Dir: dir, Timeout: 20 * time.Second, Threads: 2, Files: c.osFiles(), Limiter: l}
+	poison := visit.FillPattern("f32", 12345)
+	r, err := visit.RunAll(context.Background(), spec, func(s *visit.Session) ([]visit.Sample, int64, error) {
+		if _, _, err := s.Novel(1); err == nil || !strings.Contains(err.Error(), "not frozen") {
+			t.Errorf("a novel sample of a running visit = %v, want refused", err)
+		}
+		if err := s.Freeze(); err != nil {
+			return nil, 0, err
+		}
+		for k := range 3 {
+			var want [][]float32
+			for set := range sets {
+				a, b := make([]float32, dim*dim), make([]float32, dim*dim)
+				for i := range a {
+					a[i] = float32((i*7+set+5*k)%23-11) / 8
+					b[i] = float32((i*3+2*set+k)%13-6) / 4
+				}
+				aFresh.Write(set, floatBytes(a))
+				bFresh.Write(set, floatBytes(b))
+				want = append(want, naiveGemm(a, b))
+			}
+			cFresh.Fill(poison)
+			if _, _, err := s.Novel(sets); err != nil {
+				return nil, 0, err
+			}
+			for set := range sets {
+				if got := cFresh.Set(set); !bytes.Equal(got, floatBytes(want[set])) {
+					t.Errorf("novel sample %d set %d: C differs from A·B of the inputs written before it", k, set)
+				}
+			}
+		}
+		if _, _, err := s.Novel(0); err != nil {
+			return nil, 0, err
+		}
+		_, _, err := s.Novel(sets + 1)
+		return nil, 0, err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := fmt.Sprintf(`exited: status 2: harness: error: command "novel 5 %d": want 0 to %d novel calls (the fresh sets)`, sets+1, sets)
+	if !strings.HasPrefix(r.Reason, want) {
+		t.Errorf("a novel sample of more calls than fresh sets = %q, want %q", r.Reason, want)
+	}
+}
+
+// TestWarmInputSealedForGood: only a fresh input may be sealed against
+// future writes alone; a warm input replay could still write (through a
+// mapping it kept) is refused before any call.
+func TestWarmInputSealedForGood(t *testing.T) {
+	dir := t.TempDir()
+	exe := linkFault(t, dir, compileHarness(t, dir), "none")
+	c := newGemmCase(t)
+	m, err := visit.NewNovelInput("A", visit.NewLayout(visit.PoolWarm, sets, dim*dim*4))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	files := c.osFiles()
+	files[0] = m.File // A's warm file
+	spec := visit.Spec{Argv: []string{exe, "--visit", c.visit}, Dir: dir, Timeout: 20 * time.Second, Threads: 2, Files: files}
+	r, err := visit.RunAll(context.Background(), spec, func(s *visit.Session) ([]visit.Sample, int64, error) {
+		return nil, 0, nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := "exited: status 2: harness: error: param A warm file: fd 5 is not sealed against writes"; !strings.HasPrefix(r.Reason, want) {
+		t.Errorf("a warm input sealed against future writes only = %q, want %q", r.Reason, want)
 	}
 }
