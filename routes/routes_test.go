@@ -2208,3 +2208,86 @@ func TestTorchEagerRejectsInvalidIds(t *testing.T) {
 		})
 	}
 }
+
+// TestTorchEagerNovel: the process timer's novel samples (protocol 4,
+// docs/protocol4-design.md) call fresh set i with whatever replay wrote
+// there while the visit was frozen: after the fresh sets are rewritten
+// with the warm sets' inputs, a novel sample's outputs are the warm
+// outputs validation produced, byte for byte, where the sample before it
+// computed the fresh inputs' answers. More calls than fresh sets is a
+// usage error.
+func TestTorchEagerNovel(t *testing.T) {
+	t.Parallel()
+	requireRoute(t, "torch-eager")
+	l, err := visit.ProbeLimiter()
+	if err != nil || !l.CanFreeze() {
+		t.Skipf("no freezer here (%v)", err)
+	}
+	dims := map[string]int{"M": 5, "N": 7}
+	sig := signatureF("add", dims, "f32")
+	b, work := buildCase(t, "torch-eager", "add", dims, sig, "f32", "")
+	checkProcessBuild(t, "add", b)
+	vc := newVisitCase(t, "add", dims, sig, nil)
+	// Fresh inputs replay can rewrite: novel input files.
+	for i, p := range sig {
+		if p.Role != "input" {
+			continue
+		}
+		old := vc.mem[2*i+1]
+		m, err := visit.NewNovelInput(p.Name, old.Layout)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for s := range freshSets {
+			m.Write(s, old.Set(s))
+		}
+		old.Close()
+		vc.mem[2*i+1] = m
+	}
+	spec := visitSpec(work, b.Process, vc)
+	spec.Limiter = l
+	var first, second map[string][][]byte
+	r, err := visit.RunAll(context.Background(), spec, func(s *visit.Session) ([]visit.Sample, int64, error) {
+		vc.validated = vc.outputs(visit.PoolWarm)
+		vc.fill()
+		if err := s.Freeze(); err != nil {
+			return nil, 0, err
+		}
+		if _, _, err := s.Novel(freshSets); err != nil {
+			return nil, 0, err
+		}
+		first = vc.outputs(visit.PoolFresh)
+		for _, p := range sig {
+			if p.Role == "input" {
+				for set := range freshSets {
+					vc.file(p.Name, visit.PoolFresh).Write(set, vc.file(p.Name, visit.PoolWarm).Set(set))
+				}
+			}
+		}
+		vc.fill()
+		if _, _, err := s.Novel(freshSets); err != nil {
+			return nil, 0, err
+		}
+		second = vc.outputs(visit.PoolFresh)
+		if _, _, err := s.Novel(0); err != nil {
+			return nil, 0, err
+		}
+		_, _, err := s.Novel(freshSets + 1)
+		return nil, 0, err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for set := range freshSets {
+		if !bytes.Equal(second["C"][set], vc.validated["C"][set]) {
+			t.Errorf("novel sample on warm set %d's inputs: C differs from the warm outputs", set)
+		}
+		if bytes.Equal(first["C"][set], second["C"][set]) {
+			t.Errorf("novel samples on two inputs of set %d: the same C", set)
+		}
+	}
+	want := fmt.Sprintf(`command "novel 4 %d": want 0 <= N <= %d (the fresh sets)`, freshSets+1, freshSets)
+	if !strings.HasPrefix(r.Reason, "exited: status 2: ") || !strings.Contains(r.Reason, want) {
+		t.Errorf("a novel sample of more calls than fresh sets = %q, want %q", r.Reason, want)
+	}
+}

@@ -77,6 +77,7 @@ import warnings
 
 ALIGN = 64                   # a set's data starts on this boundary
 PAGE = 4096                  # a memory file's size is a multiple of this
+F_SEAL_FUTURE_WRITE = getattr(fcntl, "F_SEAL_FUTURE_WRITE", 0x10)  # Linux 5.1; Python 3.11 lacks the name
 MAX_CALLS = 1 << 30          # most calls of one "run" or "fresh" command
 MAX_SEQ = 1 << 62            # largest sequence number of a command
 MAX_THREADS = 1 << 20
@@ -711,8 +712,12 @@ class MemFile:
             seals = fcntl.fcntl(self.fd, fcntl.F_GET_SEALS)
         except OSError:
             seals = 0
-        need = fcntl.F_SEAL_WRITE | fcntl.F_SEAL_SHRINK | fcntl.F_SEAL_GROW | fcntl.F_SEAL_SEAL
-        if self.role == "input" and seals & need != need:
+        need = fcntl.F_SEAL_SHRINK | fcntl.F_SEAL_GROW | fcntl.F_SEAL_SEAL
+        # A fresh input may be sealed against future writes only: replay
+        # rewrites it between novel samples through the mapping it made
+        # before the seal; no mapping of ours can be writable.
+        write_seal = seals & fcntl.F_SEAL_WRITE or (self.pool == "fresh" and seals & F_SEAL_FUTURE_WRITE)
+        if self.role == "input" and (seals & need != need or not write_seal):
             raise Usage("%s is not sealed against writes" % where)
         if self.role == "input":
             prot, how = mmap.PROT_READ, "read-only"
@@ -1257,15 +1262,15 @@ class Commands:
 
 
 def parse_command(line, graph=False):
-    """(KIND, SEQ, N) of "run SEQ N" or "fresh SEQ N", and with graph
-    samples (the visit's "graph N") "graph SEQ R"; KIND is b"run", b"fresh"
-    or b"graph"."""
+    """(KIND, SEQ, N) of "run SEQ N", "novel SEQ N" or "fresh SEQ N", and
+    with graph samples (the visit's "graph N") "graph SEQ R"; KIND is
+    b"run", b"novel", b"fresh" or b"graph"."""
     tok = line.split(b" ")
-    if len(tok) == 3 and tok[0] in ((b"run", b"fresh", b"graph") if graph else (b"run", b"fresh")):
+    if len(tok) == 3 and tok[0] in ((b"run", b"novel", b"fresh", b"graph") if graph else (b"run", b"novel", b"fresh")):
         seq, n = parse_u64(tok[1].decode("ascii", "replace"), MAX_SEQ), parse_u64(tok[2].decode("ascii", "replace"), MAX_CALLS)
         if seq is not None and n is not None:
             return tok[0], seq, n
-    raise Usage('command "%s": want "run SEQ N", "fresh SEQ N"%s or "end"'
+    raise Usage('command "%s": want "run SEQ N", "novel SEQ N", "fresh SEQ N"%s or "end"'
                 % (line.decode("ascii", "backslashreplace"), ', "graph SEQ R"' if graph else ""))
 
 
@@ -1303,6 +1308,15 @@ def serve(warm, fresh, divisor, gpu=None, fresh_outs=None, graph_batch=0):
         if kind == b"run":
             calls = islice(cycle(rotations[cursor]), n)
             cursor = (cursor + n) % len(warm)
+        elif kind == b"novel":
+            # Call i on fresh set i, as replay rewrote it while the visit
+            # was frozen (docs/protocol4-design.md).
+            what = line.decode("ascii", "backslashreplace")
+            if n > len(fresh):
+                raise Usage('command "%s": want 0 <= N <= %d (the fresh sets)' % (what, len(fresh)))
+            if gpu is not None:
+                raise Usage('command "%s": the CUDA timer has no novel samples yet' % what)
+            calls = fresh[:n]
         else:
             what = line.decode("ascii", "backslashreplace")
             if not 1 <= n <= len(fresh) - used:
