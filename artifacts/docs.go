@@ -540,6 +540,21 @@ type CaseFloor struct {
 	ComputeNs  float64 `json:"computeNs,omitempty"`
 }
 
+// NovelRecord is how a visit's novel samples were taken: Samples samples
+// of Calls calls each over Slots novel slots (Calls is the warm
+// calibration's calls per sample, at most Slots); novel call g (call
+// g mod Calls of sample g / Calls) ran on novel set g of its case and
+// round. Checked are the calls replay judged in full (drawn after each
+// sample; visit.ChecksPerSample of each, in increasing order), Outputs
+// their outputs ([len(Checked), shape...] per output param).
+type NovelRecord struct {
+	Samples int         `json:"samples"`
+	Calls   int64       `json:"calls"`
+	Slots   int         `json:"slots"`
+	Checked []int64     `json:"checked"`
+	Outputs []TensorRef `json:"outputs"`
+}
+
 // VisitResult is what one visit produced.
 type VisitResult struct {
 	Visit
@@ -580,7 +595,11 @@ type VisitResult struct {
 	MaxErrRatio float64 `json:"maxErrRatio"`
 	// Graph is how a GPU visit's graph samples were taken, when the
 	// replay asked for them (config.graphBatch).
-	Graph   *GraphRecord `json:"graph,omitempty"`
+	Graph *GraphRecord `json:"graph,omitempty"`
+	// Novel is a CPU visit's novel samples (visit protocol 4,
+	// docs/protocol.md); absent from a GPU visit, which takes protocol
+	// 3's fresh samples until the CUDA timer takes novel ones.
+	Novel   *NovelRecord `json:"novel,omitempty"`
 	Samples Digest       `json:"samples,omitempty"` // per-visit Arrow table
 	Stdout  Digest       `json:"stdout,omitempty"`
 	Stderr  Digest       `json:"stderr,omitempty"`
@@ -675,17 +694,25 @@ type ClosureCheck struct {
 
 // Summary is the timing summary of one case and route over all rounds.
 type Summary struct {
-	Case     string  `json:"case"`
-	Route    string  `json:"route"`
-	Status   string  `json:"status"`
-	Reason   string  `json:"reason,omitempty"`
-	Visits   int     `json:"visits"`
+	Case   string `json:"case"`
+	Route  string `json:"route"`
+	Status string `json:"status"`
+	Reason string `json:"reason,omitempty"`
+	Visits int    `json:"visits"`
+	// Kind is the sample kind the times and ratio below rest on: "novel"
+	// (a CPU row, visit protocol 4), or absent: batch samples (a GPU row,
+	// protocol 3's warm samples).
+	Kind     string  `json:"kind,omitempty"`
 	Samples  int     `json:"samples"`
 	MedianNs float64 `json:"medianNs"`
 	MinNs    float64 `json:"minNs"`
 	MaxNs    float64 `json:"maxNs"`
 	Q1Ns     float64 `json:"q1Ns"`
 	Q3Ns     float64 `json:"q3Ns"`
+	// WarmNs is a novel row's median time per call of its warm (batch)
+	// samples, the same inputs called again and again: a secondary
+	// figure (MLPerf's cache benefit is WarmNs / MedianNs), never a claim.
+	WarmNs float64 `json:"warmNs,omitempty"`
 	// ChannelNs is the median span of the empty samples: replay's round
 	// trip to the timer, which every batch sample's span includes once.
 	ChannelNs float64 `json:"channelNs"`

@@ -6,8 +6,8 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
-	"github.com/tilepipe/tilepipe/artifacts/sign"
 	"math"
+	"runtime"
 	"slices"
 	"sort"
 	"strings"
@@ -16,6 +16,7 @@ import (
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 	"github.com/tilepipe/tilepipe/artifacts"
 	"github.com/tilepipe/tilepipe/artifacts/samples"
+	"github.com/tilepipe/tilepipe/artifacts/sign"
 	"github.com/tilepipe/tilepipe/artifacts/tensor"
 	"github.com/tilepipe/tilepipe/internal/adaptive"
 	"github.com/tilepipe/tilepipe/internal/floors"
@@ -26,6 +27,7 @@ import (
 	"github.com/tilepipe/tilepipe/internal/visit"
 	"github.com/tilepipe/tilepipe/oracle"
 	"github.com/tilepipe/tilepipe/stats"
+	"golang.org/x/sync/errgroup"
 )
 
 // Check outcomes.
@@ -546,6 +548,32 @@ func (a *auditor) oracle() {
 	a.add("oracle", p, nil, fmt.Sprintf("recomputed the FP64 reference and bound of %d cases: %d packets match bit for bit, %d gemm-family packets within the FP64 rounding of two BLAS evaluations (2·γ_K(2^-53)·s per element)", len(a.cdoc.Cases), exact, rounded))
 }
 
+// novelSets regenerates the novel sets of the checked calls of a visit of
+// case c in round, with their oracles, on every core.
+func novelSets(seeds sets.Seeds, c oracle.Case, round int, checked []int64) ([]*sets.Set, error) {
+	out := make([]*sets.Set, len(checked))
+	var eg errgroup.Group
+	eg.SetLimit(runtime.NumCPU())
+	for i, g := range checked {
+		seed, err := seeds.Seed(c.ID, sets.Novel, round, int(g))
+		if err != nil {
+			return nil, err
+		}
+		eg.Go(func() error {
+			s, err := sets.NewSet(c, seed)
+			if err != nil {
+				return fmt.Errorf("case %s novel set %d: %w", c.ID, g, err)
+			}
+			if _, err := s.Expected(); err != nil {
+				return fmt.Errorf("case %s novel set %d: %w", c.ID, g, err)
+			}
+			out[i] = s
+			return nil
+		})
+	}
+	return out, eg.Wait()
+}
+
 // outputs regenerates every buffer set a passed visit was timed on from the
 // replay's recorded seeds, recomputes its oracle and re-checks every stored
 // output in full: every warm set's and every fresh call's. It also checks
@@ -594,6 +622,7 @@ func (a *auditor) outputs() {
 			continue
 		}
 		outs := sets.Outputs(c.Signature)
+		novel := c.Case.DeviceOf() != oracle.DeviceCUDA // visit protocol 4 (record.Visit checks the rest)
 		switch {
 		case v.MallocPerturb != seeds.Perturb(v.Round):
 			p = append(p, fmt.Sprintf("visit %d: allocator fill %d, the replay's seeds give %d for round %d", v.Index, v.MallocPerturb, seeds.Perturb(v.Round), v.Round))
@@ -601,6 +630,16 @@ func (a *auditor) outputs() {
 		case v.Sets != a.rdoc.Config.Sets:
 			p = append(p, fmt.Sprintf("visit %d: %d warm sets, config says %d", v.Index, v.Sets, a.rdoc.Config.Sets))
 			continue
+		case novel && v.Novel == nil:
+			p = append(p, fmt.Sprintf("visit %d: no novel record (a CPU visit takes novel samples)", v.Index))
+			continue
+		case novel && v.FreshSets != sets.NovelSlots(c.Signature):
+			p = append(p, fmt.Sprintf("visit %d: %d novel slots, want %d for case %s", v.Index, v.FreshSets, sets.NovelSlots(c.Signature), v.Case))
+			continue
+		case novel && (len(v.Outputs) != len(outs) || len(v.Novel.Outputs) != len(outs)):
+			p = append(p, fmt.Sprintf("visit %d: %d warm and %d novel output tensors, want %d of each", v.Index, len(v.Outputs), len(v.Novel.Outputs), len(outs)))
+			continue
+		case novel: // the fresh pool's checks are protocol 3's
 		case v.FreshSets != sets.FreshSets(c.Signature, a.rdoc.Config.FreshMin):
 			p = append(p, fmt.Sprintf("visit %d: %d fresh sets, want %d for case %s (config.freshMin %d)", v.Index, v.FreshSets, sets.FreshSets(c.Signature, a.rdoc.Config.FreshMin), v.Case, a.rdoc.Config.FreshMin))
 			continue
@@ -611,7 +650,7 @@ func (a *auditor) outputs() {
 			p = append(p, fmt.Sprintf("visit %d: %d warm and %d fresh output tensors, want %d of each", v.Index, len(v.Outputs), len(v.FreshOutputs), len(outs)))
 			continue
 		}
-		if cur.round != v.Round || cur.id != v.Case || len(cur.warm) != v.Sets || len(cur.fresh) < int(v.FreshCalls) {
+		if cur.round != v.Round || cur.id != v.Case || len(cur.warm) != v.Sets || len(cur.fresh) < int(v.FreshCalls) || novel {
 			// Only the sets the fresh sample used: sets are seeded by index.
 			warm, err := seeds.Pool(c.Case, sets.Warm, v.Round, v.Sets)
 			if err != nil {
@@ -619,6 +658,9 @@ func (a *auditor) outputs() {
 				continue
 			}
 			fresh, err := seeds.Pool(c.Case, sets.Fresh, v.Round, int(v.FreshCalls))
+			if novel {
+				fresh, err = novelSets(seeds, c.Case, v.Round, v.Novel.Checked)
+			}
 			if err != nil {
 				p = append(p, fmt.Sprintf("visit %d: %v", v.Index, err))
 				continue
@@ -669,7 +711,12 @@ func (a *auditor) outputs() {
 				worst, vworst = math.Max(worst, vd.MaxRatio), math.Max(vworst, vd.MaxRatio)
 				nsets++
 				if !vd.Pass {
-					p = append(p, fmt.Sprintf("visit %d (%s %s) passed in replay but %s set %d fails the recomputed oracle: %s", v.Index, v.Case, v.Route, pool, s, vd.Reason))
+					what := fmt.Sprintf("%s set %d", pool, s)
+					if pool == sets.Novel {
+						g := v.Novel.Checked[s]
+						what = fmt.Sprintf("novel sample %d call %d", g/v.Novel.Calls, g%v.Novel.Calls)
+					}
+					p = append(p, fmt.Sprintf("visit %d (%s %s) passed in replay but %s fails the recomputed oracle: %s", v.Index, v.Case, v.Route, what, vd.Reason))
 					return false
 				}
 			}
@@ -685,7 +732,10 @@ func (a *auditor) outputs() {
 			}
 			return true
 		}
-		if !judge(sets.Warm, cur.warm, v.Outputs, v.Sets) || !judge(sets.Fresh, cur.fresh, v.FreshOutputs, int(v.FreshCalls)) {
+		if !judge(sets.Warm, cur.warm, v.Outputs, v.Sets) {
+			continue
+		}
+		if novel && !judge(sets.Novel, cur.fresh, v.Novel.Outputs, len(v.Novel.Checked)) || !novel && !judge(sets.Fresh, cur.fresh, v.FreshOutputs, int(v.FreshCalls)) {
 			continue
 		}
 		p = append(p, maxErrRatioAgrees(v, vworst)...)
@@ -821,8 +871,11 @@ func (a *auditor) summaries() {
 	p = append(p, unread...)
 	for i, v := range visits {
 		vr := vrows[i]
-		if err := a.memoisation(v, vr); err != nil {
-			p = append(p, fmt.Sprintf("visit %d (%s %s) passed in replay but fails the fresh-sample bound: %v", v.Index, v.Case, v.Route, err))
+		// A novel visit (protocol 4) has no timing ratio to re-apply.
+		if v.Novel == nil {
+			if err := a.memoisation(v, vr); err != nil {
+				p = append(p, fmt.Sprintf("visit %d (%s %s) passed in replay but fails the fresh-sample bound: %v", v.Index, v.Case, v.Route, err))
+			}
 		}
 		union = append(union, vr...)
 	}
@@ -856,13 +909,16 @@ func (a *auditor) checkSummaries(rows []samples.Row, p []string) {
 		for _, f := range []struct {
 			name   string
 			hv, wv float64
-		}{{"medianNs", h.MedianNs, w.MedianNs}, {"minNs", h.MinNs, w.MinNs}, {"maxNs", h.MaxNs, w.MaxNs}, {"q1Ns", h.Q1Ns, w.Q1Ns}, {"q3Ns", h.Q3Ns, w.Q3Ns}, {"channelNs", h.ChannelNs, w.ChannelNs}, {"graphNs", h.GraphNs, w.GraphNs}, {"graphMinNs", h.GraphMinNs, w.GraphMinNs}, {"ratio", h.Ratio, w.Ratio}, {"ratioMin", h.RatioMin, w.RatioMin}, {"ratioMax", h.RatioMax, w.RatioMax}, {"ratioLo", h.RatioLo, w.RatioLo}, {"ratioHi", h.RatioHi, w.RatioHi}, {"precision", h.Precision, w.Precision}} {
+		}{{"medianNs", h.MedianNs, w.MedianNs}, {"minNs", h.MinNs, w.MinNs}, {"maxNs", h.MaxNs, w.MaxNs}, {"q1Ns", h.Q1Ns, w.Q1Ns}, {"q3Ns", h.Q3Ns, w.Q3Ns}, {"channelNs", h.ChannelNs, w.ChannelNs}, {"graphNs", h.GraphNs, w.GraphNs}, {"graphMinNs", h.GraphMinNs, w.GraphMinNs}, {"warmNs", h.WarmNs, w.WarmNs}, {"ratio", h.Ratio, w.Ratio}, {"ratioMin", h.RatioMin, w.RatioMin}, {"ratioMax", h.RatioMax, w.RatioMax}, {"ratioLo", h.RatioLo, w.RatioLo}, {"ratioHi", h.RatioHi, w.RatioHi}, {"precision", h.Precision, w.Precision}} {
 			if !near(f.hv, f.wv) {
 				p = append(p, fmt.Sprintf("summary %s/%s %s: stored %g, recomputed %g", k[0], k[1], f.name, f.hv, f.wv))
 			}
 		}
 		if h.BelowBest != w.BelowBest {
 			p = append(p, fmt.Sprintf("summary %s/%s belowBest: stored %q, the prepared entry says %q", k[0], k[1], h.BelowBest, w.BelowBest))
+		}
+		if h.Kind != w.Kind {
+			p = append(p, fmt.Sprintf("summary %s/%s kind: stored %q, recomputed %q (a CPU row rests on novel samples, a GPU row on batch samples)", k[0], k[1], h.Kind, w.Kind))
 		}
 		if h.Samples != w.Samples || h.Verdict != w.Verdict || h.Flagged != w.Flagged || h.RatioExcluded != w.RatioExcluded {
 			p = append(p, fmt.Sprintf("summary %s/%s: stored samples %d verdict %q flagged %d ratioExcluded %d, recomputed %d %q %d %d", k[0], k[1], h.Samples, h.Verdict, h.Flagged, h.RatioExcluded, w.Samples, w.Verdict, w.Flagged, w.RatioExcluded))
@@ -975,6 +1031,7 @@ func recompute(doc artifacts.ReplayDoc, rows []samples.Row, device func(id strin
 	channel := map[[2]string][]float64{}
 	graph := map[[2]string][]float64{}
 	flagged := map[[2]string]int{}
+	warm := map[[2]string][]float64{}
 	for _, r := range rows {
 		k := [2]string{r.Case, r.Route}
 		if r.Flags != "" && !failed[k] {
@@ -986,7 +1043,17 @@ func recompute(doc artifacts.ReplayDoc, rows []samples.Row, device func(id strin
 		if r.Kind == visit.KindGraph && !failed[k] {
 			graph[k] = append(graph[k], float64(r.TimerNs)/float64(r.Calls)) // a graph sample is GPU-timed
 		}
-		if r.Kind != "batch" || failed[k] {
+		// A CPU row's claim rests on its novel samples (visit protocol 4;
+		// its batch samples are the warm figure), a GPU row's on its batch
+		// samples (records() holds each visit to its protocol).
+		claim := visit.KindBatch
+		if device(r.Case) != oracle.DeviceCUDA {
+			claim = visit.KindNovel
+			if r.Kind == visit.KindBatch && !failed[k] {
+				warm[k] = append(warm[k], float64(r.TotalNs)/float64(r.Calls))
+			}
+		}
+		if r.Kind != claim || failed[k] {
 			continue
 		}
 		// A GPU sample's time is its CUDA-event span (records() checks
@@ -1007,6 +1074,12 @@ func recompute(doc artifacts.ReplayDoc, rows []samples.Row, device func(id strin
 		sum := artifacts.Summary{Case: k[0], Route: k[1], Samples: s.N, MedianNs: s.Median, MinNs: s.Min, MaxNs: s.Max, Q1Ns: s.Q1, Q3Ns: s.Q3, Flagged: flagged[k]}
 		if len(channel[k]) > 0 {
 			sum.ChannelNs = stats.Median(channel[k])
+		}
+		if device(k[0]) != oracle.DeviceCUDA {
+			sum.Kind = visit.KindNovel
+			if len(warm[k]) > 0 {
+				sum.WarmNs = stats.Median(warm[k])
+			}
 		}
 		if len(graph[k]) > 0 {
 			sum.GraphNs, sum.GraphMinNs = stats.Median(graph[k]), slices.Min(graph[k])

@@ -32,7 +32,7 @@ func TestRecomputeLoadRule(t *testing.T) {
 				v.Load = &artifacts.VisitLoad{OtherNs: 0.9e9, Loaded: true}
 			}
 			d.Visits = append(d.Visits, v)
-			rows = append(rows, samples.Row{Visit: int32(v.Index), Round: int32(rd), Case: "c", Route: rt, Kind: "batch", Calls: 10, TotalNs: 10 * ns, Clock: samples.ClockReplay})
+			rows = append(rows, samples.Row{Visit: int32(v.Index), Round: int32(rd), Case: "c", Route: rt, Kind: "novel", Calls: 10, TotalNs: 10 * ns, Clock: samples.ClockReplay})
 		}
 	}
 	cpu := func(string) string { return oracle.DeviceCPU }
@@ -62,7 +62,7 @@ func TestRecomputeEveryRoundLoaded(t *testing.T) {
 		for i, rt := range []string{"r", "b"} {
 			d.Visits = append(d.Visits, artifacts.VisitResult{Visit: artifacts.Visit{Index: 2*rd + i, Round: rd, Case: "c", Route: rt}, Status: artifacts.StatusPassed, WallNs: 1e9,
 				Load: &artifacts.VisitLoad{OtherNs: 0.9e9, Loaded: rt == "r"}})
-			rows = append(rows, samples.Row{Visit: int32(2*rd + i), Round: int32(rd), Case: "c", Route: rt, Kind: "batch", Calls: 1, TotalNs: 100, Clock: samples.ClockReplay})
+			rows = append(rows, samples.Row{Visit: int32(2*rd + i), Round: int32(rd), Case: "c", Route: rt, Kind: "novel", Calls: 1, TotalNs: 100, Clock: samples.ClockReplay})
 		}
 	}
 	r := recompute(d, rows, func(string) string { return oracle.DeviceCPU })[[2]string{"c", "r"}]

@@ -5,12 +5,14 @@
 //
 // One row per sample of the replay's sample table, nothing dropped, with
 // its kind. A sample's time is in the column of what it measures, so no
-// column mixes measurements: batch_per_op_ns (a batch sample's time per
-// call: what every summary's median per op is the median of),
-// single_ns (one call), graph_per_op_ns (a CUDA graph's time per logical
-// call); the other kinds (empty, fresh, control) have only total_ns and
-// calls. Each of those columns is null on the rows of other kinds, so the
-// median of batch_per_op_ns is the summaries' median per op. samples.arrow
+// column mixes measurements: novel_per_op_ns (a novel sample's time per
+// call: what a CPU row's median per op is the median of), batch_per_op_ns
+// (a warm batch sample's: a GPU row's median per op, a CPU row's warm
+// figure), single_ns (one call), graph_per_op_ns (a CUDA graph's time per
+// logical call); the other kinds (empty, fresh, control) have only
+// total_ns and calls. Each of those columns is null on the rows of other
+// kinds, so the median of the column the summary's kind names is its
+// median per op. samples.arrow
 // in the replay stage remains the record (per_op_ns on every row, with its
 // kind, and every GPU telemetry reading).
 //
@@ -107,6 +109,7 @@ var SampleSchema = arrow.NewSchema([]arrow.Field{
 	{Name: "index", Type: arrow.PrimitiveTypes.Int32},
 	{Name: "calls", Type: arrow.PrimitiveTypes.Int64},
 	{Name: "total_ns", Type: arrow.PrimitiveTypes.Int64},
+	{Name: "novel_per_op_ns", Type: arrow.PrimitiveTypes.Float64, Nullable: true},
 	{Name: "batch_per_op_ns", Type: arrow.PrimitiveTypes.Float64, Nullable: true},
 	{Name: "single_ns", Type: arrow.PrimitiveTypes.Float64, Nullable: true},
 	{Name: "graph_per_op_ns", Type: arrow.PrimitiveTypes.Float64, Nullable: true},
@@ -130,12 +133,13 @@ func Samples(rows []samples.Row) arrow.RecordBatch {
 		b.Field(6).(*array.Int32Builder).Append(r.Index)
 		b.Field(7).(*array.Int64Builder).Append(r.Calls)
 		b.Field(8).(*array.Int64Builder).Append(r.TotalNs)
-		f64(9, r.Kind == "batch", r.PerOpNs())
-		f64(10, r.Kind == "single", float64(r.Ns()))
-		f64(11, r.Kind == "graph", r.PerOpNs())
-		b.Field(12).(*array.Int64Builder).Append(r.TimerNs)
-		b.Field(13).(*array.StringBuilder).Append(r.Clock)
-		b.Field(14).(*array.StringBuilder).Append(r.Flags)
+		f64(9, r.Kind == "novel", r.PerOpNs())
+		f64(10, r.Kind == "batch", r.PerOpNs())
+		f64(11, r.Kind == "single", float64(r.Ns()))
+		f64(12, r.Kind == "graph", r.PerOpNs())
+		b.Field(13).(*array.Int64Builder).Append(r.TimerNs)
+		b.Field(14).(*array.StringBuilder).Append(r.Clock)
+		b.Field(15).(*array.StringBuilder).Append(r.Flags)
 	}
 	return b.NewRecordBatch()
 }
@@ -163,6 +167,8 @@ var SummarySchema = arrow.NewSchema([]arrow.Field{
 	{Name: "ratio_rounds", Type: arrow.PrimitiveTypes.Int64, Nullable: true},
 	{Name: "verdict", Type: arrow.BinaryTypes.String},
 	{Name: "below_best", Type: arrow.BinaryTypes.String},
+	{Name: "kind", Type: arrow.BinaryTypes.String},
+	{Name: "warm_ns", Type: arrow.PrimitiveTypes.Float64, Nullable: true},
 }, nil)
 
 // Summaries is the replay document's summaries as one record batch.
@@ -198,6 +204,12 @@ func Summaries(doc artifacts.ReplayDoc) arrow.RecordBatch {
 		}
 		b.Field(19).(*array.StringBuilder).Append(s.Verdict)
 		b.Field(20).(*array.StringBuilder).Append(s.BelowBest)
+		kind := s.Kind
+		if kind == "" {
+			kind = "batch"
+		}
+		b.Field(21).(*array.StringBuilder).Append(kind)
+		f64(22, timed && s.WarmNs > 0, s.WarmNs)
 	}
 	return b.NewRecordBatch()
 }

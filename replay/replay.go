@@ -199,6 +199,19 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	} else {
 		r.cpuLimit = r.limiter.Describe()
 	}
+	// A CPU visit's novel samples are written while it is frozen (visit
+	// protocol 4): without a freezer there is no CPU claim to time.
+	if !r.limiter.CanFreeze() {
+		for _, e := range r.entries {
+			if e.Status == artifacts.StatusPrepared && r.cases[e.Case].Case.DeviceOf() != oracle.DeviceCUDA {
+				why := "the cgroup has no freezer"
+				if lerr != nil {
+					why = lerr.Error()
+				}
+				return nil, fmt.Errorf("replay: a CPU visit is frozen between its novel samples (docs/protocol.md, visit protocol 4), and no cgroup freezer can be made here (%s): run replay as root, or where this process may make cgroups", why)
+			}
+		}
+	}
 	pr := artifacts.PlanRecord{Prepared: r.prep.Descriptor.Digest, Capture: r.cap.Descriptor.Digest, Config: r.cfg.ReplayConfig, Routes: routes, Cases: cases,
 		Plan: plan.Plan(cases, routes, r.cfg.Rounds, func(c, rt string) bool {
 			e := r.entries[[2]string{c, rt}]
@@ -791,7 +804,11 @@ func visitBlobs(v *artifacts.VisitResult) []artifacts.Digest {
 			ds = append(ds, d)
 		}
 	}
-	for _, o := range append(slices.Clone(v.Outputs), v.FreshOutputs...) {
+	outs := append(slices.Clone(v.Outputs), v.FreshOutputs...)
+	if v.Novel != nil {
+		outs = append(outs, v.Novel.Outputs...)
+	}
+	for _, o := range outs {
 		ds = append(ds, o.Digest)
 	}
 	return ds

@@ -9,8 +9,10 @@ import (
 	"encoding/json"
 	"fmt"
 	"maps"
+	mrand "math/rand/v2"
 	"os"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -27,6 +29,7 @@ import (
 	"github.com/tilepipe/tilepipe/oracle"
 	"github.com/tilepipe/tilepipe/report"
 	"github.com/tilepipe/tilepipe/stats"
+	"golang.org/x/sync/errgroup"
 )
 
 // VisitFile renders the line-oriented visit description (protocol 3): the
@@ -139,21 +142,38 @@ func (r *replayer) layout(v artifacts.Visit, e *artifacts.Prepared, prog program
 }
 
 // buffers are one visit's memory files: the round's sealed inputs and the
-// visit's own outputs, per param in signature order.
+// visit's own outputs, per param in signature order. A CPU visit's fresh
+// files are its novel slots (visit protocol 4): input files replay
+// rewrites before each novel sample, outputs it fills before each.
 type buffers struct {
 	in                *roundInputs
 	warmOut, freshOut []*visit.MemFile
-	params            []oracle.Param // outputs
-	validated         [][]byte       // per output: every warm set's validated bytes
-	fresh             [][]byte       // per output: the fresh sample's sets, read when it answered
+	novelIn           []*visit.MemFile // per input param; nil for a GPU visit (protocol 3)
+	params            []oracle.Param   // outputs
+	validated         [][]byte         // per output: every warm set's validated bytes
+	fresh             [][]byte         // per output: the fresh sample's sets, read when it answered
 	freshCalls        int64
 	fill              uint64
+	novel             *artifacts.NovelRecord
+	checked           [][]byte // per output: the checked novel calls' outputs, in novel.Checked's order
+}
+
+// slots is the visit's fresh (GPU) or novel (CPU) sets.
+func (b *buffers) slots() int {
+	if b.novelIn != nil {
+		return b.novelIn[0].Layout.Sets
+	}
+	return len(b.in.fresh)
 }
 
 func (b *buffers) files() []*os.File {
 	var fs []*os.File
 	for i := range b.in.warmFiles {
-		fs = append(fs, b.in.warmFiles[i].File, b.in.freshFiles[i].File)
+		f := b.in.freshFiles
+		if b.novelIn != nil {
+			f = b.novelIn
+		}
+		fs = append(fs, b.in.warmFiles[i].File, f[i].File)
 	}
 	for i := range b.warmOut {
 		fs = append(fs, b.warmOut[i].File, b.freshOut[i].File)
@@ -162,18 +182,36 @@ func (b *buffers) files() []*os.File {
 }
 
 func (b *buffers) close() {
-	for _, m := range append(slices.Clone(b.warmOut), b.freshOut...) {
+	for _, m := range append(append(slices.Clone(b.warmOut), b.freshOut...), b.novelIn...) {
 		m.Close()
 	}
 }
 
-func (r *replayer) newBuffers(in *roundInputs, e *artifacts.Prepared) (*buffers, error) {
+// newBuffers makes a visit's files: a CPU visit (novel true) gets novel
+// slots, as many as one novel sample of the case holds
+// ([sets.NovelSlots]); a GPU visit the round's fresh sets.
+func (r *replayer) newBuffers(in *roundInputs, e *artifacts.Prepared, novel bool) (*buffers, error) {
 	b := &buffers{in: in}
 	var draw [16]byte
 	if _, err := rand.Read(draw[:]); err != nil {
 		return nil, err
 	}
 	b.fill = binary.LittleEndian.Uint64(draw[:])
+	fresh := len(in.fresh)
+	if novel {
+		fresh = sets.NovelSlots(r.cases[e.Case].Signature)
+		for _, p := range r.cases[e.Case].Signature {
+			if p.Role != "input" {
+				continue
+			}
+			m, err := visit.NewNovelInput(p.Name, visit.NewLayout(visit.PoolFresh, fresh, p.Bytes()))
+			if err != nil {
+				b.close()
+				return nil, err
+			}
+			b.novelIn = append(b.novelIn, m)
+		}
+	}
 	for _, o := range e.Outputs {
 		w, err := visit.NewOutput(o.Name, visit.NewLayout(visit.PoolWarm, len(in.warm), o.Bytes()))
 		if err != nil {
@@ -181,7 +219,7 @@ func (r *replayer) newBuffers(in *roundInputs, e *artifacts.Prepared) (*buffers,
 			return nil, err
 		}
 		b.warmOut = append(b.warmOut, w)
-		f, err := visit.NewOutput(o.Name, visit.NewLayout(visit.PoolFresh, len(in.fresh), o.Bytes()))
+		f, err := visit.NewOutput(o.Name, visit.NewLayout(visit.PoolFresh, fresh, o.Bytes()))
 		if err != nil {
 			b.close()
 			return nil, err
@@ -198,7 +236,7 @@ func (r *replayer) newBuffers(in *roundInputs, e *artifacts.Prepared) (*buffers,
 
 // checkCanaries checks every output file's canary bytes.
 func (b *buffers) checkCanaries() error {
-	for _, m := range append(slices.Clone(b.warmOut), b.freshOut...) {
+	for _, m := range append(append(slices.Clone(b.warmOut), b.freshOut...), b.novelIn...) {
 		if err := m.CheckCanary(); err != nil {
 			return err
 		}
@@ -274,6 +312,135 @@ func (b *buffers) runFresh(sess *visit.Session, smps []visit.Sample, clock strin
 	return out, nil
 }
 
+// runNovel takes a CPU visit's novel samples (visit protocol 4,
+// docs/protocol.md): it freezes the visit, and for each sample writes
+// the sample's novel sets into the slots and a fill drawn for the sample
+// over their outputs, times the sample from before the thaw to the
+// confirmed freeze, finds any output element still holding the fill,
+// and draws the calls it will judge in full, keeping their outputs.
+func (b *buffers) runNovel(sess *visit.Session, samples int, calls int64, clock string) ([]visit.Sample, error) {
+	if err := sess.Freeze(); err != nil {
+		return nil, err
+	}
+	n := visit.NovelCalls(calls, b.slots())
+	b.novel = &artifacts.NovelRecord{Samples: samples, Calls: n, Slots: b.slots()}
+	b.checked = make([][]byte, len(b.freshOut))
+	per := visit.ChecksPerSample(samples, n)
+	var out []visit.Sample
+	for i := range samples {
+		batch, err := b.in.novelSets(int64(i)*n, n)
+		if err != nil {
+			return nil, err
+		}
+		for j, set := range batch {
+			j := int64(j)
+			for k, m := range b.novelIn {
+				if err := m.Write(int(j), oracle.Encode(set.Inputs[k])); err != nil {
+					return nil, err
+				}
+			}
+		}
+		var draw [8]byte
+		if _, err := rand.Read(draw[:]); err != nil {
+			return nil, err
+		}
+		fills := make([][]byte, len(b.freshOut))
+		for k, m := range b.freshOut {
+			fills[k] = visit.FillPattern(b.params[k].Dtype, binary.LittleEndian.Uint64(draw[:]))
+			m.FillSets(int(n), fills[k])
+		}
+		span, tn, err := sess.Novel(n)
+		if err != nil {
+			return nil, err
+		}
+		smp := visit.Sample{Kind: visit.KindNovel, Index: i, Calls: n, SpanNs: span.Nanoseconds(), TimerNs: tn, Clock: clock, Tel: sess.LastTelemetry()}
+		if err := visit.CheckClock(smp); err != nil {
+			return nil, err
+		}
+		out = append(out, smp)
+		for j := range n {
+			for k, m := range b.freshOut {
+				if e := m.FirstEqual(int(j), fills[k]); e >= 0 {
+					return nil, &visit.Failure{Reason: fmt.Sprintf("output_not_overwritten: %s novel sample %d call %d element %d", b.params[k].Name, i, j, e)}
+				}
+			}
+		}
+		// Drawn now, after the sample's freeze: no call could know
+		// whether it would be judged.
+		pick, err := drawCalls(n, per)
+		if err != nil {
+			return nil, err
+		}
+		for _, j := range pick {
+			b.novel.Checked = append(b.novel.Checked, int64(i)*n+j)
+			for k, m := range b.freshOut {
+				b.checked[k] = append(b.checked[k], m.Set(int(j))...)
+			}
+		}
+	}
+	return out, nil
+}
+
+// drawCalls draws k of the calls 0 to n-1 uniformly from crypto/rand,
+// in increasing order.
+func drawCalls(n, k int64) ([]int64, error) {
+	var seed [32]byte
+	if _, err := rand.Read(seed[:]); err != nil {
+		return nil, err
+	}
+	g := mrand.New(mrand.NewChaCha8(seed))
+	all := make([]int64, n)
+	for i := range all {
+		all[i] = int64(i)
+	}
+	for i := range k { // the first k of a Fisher-Yates shuffle
+		j := i + g.Int64N(n-i)
+		all[i], all[j] = all[j], all[i]
+	}
+	pick := all[:k]
+	slices.Sort(pick)
+	return pick, nil
+}
+
+// judgeNovel judges every checked novel call's outputs against its set's
+// oracle.
+func (b *buffers) judgeNovel(vr *artifacts.VisitResult) error {
+	// The oracles first, on every core: no visit runs now.
+	all := make([]*sets.Set, len(b.novel.Checked))
+	var eg errgroup.Group
+	eg.SetLimit(runtime.NumCPU())
+	for c, call := range b.novel.Checked {
+		set, err := b.in.novelSet(call)
+		if err != nil {
+			return err
+		}
+		all[c] = set
+		eg.Go(func() error {
+			_, err := set.Expected()
+			return err
+		})
+	}
+	if err := eg.Wait(); err != nil {
+		return err
+	}
+	for c, g := range b.novel.Checked {
+		set := all[c]
+		raw := make([][]byte, len(b.freshOut))
+		for k, m := range b.freshOut {
+			raw[k] = b.checked[k][c*m.Layout.Bytes : (c+1)*m.Layout.Bytes]
+		}
+		vd, err := set.Judge(b.params, raw)
+		if err != nil {
+			return err
+		}
+		vr.MaxErrRatio = max(vr.MaxErrRatio, vd.MaxRatio)
+		if !vd.Pass {
+			return &visit.Failure{Reason: fmt.Sprintf("oracle: novel sample %d call %d: %s", g/b.novel.Calls, g%b.novel.Calls, vd.Reason)}
+		}
+	}
+	return nil
+}
+
 // afterTiming checks what the timed calls left: every warm set's outputs
 // byte for byte what validation produced, every fresh call's outputs
 // against its oracle, and every canary.
@@ -317,12 +484,12 @@ func (r *replayer) visit(ctx context.Context, v artifacts.Visit, programs map[[2
 	if err != nil {
 		return nil, err
 	}
-	bufs, err := r.newBuffers(in, e)
+	bufs, err := r.newBuffers(in, e, r.cases[v.Case].Case.DeviceOf() != oracle.DeviceCUDA)
 	if err != nil {
 		return nil, err
 	}
 	defer bufs.close()
-	vr.Sets, vr.FreshSets, vr.Fill = len(in.warm), len(in.fresh), fmt.Sprintf("%016x", bufs.fill)
+	vr.Sets, vr.FreshSets, vr.Fill = len(in.warm), bufs.slots(), fmt.Sprintf("%016x", bufs.fill)
 	vr.MallocPerturb = r.inputs.seeds.Perturb(v.Round)
 	var tel func() (samples.Reading, error) // GPU telemetry around every sample
 	if r.cases[v.Case].Case.DeviceOf() == oracle.DeviceCUDA {
@@ -359,7 +526,7 @@ func (r *replayer) visit(ctx context.Context, v artifacts.Visit, programs map[[2
 	if r.cases[v.Case].Case.DeviceOf() == oracle.DeviceCUDA {
 		l2, graph = r.cfg.L2, r.cfg.GraphBatch
 	}
-	if err := os.WriteFile(l.visitFile, []byte(VisitFile(r.cfg.Threads, len(in.warm), len(in.fresh), e, l.inKernel, l2, graph)), 0o444); err != nil {
+	if err := os.WriteFile(l.visitFile, []byte(VisitFile(r.cfg.Threads, len(in.warm), bufs.slots(), e, l.inKernel, l2, graph)), 0o444); err != nil {
 		return nil, err
 	}
 	var argv []string
@@ -446,8 +613,10 @@ func (r *replayer) visit(ctx context.Context, v artifacts.Visit, programs map[[2
 		return fail(fmt.Sprintf("nondeterministic: warm set 0's outputs differ from visit %d's (the same inputs; allocator fill %d here, %d there)", first.Index, vr.MallocPerturb, first.MallocPerturb))
 	}
 	// What the timer computed, kept for the audit: every warm set's
-	// validated outputs and every fresh call's.
+	// validated outputs, and every checked novel call's (CPU) or every
+	// fresh call's (GPU).
 	c := r.cases[v.Case]
+	vr.Novel = bufs.novel
 	for i, p := range bufs.params {
 		put := func(pool string, n int, b []byte) (artifacts.TensorRef, error) {
 			shape := append([]int{n}, p.Shape...)
@@ -463,11 +632,20 @@ func (r *replayer) visit(ctx context.Context, v artifacts.Visit, programs map[[2
 		if err != nil {
 			return nil, err
 		}
+		vr.Outputs = append(vr.Outputs, w)
+		if bufs.novel != nil {
+			f, err := put(sets.Novel, len(bufs.novel.Checked), bufs.checked[i])
+			if err != nil {
+				return nil, err
+			}
+			vr.Novel.Outputs = append(vr.Novel.Outputs, f)
+			continue
+		}
 		f, err := put(sets.Fresh, int(bufs.freshCalls), bufs.fresh[i])
 		if err != nil {
 			return nil, err
 		}
-		vr.Outputs, vr.FreshOutputs = append(vr.Outputs, w), append(vr.FreshOutputs, f)
+		vr.FreshOutputs = append(vr.FreshOutputs, f)
 	}
 	var rows []samples.Row
 	for _, s := range smps {
@@ -513,7 +691,12 @@ func (r *replayer) drive(sess *visit.Session, vr *artifacts.VisitResult, e *arti
 	if err != nil {
 		return nil, 0, false, err
 	}
-	fresh, err := bufs.runFresh(sess, smps, clock)
+	var fresh []visit.Sample
+	if bufs.novelIn != nil {
+		fresh, err = bufs.runNovel(sess, r.cfg.Samples, calls, clock)
+	} else {
+		fresh, err = bufs.runFresh(sess, smps, clock)
+	}
 	if err != nil {
 		return nil, calls, false, err
 	}
@@ -538,8 +721,18 @@ func (r *replayer) drive(sess *visit.Session, vr *artifacts.VisitResult, e *arti
 	if fin.Status != "ok" {
 		return nil, calls, true, &visit.Failure{Reason: fin.Reason}
 	}
+	// The claim's calls first: a checked novel call that is wrong says
+	// more than a warm output that changed.
+	if bufs.novel != nil {
+		if err := bufs.judgeNovel(vr); err != nil {
+			return nil, calls, true, err
+		}
+	}
 	if err := bufs.afterTiming(vr); err != nil {
 		return nil, calls, true, err
+	}
+	if bufs.novel != nil {
+		return smps, calls, true, nil
 	}
 	cold := visit.ColdAllowance(floors.ColdBytes(r.cases[vr.Case].Signature), r.sessions[len(r.sessions)-1].ColdBandwidth)
 	if f, err := visit.FreshStats(smps, cold); err == nil {
@@ -558,7 +751,60 @@ type roundInputs struct {
 	id                    string
 	seed                  uint64 // the round's seed
 	warm, fresh           []*sets.Set
-	warmFiles, freshFiles []*visit.MemFile // per input param
+	warmFiles, freshFiles []*visit.MemFile // per input param; no fresh ones for a CPU case
+	c                     oracle.Case
+	seeds                 sets.Seeds
+	novel                 map[int64]*sets.Set // a CPU case's novel sets, generated as visits need them
+}
+
+// novelSets is novel sets from to from+n-1 of the case in the round, those
+// not made yet generated on every core (the visit is frozen meanwhile).
+func (ri *roundInputs) novelSets(from, n int64) ([]*sets.Set, error) {
+	out := make([]*sets.Set, n)
+	var g errgroup.Group
+	g.SetLimit(runtime.NumCPU())
+	for j := range n {
+		if out[j] = ri.novel[from+j]; out[j] != nil {
+			continue
+		}
+		seed, err := ri.seeds.Seed(ri.c.ID, sets.Novel, ri.round, int(from+j))
+		if err != nil {
+			return nil, err
+		}
+		g.Go(func() error {
+			s, err := sets.NewSet(ri.c, seed)
+			if err != nil {
+				return fmt.Errorf("case %s novel set %d: %w", ri.c.ID, from+j, err)
+			}
+			out[j] = s
+			return nil
+		})
+	}
+	if err := g.Wait(); err != nil {
+		return nil, err
+	}
+	for j, s := range out {
+		ri.novel[from+int64(j)] = s
+	}
+	return out, nil
+}
+
+// novelSet is novel set g of the case in the round (the same for every
+// route's visit, so routes are compared on the same inputs).
+func (ri *roundInputs) novelSet(g int64) (*sets.Set, error) {
+	if s := ri.novel[g]; s != nil {
+		return s, nil
+	}
+	seed, err := ri.seeds.Seed(ri.c.ID, sets.Novel, ri.round, int(g))
+	if err != nil {
+		return nil, err
+	}
+	s, err := sets.NewSet(ri.c, seed)
+	if err != nil {
+		return nil, fmt.Errorf("case %s novel set %d: %w", ri.c.ID, g, err)
+	}
+	ri.novel[g] = s
+	return s, nil
 }
 
 func (ri *roundInputs) close() {
@@ -581,13 +827,15 @@ func (ic *inputCache) get(round int, c *artifacts.CapturedCase) (*roundInputs, e
 		return ic.cur, nil
 	}
 	ic.release()
-	ri := &roundInputs{round: round, id: c.Case.ID, seed: ic.seeds.Rounds[round]}
+	ri := &roundInputs{round: round, id: c.Case.ID, seed: ic.seeds.Rounds[round], c: c.Case, seeds: ic.seeds, novel: map[int64]*sets.Set{}}
 	var err error
 	if ri.warm, err = ic.seeds.Pool(c.Case, sets.Warm, round, ic.warm); err != nil {
 		return nil, err
 	}
-	if ri.fresh, err = ic.seeds.Pool(c.Case, sets.Fresh, round, sets.FreshSets(c.Signature, ic.freshMin)); err != nil {
-		return nil, err
+	if c.Case.DeviceOf() == oracle.DeviceCUDA { // protocol 3's fresh pool, until the CUDA timer takes novel samples
+		if ri.fresh, err = ic.seeds.Pool(c.Case, sets.Fresh, round, sets.FreshSets(c.Signature, ic.freshMin)); err != nil {
+			return nil, err
+		}
 	}
 	k := 0
 	for _, p := range c.Signature {
@@ -599,6 +847,9 @@ func (ic *inputCache) get(round int, c *artifacts.CapturedCase) (*roundInputs, e
 			sets  []*sets.Set
 			files *[]*visit.MemFile
 		}{{visit.PoolWarm, ri.warm, &ri.warmFiles}, {visit.PoolFresh, ri.fresh, &ri.freshFiles}} {
+			if pool.name == visit.PoolFresh && len(pool.sets) == 0 {
+				continue // a CPU case: each visit has novel slots
+			}
 			var raw [][]byte
 			for _, s := range pool.sets {
 				raw = append(raw, oracle.Encode(s.Inputs[k]))
@@ -623,16 +874,19 @@ func (ic *inputCache) release() {
 	}
 }
 
-// medians is a visit's batch (and graph) samples' median time per call,
+// medians is a visit's novel, batch (and graph) samples' median time per call,
 // for the progress line a person watches.
 func medians(rows []samples.Row) string {
 	per := map[string][]float64{}
 	for _, r := range rows {
-		if r.Kind == visit.KindBatch || r.Kind == visit.KindGraph {
+		if r.Kind == visit.KindBatch || r.Kind == visit.KindGraph || r.Kind == visit.KindNovel {
 			per[r.Kind] = append(per[r.Kind], r.PerOpNs())
 		}
 	}
 	s := fmt.Sprintf("median %s per call over %d batch samples", report.Duration(stats.Median(per[visit.KindBatch])), len(per[visit.KindBatch]))
+	if n := per[visit.KindNovel]; len(n) > 0 {
+		s = fmt.Sprintf("median %s per call over %d novel samples (warm %s)", report.Duration(stats.Median(n)), len(n), report.Duration(stats.Median(per[visit.KindBatch])))
+	}
 	if g := per[visit.KindGraph]; len(g) > 0 {
 		s += fmt.Sprintf(", %s in CUDA graphs", report.Duration(stats.Median(g)))
 	}

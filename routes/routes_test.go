@@ -1820,7 +1820,7 @@ func TestTorchEagerProtocol(t *testing.T) {
 	// Malformed commands: a usage error after the validated report (and
 	// after the samples of the commands before it).
 	type smp struct{ seq, calls int64 }
-	const usage = `want "run SEQ N", "fresh SEQ N" or "end"`
+	const usage = `want "run SEQ N", "novel SEQ N", "fresh SEQ N" or "end"`
 	for _, tc := range []struct {
 		name, commands, want string
 		samples              []smp // the sample reports before the error

@@ -16,6 +16,7 @@ import (
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 	"github.com/tilepipe/tilepipe/artifacts"
 	"github.com/tilepipe/tilepipe/artifacts/samples"
+	"github.com/tilepipe/tilepipe/internal/visit"
 	"github.com/tilepipe/tilepipe/artifacts/tensor"
 	"github.com/tilepipe/tilepipe/audit"
 	"github.com/tilepipe/tilepipe/cohort"
@@ -330,27 +331,27 @@ func TestAuditRecomputes(t *testing.T) {
 				}
 			})
 		}, "physical floor", "WARNED", "gemm-16x16x16: the replay recorded "},
-		{"fresh sample hidden", func(t *testing.T, dir string) {
+		{"novel samples hidden", func(t *testing.T, dir string) {
 			resample(t, dir, func(rows []samples.Row) []samples.Row {
 				var out []samples.Row
 				for _, r := range rows {
-					if r.Kind != "fresh" {
+					if r.Kind != visit.KindNovel {
 						out = append(out, r)
 					}
 				}
 				return out
 			})
-		}, "summaries", "FAILED", "passed in replay but fails the fresh-sample bound: 0 fresh samples of 0 calls in all and "},
-		{"fresh sample slowed", func(t *testing.T, dir string) {
-			resample(t, dir, func(rows []samples.Row) []samples.Row {
-				for i := range rows {
-					if rows[i].Kind == "fresh" {
-						rows[i].TotalNs *= 1000
-					}
-				}
-				return rows
+		}, "records", "FAILED", "visit 0: 0 novel samples, config.samples "},
+		{"a checked call's output edited", func(t *testing.T, dir string) {
+			forge(t, filepath.Join(dir, "replay"), artifacts.ReplayType, func(s *artifacts.Store, d *artifacts.ReplayDoc, _ *artifacts.Receipt) {
+				d.Visits[0].Novel.Outputs[0] = retensor(t, s, s, d.Visits[0].Novel.Outputs[0])
 			})
-		}, "summaries", "FAILED", "passed in replay but fails the fresh-sample bound: memoisation_suspected: fresh calls took "},
+		}, "outputs", "FAILED", "passed in replay but novel sample 0 call "},
+		{"a row's claim relabelled warm", func(t *testing.T, dir string) {
+			forge(t, filepath.Join(dir, "replay"), artifacts.ReplayType, func(_ *artifacts.Store, d *artifacts.ReplayDoc, _ *artifacts.Receipt) {
+				d.Summary[0].Kind = ""
+			})
+		}, "summaries", "FAILED", `summary gemm-16x16x16/naive kind: stored "", recomputed "novel" (a CPU row rests on novel samples, a GPU row on batch samples)`},
 		{"seeds changed", func(t *testing.T, dir string) {
 			forge(t, filepath.Join(dir, "replay"), artifacts.ReplayType, func(_ *artifacts.Store, d *replayDoc, _ *artifacts.Receipt) {
 				d.Inputs.Rounds[0]++
@@ -623,23 +624,23 @@ func TestAuditRehashed(t *testing.T) {
 			})
 			return []string{"config.freshMin 1: want 3 (or absent, in a replay made before it)"}
 		}, "outputs", "FAILED", []string{"outputs"}},
-		{"fresh sets cut", func(t *testing.T, dir string) []string {
-			// One set fewer than the run drew, whatever its fresh calls
-			// (calibration may have used every set): a value the run
-			// cannot already hold.
-			if orig.Visits[0].FreshSets < 2 {
-				t.Fatalf("visit 0 drew %d fresh sets: nothing to cut", orig.Visits[0].FreshSets)
+		{"novel slots cut", func(t *testing.T, dir string) []string {
+			// One slot fewer than the run had, in the record and the
+			// visit alike; its samples' calls stay within it.
+			v := orig.Visits[0]
+			if v.Novel == nil || int64(v.Novel.Slots) <= v.Novel.Calls {
+				t.Fatalf("visit 0's novel record %+v: no slot to cut below its calls", v.Novel)
 			}
 			forgeReplay(t, dir, func(st *artifacts.Stage, d *replayDoc, _ *artifacts.Receipt) {
 				d.Visits[0].FreshSets--
+				d.Visits[0].Novel.Slots--
 				rejournal(t, st, func(l *artifacts.JournalLine) {
 					if l.Visit != nil && l.Visit.Index == 0 {
-						l.Visit.FreshSets = d.Visits[0].FreshSets
+						l.Visit.FreshSets, l.Visit.Novel.Slots = d.Visits[0].FreshSets, d.Visits[0].Novel.Slots
 					}
 				})
 			})
-			v := orig.Visits[0]
-			return []string{ev("visit 0: %d fresh sets, want %d for case %s (config.freshMin 3)", v.FreshSets-1, v.FreshSets, v.Case)}
+			return []string{ev("visit 0: %d novel slots, want %d for case %s", v.FreshSets-1, v.FreshSets, v.Case)}
 		}, "outputs", "FAILED", []string{"outputs"}},
 		{"callsPerSample", func(t *testing.T, dir string) []string {
 			forgeReplay(t, dir, func(st *artifacts.Stage, d *replayDoc, _ *artifacts.Receipt) {

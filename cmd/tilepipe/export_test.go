@@ -21,8 +21,9 @@ import (
 
 // TestExport: tilepipe export writes the replay's every sample and every
 // summary as Parquet and CSV; read back with the Parquet reader, the
-// median of batch_per_op_ns is each summary's median per op (no other kind
-// of sample is in that column), the rows are the sample table's, and the
+// median of novel_per_op_ns is each (CPU) summary's median per op and of
+// batch_per_op_ns its warm figure (no other kind of sample is in either
+// column), the rows are the sample table's, and the
 // ratio columns are null where a row has no ratio. It refuses an output
 // that exists and a replay whose blob was changed, and leaves nothing.
 func TestExport(t *testing.T) {
@@ -81,22 +82,27 @@ func TestExport(t *testing.T) {
 		return cols
 	}
 	smp := read("samples.parquet")
-	perOp := map[[2]string][]float64{}
+	perOp, warm := map[[2]string][]float64{}, map[[2]string][]float64{}
 	kinds := map[string]bool{}
 	for i, k := range smp["kind"] {
 		kinds[k.(string)] = true
+		key := [2]string{smp["case"][i].(string), smp["route"][i].(string)}
+		if v := smp["novel_per_op_ns"][i]; (v != nil) != (k == "novel") {
+			t.Fatalf("sample row %d: kind %s, novel_per_op_ns %v: want a value on novel rows alone", i, k, v)
+		} else if v != nil {
+			perOp[key] = append(perOp[key], v.(float64))
+		}
 		if v := smp["batch_per_op_ns"][i]; (v != nil) != (k == "batch") {
 			t.Fatalf("sample row %d: kind %s, batch_per_op_ns %v: want a value on batch rows alone", i, k, v)
 		} else if v != nil {
-			key := [2]string{smp["case"][i].(string), smp["route"][i].(string)}
-			perOp[key] = append(perOp[key], v.(float64))
+			warm[key] = append(warm[key], v.(float64))
 		}
 		if v := smp["single_ns"][i]; (v != nil) != (k == "single") {
 			t.Fatalf("sample row %d: kind %s, single_ns %v: want a value on single rows alone", i, k, v)
 		}
 	}
-	if !kinds["batch"] || !kinds["single"] || !kinds["empty"] || !kinds["fresh"] {
-		t.Errorf("exported kinds %v: want batch, single, empty and fresh samples", kinds)
+	if !kinds["batch"] || !kinds["single"] || !kinds["empty"] || !kinds["novel"] || kinds["fresh"] {
+		t.Errorf("exported kinds %v: want batch, single, empty and novel samples (a CPU replay takes no fresh ones)", kinds)
 	}
 	rows := len(smp["kind"])
 	st, err := artifacts.OpenStage(filepath.Join(dir, "replay"), artifacts.ReplayType, nil)
@@ -112,8 +118,11 @@ func TestExport(t *testing.T) {
 		t.Fatalf("exported %d summaries, the replay has %d", len(sum["case"]), len(doc.Summary))
 	}
 	for i, s := range doc.Summary {
-		if got := stats.Median(perOp[[2]string{s.Case, s.Route}]); got != s.MedianNs || sum["median_ns"][i] != s.MedianNs {
-			t.Errorf("%s/%s: median of batch_per_op_ns %g, summaries.parquet median_ns %v, the replay's %g", s.Case, s.Route, got, sum["median_ns"][i], s.MedianNs)
+		if got := stats.Median(perOp[[2]string{s.Case, s.Route}]); got != s.MedianNs || sum["median_ns"][i] != s.MedianNs || sum["kind"][i] != "novel" {
+			t.Errorf("%s/%s: median of novel_per_op_ns %g, summaries.parquet median_ns %v kind %v, the replay's %g novel", s.Case, s.Route, got, sum["median_ns"][i], sum["kind"][i], s.MedianNs)
+		}
+		if got := stats.Median(warm[[2]string{s.Case, s.Route}]); got != s.WarmNs || sum["warm_ns"][i] != s.WarmNs {
+			t.Errorf("%s/%s: median of batch_per_op_ns %g, summaries.parquet warm_ns %v, the replay's %g", s.Case, s.Route, got, sum["warm_ns"][i], s.WarmNs)
 		}
 		if s.RatioPairs == 0 && sum["ratio"][i] != nil {
 			t.Errorf("%s/%s: ratio %v exported for a row without one", s.Case, s.Route, sum["ratio"][i])
@@ -123,7 +132,7 @@ func TestExport(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if h, _, _ := strings.Cut(string(b), "\n"); !strings.HasPrefix(h, "visit,round,position,case,route,kind,index,calls,total_ns,batch_per_op_ns,single_ns,graph_per_op_ns,") {
+	if h, _, _ := strings.Cut(string(b), "\n"); !strings.HasPrefix(h, "visit,round,position,case,route,kind,index,calls,total_ns,novel_per_op_ns,batch_per_op_ns,single_ns,graph_per_op_ns,") {
 		t.Errorf("samples.csv header %q", h)
 	}
 	if n := strings.Count(string(b), "\n"); n != rows+1 {

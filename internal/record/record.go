@@ -27,7 +27,7 @@ const MinCalibrated = 3
 const CalibrationSlack = 4
 
 // kinds are the sample kinds replay takes, in the order it takes them.
-var kinds = []string{visit.KindEmpty, visit.KindBatch, visit.KindSingle, visit.KindControl, visit.KindFresh, visit.KindGraph}
+var kinds = []string{visit.KindEmpty, visit.KindBatch, visit.KindSingle, visit.KindNovel, visit.KindControl, visit.KindFresh, visit.KindGraph}
 
 // Clock is the span that is the time of a sample of kind on device (a
 // case's [oracle.Case.DeviceOf]): on a GPU the CUDA-event span of the
@@ -60,6 +60,17 @@ func Visit(v artifacts.VisitResult, rows []samples.Row, cfg artifacts.ReplayConf
 	}
 	if v.FreshSets < 1 {
 		bad("freshSets %d, want at least 1", v.FreshSets)
+	}
+	// A CPU visit takes novel samples (visit protocol 4); a GPU visit
+	// protocol 3's fresh ones, until the CUDA timer takes novel ones.
+	novel := device != oracle.DeviceCUDA
+	switch {
+	case novel && v.Novel == nil:
+		bad("no novel record: a %s visit takes novel samples (visit protocol 4)", device)
+		return p
+	case !novel && v.Novel != nil:
+		bad("a novel record, but a %s visit takes fresh samples (visit protocol 3)", device)
+		return p
 	}
 	// A GPU visit of a replay with config.graphBatch takes graph samples
 	// after its fresh ones, each R replays of a graph of N calls, R fixed
@@ -97,9 +108,20 @@ func Visit(v artifacts.VisitResult, rows []samples.Row, cfg artifacts.ReplayConf
 			batch = append(batch, visit.Sample{Kind: r.Kind, Index: int(r.Index), Calls: r.Calls, SpanNs: r.TotalNs, TimerNs: r.TimerNs, Clock: r.Clock})
 		case visit.KindSingle:
 			want = 1
-		case visit.KindFresh:
-			freshCalls += r.Calls
-		case visit.KindControl:
+		case visit.KindNovel:
+			if !novel {
+				bad("samples row %d: a novel sample, but a %s visit takes fresh samples (visit protocol 3)", i, device)
+				continue
+			}
+			want = v.Novel.Calls
+		case visit.KindFresh, visit.KindControl:
+			if novel {
+				bad("samples row %d: a %s sample, but a %s visit takes novel samples (visit protocol 4)", i, r.Kind, device)
+				continue
+			}
+			if r.Kind == visit.KindFresh {
+				freshCalls += r.Calls
+			}
 		case visit.KindGraph:
 			if !graph {
 				bad("samples row %d: a graph sample, but the replay took none (config.graphBatch %d, a %s case)", i, cfg.GraphBatch, device)
@@ -125,19 +147,25 @@ func Visit(v artifacts.VisitResult, rows []samples.Row, cfg artifacts.ReplayConf
 	for _, c := range []struct {
 		kind, field string
 		want        int
-	}{{visit.KindEmpty, "config.samples", cfg.Samples}, {visit.KindBatch, "config.samples", cfg.Samples}, {visit.KindSingle, "config.singles", cfg.Singles}, {visit.KindGraph, "config.samples", cfg.Samples}} {
-		if c.kind == visit.KindGraph && !graph {
+	}{{visit.KindEmpty, "config.samples", cfg.Samples}, {visit.KindBatch, "config.samples", cfg.Samples}, {visit.KindSingle, "config.singles", cfg.Singles}, {visit.KindNovel, "config.samples", cfg.Samples}, {visit.KindGraph, "config.samples", cfg.Samples}} {
+		if c.kind == visit.KindGraph && !graph || c.kind == visit.KindNovel && !novel {
 			continue
 		}
 		if count[c.kind] != c.want {
 			bad("%d %s samples, %s %d", count[c.kind], c.kind, c.field, c.want)
 		}
 	}
-	if freshCalls != v.FreshCalls {
+	if freshCalls != v.FreshCalls && !novel {
 		bad("freshCalls %d, its fresh samples hold %d calls", v.FreshCalls, freshCalls)
+	}
+	if novel {
+		p = append(p, novelRecord(v, cfg)...)
 	}
 	if len(p) > 0 || len(batch) == 0 {
 		return p
+	}
+	if novel {
+		return append(p, order(v, rows, cfg, []visit.Sample{}, graph, graphCalls, "empty, batch and single samples, then the novel samples")...)
 	}
 	// The fresh samples' calls follow from the batch samples: as many as
 	// the median batch call fits in visit.FreshTarget, within the sets.
@@ -146,36 +174,95 @@ func Visit(v artifacts.VisitResult, rows []samples.Row, cfg artifacts.ReplayConf
 		bad("%d fresh samples and %d controls; for its batch samples and %d fresh sets replay takes %d of each", count[visit.KindFresh], count[visit.KindControl], v.FreshSets, len(plan))
 		return p
 	}
-	var order []visit.Sample
+	var tail []visit.Sample
+	for i, calls := range plan {
+		tail = append(tail, visit.Sample{Kind: visit.KindControl, Index: i, Calls: calls}, visit.Sample{Kind: visit.KindFresh, Index: i, Calls: calls})
+	}
+	return append(p, order(v, rows, cfg, tail, graph, graphCalls, "empty, batch and single samples, then a control before each fresh sample, then any graph samples")...)
+}
+
+// order checks that rows are in replay's order: the empty, batch and
+// single samples, then tail (a GPU visit's controls and fresh samples) or
+// a CPU visit's novel samples, then any graph samples; what names it for
+// the reason.
+func order(v artifacts.VisitResult, rows []samples.Row, cfg artifacts.ReplayConfig, tail []visit.Sample, graph bool, graphCalls int64, what string) []string {
+	var p []string
+	bad := func(format string, args ...any) {
+		p = append(p, fmt.Sprintf("visit %d: ", v.Index)+fmt.Sprintf(format, args...))
+	}
+	var want []visit.Sample
 	for _, k := range []struct {
 		kind  string
 		count int
 		calls int64
-	}{{visit.KindEmpty, cfg.Samples, 0}, {visit.KindBatch, cfg.Samples, n}, {visit.KindSingle, cfg.Singles, 1}} {
+	}{{visit.KindEmpty, cfg.Samples, 0}, {visit.KindBatch, cfg.Samples, v.CallsPerSample}, {visit.KindSingle, cfg.Singles, 1}} {
 		for i := range k.count {
-			order = append(order, visit.Sample{Kind: k.kind, Index: i, Calls: k.calls})
+			want = append(want, visit.Sample{Kind: k.kind, Index: i, Calls: k.calls})
 		}
 	}
-	for i, calls := range plan {
-		order = append(order, visit.Sample{Kind: visit.KindControl, Index: i, Calls: calls}, visit.Sample{Kind: visit.KindFresh, Index: i, Calls: calls})
+	want = append(want, tail...)
+	if v.Novel != nil {
+		for i := range v.Novel.Samples {
+			want = append(want, visit.Sample{Kind: visit.KindNovel, Index: i, Calls: v.Novel.Calls})
+		}
 	}
 	if graph {
 		for i := range cfg.Samples {
-			order = append(order, visit.Sample{Kind: visit.KindGraph, Index: i, Calls: graphCalls})
+			want = append(want, visit.Sample{Kind: visit.KindGraph, Index: i, Calls: graphCalls})
 		}
 	}
-	if len(order) != len(rows) { // the counts above hold, so this cannot be
-		bad("%d samples, replay takes %d", len(rows), len(order))
+	if len(want) != len(rows) { // the counts hold, so this cannot be
+		bad("%d samples, replay takes %d", len(rows), len(want))
 		return p
 	}
 	for i, r := range rows {
-		w := order[i]
+		w := want[i]
 		if r.Kind != w.Kind || int(r.Index) != w.Index {
-			bad("samples row %d is %s sample %d, want %s sample %d (replay's order: empty, batch and single samples, then a control before each fresh sample, then any graph samples)", i, r.Kind, r.Index, w.Kind, w.Index)
+			bad("samples row %d is %s sample %d, want %s sample %d (replay's order: %s)", i, r.Kind, r.Index, w.Kind, w.Index, what)
 			return p
 		}
 		if r.Calls != w.Calls {
 			bad("%s sample %d: %d calls; for its batch samples and %d fresh sets replay gives %d", r.Kind, r.Index, r.Calls, v.FreshSets, w.Calls)
+		}
+	}
+	return p
+}
+
+// novelRecord checks a CPU visit's novel record against its calibration
+// and the configuration: config.samples samples of as many calls as the
+// warm samples' calibration, within the slots, and in each sample
+// visit.ChecksPerSample calls checked, in increasing order.
+func novelRecord(v artifacts.VisitResult, cfg artifacts.ReplayConfig) []string {
+	var p []string
+	bad := func(format string, args ...any) {
+		p = append(p, fmt.Sprintf("visit %d: novel ", v.Index)+fmt.Sprintf(format, args...))
+	}
+	nr := v.Novel
+	if nr.Slots != v.FreshSets {
+		bad("slots %d, the visit's freshSets %d (its novel slots)", nr.Slots, v.FreshSets)
+	}
+	if nr.Samples != cfg.Samples {
+		bad("samples %d, config.samples %d", nr.Samples, cfg.Samples)
+	}
+	if want := visit.NovelCalls(v.CallsPerSample, nr.Slots); nr.Calls != want {
+		bad("calls %d: the warm samples' %d calls within %d slots give %d", nr.Calls, v.CallsPerSample, nr.Slots, want)
+	}
+	if v.FreshCalls != 0 || len(v.FreshOutputs) > 0 {
+		bad("record beside %d fresh calls and %d fresh output tensors: a CPU visit takes no fresh samples", v.FreshCalls, len(v.FreshOutputs))
+	}
+	if len(p) > 0 {
+		return p
+	}
+	per := visit.ChecksPerSample(nr.Samples, nr.Calls)
+	if int64(len(nr.Checked)) != int64(nr.Samples)*per {
+		bad("checked: %d calls, want %d (%d in each of %d samples of %d calls)", len(nr.Checked), int64(nr.Samples)*per, per, nr.Samples, nr.Calls)
+		return p
+	}
+	for c, g := range nr.Checked {
+		sample := int64(c) / per
+		if g < sample*nr.Calls || g >= (sample+1)*nr.Calls || c > 0 && g <= nr.Checked[c-1] {
+			bad("checked[%d] = %d: want a call of sample %d (%d to %d), above checked[%d]", c, g, sample, sample*nr.Calls, (sample+1)*nr.Calls-1, c-1)
+			return p
 		}
 	}
 	return p

@@ -13,9 +13,11 @@ import (
 
 var cfg = artifacts.ReplayConfig{Rounds: 2, Samples: 2, Singles: 1, SampleMs: 1, Threads: 2, Sets: 2}
 
-// honest is a visit record and its sample table as replay writes them:
-// 64 calls per batch sample of 1.2 ms, so three fresh samples of 3 calls
-// (10 fresh sets: 3 samples of 10/3 calls; 2 ms holds far more).
+// honest is a GPU visit record (visit protocol 3) and its sample table as
+// replay writes them: 64 calls per batch sample of 1.2 ms, so three fresh
+// samples of 3 calls (10 fresh sets: 3 samples of 10/3 calls; 2 ms holds
+// far more). Its clocks are replay's: TestVisit judges it as a GPU visit,
+// TestVisitClock and TestVisitGraph with CUDA-event clocks.
 func honest() (artifacts.VisitResult, []samples.Row) {
 	v := artifacts.VisitResult{Visit: artifacts.Visit{Index: 3, Round: 1, Position: 1, Case: "gemm-16x16x16", Route: "naive"},
 		Status: artifacts.StatusPassed, Threads: 2, Sets: 2, CallsPerSample: 64, FreshSets: 10, FreshCalls: 9}
@@ -80,7 +82,7 @@ func TestVisit(t *testing.T) {
 		{"config singles", nil, func(c *artifacts.ReplayConfig) { c.Singles = 0 },
 			[]string{"visit 3: 1 single samples, config.singles 0"}},
 		{"unknown kind", func(v *artifacts.VisitResult, rows []samples.Row) []samples.Row { rows[4].Kind = "warmup"; return rows }, nil,
-			[]string{"visit 3: samples row 4: kind \"warmup\", want one of empty, batch, single, control, fresh, graph", "visit 3: 0 single samples, config.singles 1"}},
+			[]string{"visit 3: samples row 4: kind \"warmup\", want one of empty, batch, single, novel, control, fresh, graph", "visit 3: 0 single samples, config.singles 1"}},
 		{"row of another visit", func(v *artifacts.VisitResult, rows []samples.Row) []samples.Row { rows[2].Visit = 4; return rows }, nil,
 			[]string{"visit 3: samples row 2 belongs to visit 4 (round 1, position 1, gemm-16x16x16 naive), not to this one (round 1, position 1, gemm-16x16x16 naive)"}},
 		{"row of another route", func(v *artifacts.VisitResult, rows []samples.Row) []samples.Row {
@@ -113,6 +115,7 @@ func TestVisit(t *testing.T) {
 			// 2 ms holds one call of 1.9 ms, so every fresh sample has 2
 			// (2 ms / per call + 1), not 3.
 			rows[2].TotalNs, rows[3].TotalNs = 64*1_900_000, 64*1_900_000
+			rows[2].TimerNs, rows[3].TimerNs = 64*1_900_000-20_000, 64*1_900_000-20_000 // a GPU visit plans from event spans
 			return rows
 		}, nil, []string{
 			"visit 3: control sample 0: 3 calls; for its batch samples and 10 fresh sets replay gives 2",
@@ -140,8 +143,103 @@ func TestVisit(t *testing.T) {
 			if tt.cfg != nil {
 				tt.cfg(&c)
 			}
-			if got := Visit(v, rows, c, oracle.DeviceCPU); !reflect.DeepEqual(got, tt.want) {
+			for i := range rows {
+				if rows[i].Kind != visit.KindEmpty && rows[i].Clock == samples.ClockReplay {
+					rows[i].Clock = samples.ClockCUDA
+				}
+			}
+			if got := Visit(v, rows, c, oracle.DeviceCUDA); !reflect.DeepEqual(got, tt.want) {
 				t.Errorf("Visit(%s) =\n%q\nwant\n%q", tt.name, got, tt.want)
+			}
+		})
+	}
+}
+
+// honestNovel is a CPU visit (visit protocol 4) as replay writes it: 64
+// calls per batch sample, 10 novel slots, so 2 novel samples of 10 calls,
+// every call checked (visit.NovelChecks is far more).
+func honestNovel() (artifacts.VisitResult, []samples.Row) {
+	v, rows := honest()
+	v.FreshCalls = 0
+	v.Novel = &artifacts.NovelRecord{Samples: 2, Calls: 10, Slots: 10, Outputs: []artifacts.TensorRef{{Name: "C"}}}
+	for g := range int64(20) {
+		v.Novel.Checked = append(v.Novel.Checked, g)
+	}
+	rows = rows[:5]
+	for i := range 2 {
+		rows = append(rows, samples.Row{Visit: 3, Round: 1, Position: 1, Case: "gemm-16x16x16", Route: "naive", Kind: visit.KindNovel, Index: int32(i), Calls: 10, TotalNs: 500_000, TimerNs: 200_000, Clock: samples.ClockReplay})
+	}
+	return v, rows
+}
+
+// TestVisitNovel: a CPU visit's novel record and samples are the ones
+// replay takes; every way a record or a row strays from that is named,
+// and a CPU visit with protocol 3's samples, or a GPU visit with novel
+// ones, is refused.
+func TestVisitNovel(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		edit   func(v *artifacts.VisitResult, rows []samples.Row) []samples.Row
+		device string
+		want   []string
+	}{
+		{"honest", nil, oracle.DeviceCPU, nil},
+		{"no record", func(v *artifacts.VisitResult, rows []samples.Row) []samples.Row { v.Novel = nil; return rows }, oracle.DeviceCPU,
+			[]string{"visit 3: no novel record: a cpu visit takes novel samples (visit protocol 4)"}},
+		{"a record on a GPU visit", nil, oracle.DeviceCUDA,
+			[]string{"visit 3: a novel record, but a cuda visit takes fresh samples (visit protocol 3)"}},
+		{"protocol 3's samples", func(v *artifacts.VisitResult, rows []samples.Row) []samples.Row {
+			_, old := honest()
+			return append(rows[:5], old[5:]...)
+		}, oracle.DeviceCPU, []string{
+			"visit 3: samples row 5: a control sample, but a cpu visit takes novel samples (visit protocol 4)",
+			"visit 3: samples row 6: a fresh sample, but a cpu visit takes novel samples (visit protocol 4)",
+			"visit 3: samples row 7: a control sample, but a cpu visit takes novel samples (visit protocol 4)",
+			"visit 3: samples row 8: a fresh sample, but a cpu visit takes novel samples (visit protocol 4)",
+			"visit 3: samples row 9: a control sample, but a cpu visit takes novel samples (visit protocol 4)",
+			"visit 3: samples row 10: a fresh sample, but a cpu visit takes novel samples (visit protocol 4)",
+			"visit 3: 0 novel samples, config.samples 2"}},
+		{"fresh calls beside it", func(v *artifacts.VisitResult, rows []samples.Row) []samples.Row { v.FreshCalls = 9; return rows }, oracle.DeviceCPU,
+			[]string{"visit 3: novel record beside 9 fresh calls and 0 fresh output tensors: a CPU visit takes no fresh samples"}},
+		{"slots", func(v *artifacts.VisitResult, rows []samples.Row) []samples.Row { v.Novel.Slots = 12; return rows }, oracle.DeviceCPU,
+			[]string{"visit 3: novel slots 12, the visit's freshSets 10 (its novel slots)", "visit 3: novel calls 10: the warm samples' 64 calls within 12 slots give 12"}},
+		{"fewer calls than calibrated", func(v *artifacts.VisitResult, rows []samples.Row) []samples.Row {
+			v.Novel.Calls, v.Novel.Checked = 5, v.Novel.Checked[:10]
+			for i := range rows {
+				if rows[i].Kind == visit.KindNovel {
+					rows[i].Calls = 5
+				}
+			}
+			return rows
+		}, oracle.DeviceCPU, []string{"visit 3: novel calls 5: the warm samples' 64 calls within 10 slots give 10"}},
+		{"a sample of other calls", func(v *artifacts.VisitResult, rows []samples.Row) []samples.Row { rows[6].Calls = 20; return rows }, oracle.DeviceCPU,
+			[]string{"visit 3: novel sample 1: 20 calls, want 10"}},
+		{"a sample dropped", func(v *artifacts.VisitResult, rows []samples.Row) []samples.Row { return rows[:6] }, oracle.DeviceCPU,
+			[]string{"visit 3: 1 novel samples, config.samples 2"}},
+		{"novel samples reordered", func(v *artifacts.VisitResult, rows []samples.Row) []samples.Row {
+			rows[4], rows[5] = rows[5], rows[4]
+			return rows
+		}, oracle.DeviceCPU, []string{"visit 3: samples row 4 is novel sample 0, want single sample 0 (replay's order: empty, batch and single samples, then the novel samples)"}},
+		{"a checked call dropped", func(v *artifacts.VisitResult, rows []samples.Row) []samples.Row {
+			v.Novel.Checked = v.Novel.Checked[1:]
+			return rows
+		}, oracle.DeviceCPU, []string{"visit 3: novel checked: 19 calls, want 20 (10 in each of 2 samples of 10 calls)"}},
+		{"a checked call moved to another sample", func(v *artifacts.VisitResult, rows []samples.Row) []samples.Row {
+			v.Novel.Checked[9] = 10
+			return rows
+		}, oracle.DeviceCPU, []string{"visit 3: novel checked[9] = 10: want a call of sample 0 (0 to 9), above checked[8]"}},
+		{"a checked call twice", func(v *artifacts.VisitResult, rows []samples.Row) []samples.Row {
+			v.Novel.Checked[11] = 10
+			return rows
+		}, oracle.DeviceCPU, []string{"visit 3: novel checked[11] = 10: want a call of sample 1 (10 to 19), above checked[10]"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			v, rows := honestNovel()
+			if tc.edit != nil {
+				rows = tc.edit(&v, rows)
+			}
+			if got := Visit(v, rows, cfg, tc.device); !reflect.DeepEqual(got, tc.want) {
+				t.Errorf("Visit(%s) =\n%q\nwant\n%q", tc.name, got, tc.want)
 			}
 		})
 	}
@@ -187,7 +285,7 @@ func TestVisitClock(t *testing.T) {
 	if got := Visit(v, rows, cfg, oracle.DeviceCUDA); !reflect.DeepEqual(got, want) {
 		t.Errorf("Visit(GPU batch sample on replay's clock) = %q, want %q", got, want)
 	}
-	v, rows = honest()
+	v, rows = honestNovel()
 	rows[2].Clock = samples.ClockCUDA
 	want = []string{`visit 3: batch sample 0: clock "cuda_events", want "replay" for a cpu case`}
 	if got := Visit(v, rows, cfg, oracle.DeviceCPU); !reflect.DeepEqual(got, want) {

@@ -19,6 +19,10 @@ import (
 const (
 	Warm  = "warm"
 	Fresh = "fresh"
+	// Novel is visit protocol 4's pool (docs/protocol4-design.md): set g
+	// is the inputs of a visit's novel call g (call j of novel sample i is
+	// call i*N+j), written into the visit's novel slots while it is frozen.
+	Novel = "novel"
 )
 
 // DefaultWarm is the warm sets per visit unless replay is told otherwise.
@@ -87,6 +91,24 @@ func FreshSets(sig []oracle.Param, floor int) int {
 		k = floor
 	}
 	return max(1, min(MaxFresh, k))
+}
+
+// NovelBytes bounds the bytes (inputs and outputs) of one novel sample's
+// sets, MaxNovel their number: a sample of more calls than that is cut to
+// as many calls as there are slots.
+const (
+	NovelBytes = 8 << 20
+	MaxNovel   = 1 << 15
+)
+
+// NovelSlots is how many novel sets one sample of a case holds: as many as
+// NovelBytes holds, at least 1, at most MaxNovel.
+func NovelSlots(sig []oracle.Param) int {
+	n := 0
+	for _, p := range sig {
+		n += p.Bytes()
+	}
+	return max(1, min(MaxNovel, NovelBytes/max(n, 1)))
 }
 
 // Set is one buffer set's inputs and, once asked for, their oracle.

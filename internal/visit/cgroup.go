@@ -190,6 +190,12 @@ func (c *cgroup) freeze() error {
 	if err := os.WriteFile(file, []byte(value), 0); err != nil {
 		return fmt.Errorf("freeze %s: %w", file, err)
 	}
+	// Polled with a sleep that doubles from 10 us to 200 us, not a spin:
+	// a spinning replay holds a core that a visit thread pinned there must
+	// run on to freeze, and the scheduler lets it in only after its wakeup
+	// granularity (milliseconds: on 2 cores a spin made every freeze
+	// 1-25 ms, docs/protocol.md).
+	nap := 10 * time.Microsecond
 	for end := time.Now().Add(FreezeWait); ; {
 		b, err := os.ReadFile(events)
 		if err != nil {
@@ -201,6 +207,8 @@ func (c *cgroup) freeze() error {
 		if time.Now().After(end) {
 			return fail("not_frozen: the visit's processes were not all frozen %v after replay froze its cgroup", FreezeWait)
 		}
+		time.Sleep(nap)
+		nap = min(2*nap, 200*time.Microsecond)
 	}
 }
 

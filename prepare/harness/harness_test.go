@@ -22,7 +22,7 @@ const dim = 16
 
 // compileHarness writes Source (the embedded bytes, not the file on disk)
 // to dir and compiles it with every warning an error.
-func compileHarness(t *testing.T, dir string) string {
+func compileHarness(t testing.TB, dir string) string {
 	t.Helper()
 	if _, err := exec.LookPath("cc"); err != nil {
 		t.Skip("no C compiler: ", err)
@@ -38,7 +38,7 @@ func compileHarness(t *testing.T, dir string) string {
 
 // linkFault compiles testdata/fault.c with the given FAULT and links it
 // with the harness object into an executable in dir.
-func linkFault(t *testing.T, dir, harnessObj, fault string) string {
+func linkFault(t testing.TB, dir, harnessObj, fault string) string {
 	t.Helper()
 	obj := filepath.Join(dir, "fault-"+fault+".o")
 	d := fmt.Sprint(dim)
@@ -49,7 +49,7 @@ func linkFault(t *testing.T, dir, harnessObj, fault string) string {
 	return exe
 }
 
-func cc(t *testing.T, args ...string) {
+func cc(t testing.TB, args ...string) {
 	t.Helper()
 	out, err := exec.Command("cc", args...).CombinedOutput()
 	if err != nil {
@@ -89,7 +89,7 @@ func newGemmCase(t *testing.T) *gemmCase { return newGemmCaseWith(t, false) }
 
 // newGemmCaseWith is newGemmCase; with novel, the fresh inputs are
 // novel input files (visit.NewNovelInput) replay can rewrite.
-func newGemmCaseWith(t *testing.T, novel bool) *gemmCase {
+func newGemmCaseWith(t testing.TB, novel bool) *gemmCase {
 	t.Helper()
 	c := &gemmCase{dir: t.TempDir()}
 	for s := range sets {
@@ -629,5 +629,50 @@ func TestWarmInputSealedForGood(t *testing.T) {
 	}
 	if want := "exited: status 2: harness: error: param A warm file: fd 5 is not sealed against writes"; !strings.HasPrefix(r.Reason, want) {
 		t.Errorf("a warm input sealed against future writes only = %q, want %q", r.Reason, want)
+	}
+}
+
+// BenchmarkNovelBracket is what a novel sample costs beyond its calls:
+// `novel SEQ 0` through Session.Novel (clock, thaw, command, answer,
+// freeze until frozen, clock), beside `run SEQ 0` (the channel alone);
+// ns/op is one bracket. Without a freezer it is skipped.
+func BenchmarkNovelBracket(b *testing.B) {
+	l, err := visit.ProbeLimiter()
+	if err != nil || !l.CanFreeze() {
+		b.Skipf("no freezer here (%v)", err)
+	}
+	dir := b.TempDir()
+	exe := linkFault(b, dir, compileHarness(b, dir), "none")
+	c := newGemmCaseWith(b, true)
+	for _, novel := range []bool{false, true} {
+		name := "run0"
+		if novel {
+			name = "novel0"
+		}
+		b.Run(name, func(b *testing.B) {
+			spec := visit.Spec{Argv: []string{exe, "--visit", c.visit}, Dir: dir, Timeout: time.Minute, Threads: 1, Files: c.osFiles(), Limiter: l}
+			_, err := visit.RunAll(context.Background(), spec, func(s *visit.Session) ([]visit.Sample, int64, error) {
+				if novel {
+					if err := s.Freeze(); err != nil {
+						return nil, 0, err
+					}
+				}
+				b.ResetTimer()
+				for range b.N {
+					take := s.Sample
+					if novel {
+						take = s.Novel
+					}
+					if _, _, err := take(0); err != nil {
+						return nil, 0, err
+					}
+				}
+				b.StopTimer()
+				return nil, 0, nil
+			})
+			if err != nil {
+				b.Fatal(err)
+			}
+		})
 	}
 }

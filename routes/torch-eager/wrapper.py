@@ -117,9 +117,16 @@ OPS = ("gemm", "gemm_relu", "gemm_gelu", "bmm", "gemv", "add", "gelu_add",
 #                    measured for each sample (replay's clock_mismatch)
 #   _chatty          prints a fake final report on stdout (flushed) during
 #                    the visit's first call (replay's unexpected_output)
+#   _skip_fresh      on the fresh (novel) sets, skips one call in 97
+#                    (output_not_overwritten)
+#   _fake_fresh      on the fresh (novel) sets, writes A into C (finite,
+#                    not the answer) on one call in 50; the warm sets stay
+#                    right (a novel call's oracle)
+#   _slow_warm       computes add, 50 us slower on the warm sets: passes,
+#                    and gains nothing (the claim rests on novel samples)
 TEST_OPS = ("_mutate_input", "_overrun_output", "_skip_output",
             "_unrepeatable", "_realloc_output", "_late_overrun",
-            "_late_raise", "_liar", "_chatty")
+            "_late_raise", "_liar", "_chatty", "_skip_fresh", "_fake_fresh", "_slow_warm")
 
 # Dimension names per op; ops not listed take M,N.
 DIMS = {"gemm": ("M", "N", "K"), "gemm_relu": ("M", "N", "K"), "gemm_gelu": ("M", "N", "K"),
@@ -338,7 +345,7 @@ def make_entry(op, t, o, torch, buffers):
     """Returns a no-argument function that runs op once on the tensors t
     (one buffer set). o holds eps, ranking and dims, and for the test ops
     the visit's shared call count ("calls", a one-element list) and its
-    warm set count ("warm_sets"); buffers maps each param to its Buffer of
+    warm set count ("warm_sets"), and the set's pool ("pool"); buffers maps each param to its Buffer of
     the same set. Workspaces are allocated here, outside the timed calls;
     nothing here reads the inputs' values. The tensors of t may live on
     the CPU or the GPU; every workspace is made on their device."""
@@ -569,6 +576,28 @@ def make_entry(op, t, o, torch, buffers):
         def realloc():
             C.set_(torch.add(A, B))
         return realloc
+    if op == "_skip_fresh" or op == "_fake_fresh":
+        every, fresh = (97 if op == "_skip_fresh" else 50), o.get("pool") == "fresh"
+
+        def fraction():
+            calls[0] += 1
+            if fresh and calls[0] % every == 0:
+                if op == "_fake_fresh":
+                    C.copy_(A)
+                return
+            add(A, B, out=C)
+        return fraction
+    if op == "_slow_warm":
+        spin, warm = time.perf_counter_ns, o.get("pool") == "warm"
+
+        def slow():
+            add(A, B, out=C)
+            calls[0] += 1
+            if warm and calls[0] >= first_timed:
+                t0 = spin()
+                while spin() - t0 < 50000:
+                    pass
+        return slow
     if op == "_liar":
         # The calls are honest; the sample reports are not (LIAR_DIVISOR).
         return lambda: add(A, B, out=C)
@@ -1431,7 +1460,7 @@ def visit(opts):
 
     # One entry per set; the test ops count calls over all of them.
     eo = dict(opts, calls=[0], warm_sets=len(sets["warm"]))
-    entries = {pool: [make_entry(op, {n: callee(b).typed for n, b in bs.items()}, eo, torch,
+    entries = {pool: [make_entry(op, {n: callee(b).typed for n, b in bs.items()}, dict(eo, pool=pool), torch,
                                  {n: callee(b) for n, b in bs.items()}) for bs in sets[pool]]
                for pool in POOLS}
 

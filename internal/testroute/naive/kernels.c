@@ -149,6 +149,20 @@ static void add_ulps(float *c, unsigned u) {
 }
 #endif
 
+#if defined(ADVERSARY_FAKE_NOVEL) || defined(ADVERSARY_SLOW_WARM)
+/* warm_ptr says whether an output pointer is one of the validation calls'
+ * (the warm sets): the calls a claim rested on in protocol 3, and the
+ * ones a kernel can tell from the rest. */
+static void *warm_seen[2];
+static int warm_ptr(unsigned calls, void *p) {
+  if (calls <= VALIDATION_CALLS) {
+    if (warm_seen[0] != p && !warm_seen[1] && warm_seen[0]) warm_seen[1] = p;
+    if (!warm_seen[0]) warm_seen[0] = p;
+  }
+  return p == warm_seen[0] || p == warm_seen[1];
+}
+#endif
+
 #if defined(ADVERSARY_PARTIAL_SEEN) || defined(ADVERSARY_CACHE_POINTER)
 /* seen remembers output pointers: a table of 8192 slots. */
 static void *seen_slot[8192];
@@ -270,7 +284,10 @@ static void *spin(void *arg) {
 #elif defined(ADVERSARY_THREADS_HIDE)
 /* As threads, but the spinner puts its mask back on the core it was
  * pinned to after 1.5 s, and sleeps, so the read-back after the samples
- * finds every thread where replay put it. */
+ * finds every thread where replay put it. It widens only once it has seen
+ * the pinning (it starts with the timer's widened mask): widening before
+ * could undo a pinning that landed between its check and its widening,
+ * and it would never see one. */
 static void *spin(void *arg) {
   (void)arg;
   cpu_set_t pinned;
@@ -283,7 +300,7 @@ static void *spin(void *arg) {
       pinned = m, seen = 1;
       clock_gettime(CLOCK_MONOTONIC, &t0);
     }
-    widen();
+    if (seen) widen();
     for (volatile unsigned long i = 0; i < 1000000; i++) {
     }
   }
@@ -417,6 +434,27 @@ static int adversary(unsigned calls, void *const *buf) {
       rows(buf, r, r + M / 16 > r ? r + M / 16 : r + 1);
       return 1;
     }
+  }
+#elif defined(ADVERSARY_SKIP_FRACTION)
+  /* Skips one timed call in 97 (about 1%): a fraction no timing bound
+   * sees. */
+  if (calls > VALIDATION_CALLS && calls % 97 == 0) return 1;
+#elif defined(ADVERSARY_FAKE_NOVEL)
+  /* On every sets but the warm ones, one call in 50 writes a plausible,
+   * finite answer it did not compute (A's values): the warm sets, which
+   * are compared byte for byte, stay right. */
+  if (calls > VALIDATION_CALLS && !warm_ptr(calls, buf[2]) && calls % 50 == 0) {
+    memcpy(buf[2], buf[0], M * N * sizeof(float));
+    return 1;
+  }
+#elif defined(ADVERSARY_SLOW_WARM)
+  /* Slows every call on the warm sets by 50 us: protocol 3's controls
+   * then made the fresh calls look free. */
+  if (warm_ptr(calls, buf[2]) && calls > VALIDATION_CALLS) {
+    struct timespec t0, t;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    do clock_gettime(CLOCK_MONOTONIC, &t);
+    while ((t.tv_sec - t0.tv_sec) * 1000000000L + (t.tv_nsec - t0.tv_nsec) < 50000);
   }
 #elif defined(ADVERSARY_CACHE_POINTER)
   /* The answer for an output pointer is remembered and copied back. */

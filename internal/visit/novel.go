@@ -1,0 +1,74 @@
+package visit
+
+import (
+	"encoding/binary"
+	"fmt"
+)
+
+// KindNovel is a novel sample (visit protocol 4, docs/protocol.md): N
+// calls, call j on novel slot j, whose inputs replay wrote while the
+// visit was frozen; the claim's samples on a CPU.
+const KindNovel = "novel"
+
+// NovelChecks is the calls of a visit's novel samples that replay judges
+// in full against the oracle, spread evenly over its samples and drawn
+// after each sample (fewer where the samples have fewer calls: then
+// every call). A route that fakes a fraction f of its novel calls escapes
+// them with probability at most e^(-f·NovelChecks): 0.0009 at f = 1%
+// (docs/threat-model.md, "Each call's own output").
+const NovelChecks = 700
+
+// NovelCalls is the calls of each novel sample of a visit whose warm
+// samples were calibrated to calls per sample, with slots novel sets.
+func NovelCalls(calls int64, slots int) int64 {
+	return max(1, min(calls, int64(slots)))
+}
+
+// ChecksPerSample is how many calls of each of samples novel samples of
+// calls calls replay judges in full.
+func ChecksPerSample(samples int, calls int64) int64 {
+	per := int64((NovelChecks + samples - 1) / max(samples, 1))
+	return min(calls, per)
+}
+
+// FirstEqual is the first element of set s equal to pattern (one
+// element's bytes), or -1: a novel call's output slot still holding the
+// fill replay wrote before the sample.
+func (m *MemFile) FirstEqual(s int, pattern []byte) int {
+	d := m.Set(s)
+	switch len(pattern) {
+	case 2:
+		p := binary.LittleEndian.Uint16(pattern)
+		for i := 0; i+2 <= len(d); i += 2 {
+			if binary.LittleEndian.Uint16(d[i:]) == p {
+				return i / 2
+			}
+		}
+	case 4:
+		p := binary.LittleEndian.Uint32(pattern)
+		for i := 0; i+4 <= len(d); i += 4 {
+			if binary.LittleEndian.Uint32(d[i:]) == p {
+				return i / 4
+			}
+		}
+	case 8:
+		p := binary.LittleEndian.Uint64(pattern)
+		for i := 0; i+8 <= len(d); i += 8 {
+			if binary.LittleEndian.Uint64(d[i:]) == p {
+				return i / 8
+			}
+		}
+	default:
+		panic(fmt.Sprintf("visit: a %d-byte element", len(pattern)))
+	}
+	return -1
+}
+
+// FillSets writes pattern over every element of sets 0 to n-1.
+func (m *MemFile) FillSets(n int, pattern []byte) {
+	for s := range n {
+		d := m.Set(s)
+		copy(d, pattern)
+		repeat(d, len(pattern))
+	}
+}
