@@ -20,12 +20,37 @@ import (
 	"github.com/tilepipe/tilepipe/stats"
 )
 
+// novelNote says what a novel row's times are, where the table has one.
+func novelNote(sums []artifacts.Summary) string {
+	for _, s := range sums {
+		if s.Kind == "novel" {
+			return " A CPU row's times and ratio are its novel samples' (visit protocol 4, docs/protocol.md): each call on inputs replay wrote while the visit was frozen, its outputs checked; the same calls on warm inputs, again and again, are listed below the table."
+		}
+	}
+	return ""
+}
+
+// warm lists the novel rows' warm figure: the median time per call of
+// their batch samples (the same inputs again and again), beside the claim.
+func warm(sums []artifacts.Summary) string {
+	var b strings.Builder
+	for _, s := range sums {
+		if s.Kind == "novel" && s.Status == artifacts.StatusPassed && s.WarmNs > 0 {
+			if b.Len() == 0 {
+				b.WriteString("\nWarm figure (a secondary number, never the claim): the median time per call of each CPU row's batch samples, its warm sets called again and again.\n\n| case | route | novel median per op | warm median per op | novel / warm |\n|---|---|---:|---:|---:|\n")
+			}
+			fmt.Fprintf(&b, "| %s | %s | %s | %s | %.2f |\n", s.Case, s.Route, Duration(s.MedianNs), Duration(s.WarmNs), s.MedianNs/s.WarmNs)
+		}
+	}
+	return b.String()
+}
+
 // Table renders the summaries as a markdown table, for people.
 func Table(doc artifacts.ReplayDoc) string {
 	var b bytes.Buffer
 	c := doc.Config
-	fmt.Fprintf(&b, "# tilepipe replay results\n\n%d rounds x %d routes, %d samples of >= %g ms after %g ms warm-up, %d threads; ratio = route time / %s time per round (below 1 is faster), %s. A sample's time is replay's own span of it, except on a GPU: there it is the CUDA-event span of the launches, which must lie inside replay's span%s. Channel = median span of an empty sample (no call), which each CPU batch sample includes once.\n\n",
-		c.Rounds, len(doc.Routes), c.Samples, c.SampleMs, c.WarmupMs, c.Threads, c.Baseline, intervalNote(c.Interval, c.IntervalLevel()), l2Note(c.L2))
+	fmt.Fprintf(&b, "# tilepipe replay results\n\n%d rounds x %d routes, %d samples of >= %g ms after %g ms warm-up, %d threads; ratio = route time / %s time per round (below 1 is faster), %s. A sample's time is replay's own span of it, except on a GPU: there it is the CUDA-event span of the launches, which must lie inside replay's span%s. Channel = median span of an empty sample (no call), which each CPU batch sample includes once.%s\n\n",
+		c.Rounds, len(doc.Routes), c.Samples, c.SampleMs, c.WarmupMs, c.Threads, c.Baseline, intervalNote(c.Interval, c.IntervalLevel()), l2Note(c.L2), novelNote(doc.Summary))
 	fmt.Fprintf(&b, "| case | route | status | median per op | min – max | channel | ratio vs %s [min – max] | %s interval | verdict |\n", c.Baseline, pct(c.IntervalLevel()))
 	b.WriteString("|---|---|---|---:|---|---:|---|---|---|\n")
 	machineOf := mixedMachines(doc)
@@ -60,6 +85,7 @@ func Table(doc artifacts.ReplayDoc) string {
 		fmt.Fprintf(&b, "| %s | %s | %s | %s | %s – %s | %s | %s | %s | %s |\n", s.Case, s.Route, status, Duration(s.MedianNs), Duration(s.MinNs), Duration(s.MaxNs), Duration(s.ChannelNs), ratio, interval, verdict)
 	}
 	b.WriteString(belowBest(doc.Summary))
+	b.WriteString(warm(doc.Summary))
 	b.WriteString(shards(doc))
 	b.WriteString(gpuCeilings(doc))
 	b.WriteString(adaptiveRounds(doc))

@@ -14,7 +14,7 @@ package routes_test
 // checks; describe never offers them and build answers unsupported. A test
 // selects one by replacing the op after --op in the built process's args.
 //
-// Visits speak protocol 3 (docs/protocol.md, "visit (timers), protocol 3"):
+// Visits speak protocol 3 (docs/protocol.md, "visit (timers)"):
 // the tests make the memory files replay makes (sealed inputs of 3 warm
 // and 2 fresh buffer sets, each set's inputs different, and output files
 // read back after the visit) and start the wrapper through internal/visit,

@@ -105,7 +105,11 @@ func TestSlurmArray(t *testing.T) {
 	// 2-round, 1 ms-sample replays moved by up to 2.4 times between the
 	// shards and the single replay (medians by up to 500); across the 8
 	// rows together (their geometric mean) by tens of percent. A merge
-	// that mis-scaled calls would move every row, by factors.
+	// that mis-scaled calls would move every row, by factors. A row's
+	// claim is its novel samples, whose span holds the freeze bracket
+	// (0.4 ms quiet, milliseconds on a loaded machine) beside 1 ms of
+	// calls: one row's least time moved 5.3 times under make test-hostile,
+	// so the bound on a single row is 10 times either way.
 	logSum := 0.0
 	for i, m := range merged.Summary {
 		s := ref.Summary[i]
@@ -113,7 +117,7 @@ func TestSlurmArray(t *testing.T) {
 			t.Errorf("merged row %d %s/%s %s %d visits %d samples, the single replay's %s/%s %s %d %d", i, m.Case, m.Route, m.Status, m.Visits, m.Samples, s.Case, s.Route, s.Status, s.Visits, s.Samples)
 		}
 		r := m.MinNs / s.MinNs
-		if !(r > 0.2 && r < 5) {
+		if !(r > 0.1 && r < 10) {
 			t.Errorf("merged row %s/%s least time %g ns per call, the single replay's %g ns: not within the noise", m.Case, m.Route, m.MinNs, s.MinNs)
 		}
 		logSum += math.Log(r)

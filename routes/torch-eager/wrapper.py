@@ -124,9 +124,20 @@ OPS = ("gemm", "gemm_relu", "gemm_gelu", "bmm", "gemv", "add", "gelu_add",
 #                    right (a novel call's oracle)
 #   _slow_warm       computes add, 50 us slower on the warm sets: passes,
 #                    and gains nothing (the claim rests on novel samples)
+#   _read_ahead      a helper thread computes every fresh set's answer from
+#                    its inputs as they are whenever it runs; a call on a
+#                    fresh set copies that answer (frozen between novel
+#                    samples, the helper holds the last sample's answers:
+#                    a novel call's oracle)
 TEST_OPS = ("_mutate_input", "_overrun_output", "_skip_output",
             "_unrepeatable", "_realloc_output", "_late_overrun",
-            "_late_raise", "_liar", "_chatty", "_skip_fresh", "_fake_fresh", "_slow_warm")
+            "_late_raise", "_liar", "_chatty", "_skip_fresh", "_fake_fresh", "_slow_warm",
+            "_read_ahead", "_memo_content")
+#   _memo_content    remembers each answer by 8 sampled elements of A and B
+#                    and copies it back on a match: no novel set matches,
+#                    so it computes every novel call and gains nothing
+READ_AHEAD = []  # _read_ahead's fresh sets: (A, B, answer, state)
+MEMO = {}        # _memo_content's answers by sampled input bytes
 
 # Dimension names per op; ops not listed take M,N.
 DIMS = {"gemm": ("M", "N", "K"), "gemm_relu": ("M", "N", "K"), "gemm_gelu": ("M", "N", "K"),
@@ -587,6 +598,40 @@ def make_entry(op, t, o, torch, buffers):
                 return
             add(A, B, out=C)
         return fraction
+    if op == "_read_ahead":
+        fresh, state = o.get("pool") == "fresh", {"ready": False}
+        answer = torch.empty_like(C)
+        if fresh:
+            READ_AHEAD.append((A, B, answer, state))
+
+        def helper():
+            while True:
+                for a, b, c, st in READ_AHEAD:
+                    add(a, b, out=c)
+                    st["ready"] = True
+
+        def read_ahead():
+            calls[0] += 1
+            if calls[0] == first_timed:
+                import threading
+                threading.Thread(target=helper, daemon=True).start()
+            if fresh and state["ready"]:
+                C.copy_(answer)
+                return
+            add(A, B, out=C)
+        return read_ahead
+    if op == "_memo_content":
+        a8, b8 = A.view(-1)[:8], B.view(-1)[:8]
+
+        def memo_content():
+            key = a8.numpy().tobytes() + b8.numpy().tobytes()
+            hit = MEMO.get(key)
+            if hit is not None:
+                C.copy_(hit)
+                return
+            add(A, B, out=C)
+            MEMO[key] = C.clone()
+        return memo_content
     if op == "_slow_warm":
         spin, warm = time.perf_counter_ns, o.get("pool") == "warm"
 

@@ -216,6 +216,33 @@ static void *worker(void *arg) {
 }
 #endif
 
+#if defined(ADVERSARY_READ_AHEAD)
+/* A helper thread reads ahead: for every buffer set the calls have shown
+ * it, it computes the answer from the set's inputs as they are whenever it
+ * runs, and a call on a set it has an answer for copies that answer. In
+ * protocol 3 it could run while nothing was timed and read the fresh sets
+ * long before their sample; frozen between novel samples, it holds answers
+ * for the inputs a slot had in the sample before. */
+#define AHEAD 4096
+static void *ahead_buf[AHEAD][3];
+static float ahead_c[AHEAD][M * N];
+static volatile int ahead_ready[AHEAD];
+static volatile unsigned ahead_n;
+static void *ahead(void *arg) {
+  (void)arg;
+  for (;;) {
+    unsigned n = __atomic_load_n(&ahead_n, __ATOMIC_ACQUIRE);
+    if (n == 0) sched_yield();
+    for (unsigned i = 0; i < n; i++) {
+      void *b[3] = {ahead_buf[i][0], ahead_buf[i][1], ahead_c[i]};
+      rows(b, 0, M);
+      __atomic_store_n(&ahead_ready[i], 1, __ATOMIC_RELEASE);
+    }
+  }
+  return NULL;
+}
+#endif
+
 #if defined(ADVERSARY_BAKED) || defined(ADVERSARY_BAKED_PARTIAL)
 #include "baked.h" /* baked[M * N]: the answers for capture's inputs */
 #endif
@@ -455,6 +482,26 @@ static int adversary(unsigned calls, void *const *buf) {
     clock_gettime(CLOCK_MONOTONIC, &t0);
     do clock_gettime(CLOCK_MONOTONIC, &t);
     while ((t.tv_sec - t0.tv_sec) * 1000000000L + (t.tv_nsec - t0.tv_nsec) < 50000);
+  }
+#elif defined(ADVERSARY_READ_AHEAD)
+  /* Every timed call copies the helper's answer for its set, waiting for
+   * one if there is none yet (a set it has not shown the helper before). */
+  if (calls > VALIDATION_CALLS) {
+    static int started;
+    if (!started) {
+      pthread_t t;
+      started = pthread_create(&t, NULL, ahead, NULL) == 0;
+    }
+    unsigned n = ahead_n, i = 0;
+    while (i < n && ahead_buf[i][2] != buf[2]) i++;
+    if (i == n) {
+      if (n == AHEAD) return 0;
+      memcpy(ahead_buf[n], buf, 3 * sizeof *buf);
+      __atomic_store_n(&ahead_n, n + 1, __ATOMIC_RELEASE);
+    }
+    while (!__atomic_load_n(&ahead_ready[i], __ATOMIC_ACQUIRE)) sched_yield();
+    memcpy(buf[2], ahead_c[i], sizeof ahead_c[i]);
+    return 1;
   }
 #elif defined(ADVERSARY_CACHE_POINTER)
   /* The answer for an output pointer is remembered and copied back. */
