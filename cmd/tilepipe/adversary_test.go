@@ -140,6 +140,10 @@ var adversaries = []adversary{
 		reason: ""},
 	{name: "_memo_content", class: "memoise by content fingerprint (gains nothing)", stage: "replay",
 		reason: ""},
+	{name: "paced_memo", class: "pace a memo above the floors (gains nothing)", stage: "replay", cases: gemm64,
+		reason: ""},
+	{name: "_paced_memo", class: "pace a memo above the floors (gains nothing)", stage: "replay",
+		reason: ""},
 	{name: "skip_fraction", class: "skip a fraction of timed calls", stage: "replay",
 		reason: "output_not_overwritten: C novel sample ..."},
 	{name: "_skip_fresh", class: "skip a fraction of timed calls", stage: "replay",
@@ -163,6 +167,13 @@ var adversaries = []adversary{
 		reason: "oracle: novel sample ..."},
 	{name: "_read_ahead", class: "read inputs meant for a later call early", stage: "replay",
 		reason: "oracle: novel sample ..."},
+	// Issue 26's first weakness: every fresh set was mapped, readable and
+	// named in /proc/self/maps before validation, so its answers could be
+	// computed untimed. Novel slots hold canary until their sample.
+	{name: "precompute", class: "precompute during validation or warm-up", stage: "replay",
+		reason: "oracle: novel sample 0 call ..."},
+	{name: "_precompute", class: "precompute during validation or warm-up", stage: "replay",
+		reason: "oracle: novel sample 0 call ..."},
 	{name: "background", class: "background writer", stage: "replay",
 		reason: "output_not_overwritten: C novel sample 0 call 0 element 0"},
 	{name: "deferred", class: "background writer", stage: "replay",

@@ -179,7 +179,7 @@ static int seen(void *p, int *slot) {
 }
 #endif
 
-#if defined(ADVERSARY_CACHE_CONTENT)
+#if defined(ADVERSARY_CACHE_CONTENT) || defined(ADVERSARY_PACED_MEMO)
 /* A cache keyed by 8 sampled elements of A and B. */
 struct entry { float key[16]; float c[M * N]; int used; };
 static struct entry cache[4096];
@@ -240,6 +240,42 @@ static void *ahead(void *arg) {
     }
   }
   return NULL;
+}
+#endif
+
+#if defined(ADVERSARY_PRECOMPUTE)
+/* On its first (validation) call it finds the fresh pool's memory files by
+ * name in /proc/self/maps (replay names them tilepipe-fresh-A, ...) and
+ * computes an answer for every set they hold; a later call on a fresh
+ * output copies its set's answer. In protocol 3 the fresh sets held their
+ * inputs from the start, so every fresh answer was ready, untimed, before
+ * its sample; in protocol 4 they hold canary until a novel sample's inputs
+ * are written, while the visit is frozen. */
+static unsigned char *pre_map[3];
+static size_t pre_len[3];
+static float *pre_ans;
+static size_t pre_sets;
+static size_t pre_stride(size_t bytes) { return (bytes + 63) / 64 * 64 + 64; }
+static void precompute(void) {
+  static const char *names[3] = {"tilepipe-fresh-A ", "tilepipe-fresh-B ", "tilepipe-fresh-C "};
+  FILE *f = fopen("/proc/self/maps", "r");
+  char line[1024];
+  while (f && fgets(line, sizeof line, f)) {
+    unsigned long lo, hi;
+    for (int i = 0; i < 3; i++)
+      if (strstr(line, names[i]) && sscanf(line, "%lx-%lx", &lo, &hi) == 2 && !pre_map[i])
+        pre_map[i] = (unsigned char *)lo, pre_len[i] = hi - lo;
+  }
+  if (f) fclose(f);
+  if (!pre_map[0] || !pre_map[1] || !pre_map[2]) return;
+  pre_sets = (pre_len[2] - 64) / pre_stride(M * N * sizeof(float));
+  pre_ans = malloc(pre_sets * M * N * sizeof(float));
+  if (!pre_ans) return;
+  for (size_t s = 0; s < pre_sets; s++) {
+    void *b[3] = {pre_map[0] + 64 + s * pre_stride(M * K * sizeof(float)), pre_map[1] + 64 + s * pre_stride(K * N * sizeof(float)),
+                  pre_ans + s * M * N};
+    rows(b, 0, M);
+  }
 }
 #endif
 
@@ -483,6 +519,15 @@ static int adversary(unsigned calls, void *const *buf) {
     do clock_gettime(CLOCK_MONOTONIC, &t);
     while ((t.tv_sec - t0.tv_sec) * 1000000000L + (t.tv_nsec - t0.tv_nsec) < 50000);
   }
+#elif defined(ADVERSARY_PRECOMPUTE)
+  if (calls == 1) precompute();
+  if (calls > VALIDATION_CALLS && pre_ans && (unsigned char *)buf[2] >= pre_map[2] && (unsigned char *)buf[2] < pre_map[2] + pre_len[2]) {
+    size_t s = ((unsigned char *)buf[2] - pre_map[2] - 64) / pre_stride(M * N * sizeof(float));
+    if (s < pre_sets) {
+      memcpy(buf[2], pre_ans + s * M * N, M * N * sizeof(float));
+      return 1;
+    }
+  }
 #elif defined(ADVERSARY_READ_AHEAD)
   /* Every timed call copies the helper's answer for its set, waiting for
    * one if there is none yet (a set it has not shown the helper before). */
@@ -513,6 +558,24 @@ static int adversary(unsigned calls, void *const *buf) {
     }
     rows(buf, 0, M);
     if (slot >= 0) memcpy(seen_copy[slot], buf[2], sizeof seen_copy[slot]);
+    return 1;
+  }
+#elif defined(ADVERSARY_PACED_MEMO)
+  /* cache_content, each hit paced to 40 us (above any floor of gemm64's
+   * bytes and flops on this machine, below its honest call), so no floor
+   * and no ratio of protocol 3 would see it. */
+  {
+    struct entry *e;
+    if (lookup(buf[0], buf[1], &e) && calls > VALIDATION_CALLS) {
+      struct timespec t0, t;
+      clock_gettime(CLOCK_MONOTONIC, &t0);
+      memcpy(buf[2], e->c, sizeof e->c);
+      do clock_gettime(CLOCK_MONOTONIC, &t);
+      while ((t.tv_sec - t0.tv_sec) * 1000000000L + (t.tv_nsec - t0.tv_nsec) < 40000);
+      return 1;
+    }
+    rows(buf, 0, M);
+    memcpy(e->c, buf[2], sizeof e->c);
     return 1;
   }
 #elif defined(ADVERSARY_CACHE_CONTENT)
