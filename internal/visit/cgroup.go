@@ -24,6 +24,11 @@ type Limiter struct {
 	// freezer is where v1 visits get their freezer cgroup ("" on v2,
 	// whose cgroups freeze themselves, or where v1 has no freezer).
 	freezer string
+	// noQuota: cgroup2 whose cpu controller this process may not use
+	// (the H200 host's: cpu.max cannot be opened), so the visits' cgroups
+	// freeze and hold every process but set no CPU quota; the CPU time
+	// accounting alone bounds a visit's threads.
+	noQuota bool
 }
 
 // Describe says what limits a visit, for the replay's record.
@@ -36,6 +41,9 @@ func (l *Limiter) Describe() string {
 		v = "v2 cpu.max"
 	}
 	d := fmt.Sprintf("cgroup %s under %s: threads x %g CPUs per visit", v, l.base, CPUFactor)
+	if l.noQuota {
+		d = fmt.Sprintf("cgroup v2 under %s without a CPU quota (its cpu controller is not ours to use): CPU time accounted", l.base)
+	}
 	switch {
 	case l.v2:
 		d += "; frozen by cgroup.freeze"
@@ -76,6 +84,14 @@ func ProbeLimiter() (*Limiter, error) {
 	}
 	if p, ok := own[""]; ok {
 		l := &Limiter{base: filepath.Join("/sys/fs/cgroup", p), v2: true}
+		if err := l.try(); err == nil {
+			return l, nil
+		} else {
+			tried = append(tried, err.Error())
+		}
+		// Without the cpu controller a cgroup still freezes, holds and
+		// kills every process of a visit (cgroup.freeze is core).
+		l.noQuota = true
 		if err := l.try(); err == nil {
 			return l, nil
 		} else {
@@ -128,6 +144,7 @@ type cgroup struct {
 	dir     string
 	v2      bool
 	freezer string // the v1 freezer cgroup ("" on v2 or without one)
+	noQuota bool   // no CPU quota set ([Limiter] noQuota): never throttled
 }
 
 // make creates a cgroup limited to cpus CPUs.
@@ -136,7 +153,7 @@ func (l *Limiter) make(name string, cpus float64) (*cgroup, error) {
 	if err := os.Mkdir(dir, 0o755); err != nil {
 		return nil, fmt.Errorf("cgroup %s: %w", dir, err)
 	}
-	c := &cgroup{dir: dir, v2: l.v2}
+	c := &cgroup{dir: dir, v2: l.v2, noQuota: l.noQuota}
 	if l.freezer != "" {
 		fdir := filepath.Join(l.freezer, filepath.Base(dir))
 		if err := os.Mkdir(fdir, 0o755); err != nil {
@@ -148,9 +165,18 @@ func (l *Limiter) make(name string, cpus float64) (*cgroup, error) {
 	const period = 100000 // µs
 	quota := int64(cpus * period)
 	var err error
-	if l.v2 {
+	switch {
+	case l.noQuota:
+		// The freeze is what this cgroup is for; check it can.
+		err = os.WriteFile(filepath.Join(dir, "cgroup.freeze"), []byte("0"), 0)
+		if err != nil {
+			c.remove()
+			return nil, fmt.Errorf("cgroup %s: cgroup.freeze: %w", dir, err)
+		}
+		return c, nil
+	case l.v2:
 		err = os.WriteFile(filepath.Join(dir, "cpu.max"), []byte(fmt.Sprintf("%d %d", quota, period)), 0)
-	} else {
+	default:
 		if err = os.WriteFile(filepath.Join(dir, "cpu.cfs_period_us"), []byte(strconv.Itoa(period)), 0); err == nil {
 			err = os.WriteFile(filepath.Join(dir, "cpu.cfs_quota_us"), []byte(strconv.FormatInt(quota, 10)), 0)
 		}
@@ -228,6 +254,9 @@ func (c *cgroup) thaw() error {
 
 // throttled is how many CFS periods the cgroup was throttled in.
 func (c *cgroup) throttled() (int64, error) {
+	if c.noQuota {
+		return 0, nil
+	}
 	b, err := os.ReadFile(filepath.Join(c.dir, "cpu.stat"))
 	if err != nil {
 		return 0, err
