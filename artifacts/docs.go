@@ -541,8 +541,9 @@ type CaseFloor struct {
 }
 
 // NovelRecord is how a visit's novel samples were taken: Samples samples
-// of Calls calls each over Slots novel slots (Calls is the warm
-// calibration's calls per sample, at most Slots); novel call g (call
+// of Calls calls each over the visit's novel slots, its FreshSets (Calls
+// is the warm calibration's calls per sample, at most the slots); novel
+// call g (call
 // g mod Calls of sample g / Calls) ran on novel set g of its case and
 // round. Checked are the calls replay judged in full (drawn after each
 // sample; visit.ChecksPerSample of each, in increasing order), Outputs
@@ -550,7 +551,6 @@ type CaseFloor struct {
 type NovelRecord struct {
 	Samples int         `json:"samples"`
 	Calls   int64       `json:"calls"`
-	Slots   int         `json:"slots"`
 	Checked []int64     `json:"checked"`
 	Outputs []TensorRef `json:"outputs"`
 }

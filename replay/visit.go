@@ -323,7 +323,7 @@ func (b *buffers) runNovel(sess *visit.Session, samples int, calls int64, clock 
 		return nil, err
 	}
 	n := visit.NovelCalls(calls, b.slots())
-	b.novel = &artifacts.NovelRecord{Samples: samples, Calls: n, Slots: b.slots()}
+	b.novel = &artifacts.NovelRecord{Samples: samples, Calls: n}
 	b.checked = make([][]byte, len(b.freshOut))
 	per := visit.ChecksPerSample(samples, n)
 	var out []visit.Sample

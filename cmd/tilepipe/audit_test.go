@@ -625,18 +625,17 @@ func TestAuditRehashed(t *testing.T) {
 			return []string{"config.freshMin 1: want 3 (or absent, in a replay made before it)"}
 		}, "outputs", "FAILED", []string{"outputs"}},
 		{"novel slots cut", func(t *testing.T, dir string) []string {
-			// One slot fewer than the run had, in the record and the
-			// visit alike; its samples' calls stay within it.
+			// One slot fewer than the run had; its samples' calls stay
+			// within it.
 			v := orig.Visits[0]
-			if v.Novel == nil || int64(v.Novel.Slots) <= v.Novel.Calls {
+			if v.Novel == nil || int64(v.FreshSets) <= v.Novel.Calls {
 				t.Fatalf("visit 0's novel record %+v: no slot to cut below its calls", v.Novel)
 			}
 			forgeReplay(t, dir, func(st *artifacts.Stage, d *replayDoc, _ *artifacts.Receipt) {
 				d.Visits[0].FreshSets--
-				d.Visits[0].Novel.Slots--
 				rejournal(t, st, func(l *artifacts.JournalLine) {
 					if l.Visit != nil && l.Visit.Index == 0 {
-						l.Visit.FreshSets, l.Visit.Novel.Slots = d.Visits[0].FreshSets, d.Visits[0].Novel.Slots
+						l.Visit.FreshSets = d.Visits[0].FreshSets
 					}
 				})
 			})

@@ -238,14 +238,11 @@ func novelRecord(v artifacts.VisitResult, cfg artifacts.ReplayConfig) []string {
 		p = append(p, fmt.Sprintf("visit %d: novel ", v.Index)+fmt.Sprintf(format, args...))
 	}
 	nr := v.Novel
-	if nr.Slots != v.FreshSets {
-		bad("slots %d, the visit's freshSets %d (its novel slots)", nr.Slots, v.FreshSets)
-	}
 	if nr.Samples != cfg.Samples {
 		bad("samples %d, config.samples %d", nr.Samples, cfg.Samples)
 	}
-	if want := visit.NovelCalls(v.CallsPerSample, nr.Slots); nr.Calls != want {
-		bad("calls %d: the warm samples' %d calls within %d slots give %d", nr.Calls, v.CallsPerSample, nr.Slots, want)
+	if want := visit.NovelCalls(v.CallsPerSample, v.FreshSets); nr.Calls != want {
+		bad("calls %d: the warm samples' %d calls within %d slots (freshSets) give %d", nr.Calls, v.CallsPerSample, v.FreshSets, want)
 	}
 	if v.FreshCalls != 0 || len(v.FreshOutputs) > 0 {
 		bad("record beside %d fresh calls and %d fresh output tensors: a CPU visit takes no fresh samples", v.FreshCalls, len(v.FreshOutputs))

@@ -161,7 +161,7 @@ func TestVisit(t *testing.T) {
 func honestNovel() (artifacts.VisitResult, []samples.Row) {
 	v, rows := honest()
 	v.FreshCalls = 0
-	v.Novel = &artifacts.NovelRecord{Samples: 2, Calls: 10, Slots: 10, Outputs: []artifacts.TensorRef{{Name: "C"}}}
+	v.Novel = &artifacts.NovelRecord{Samples: 2, Calls: 10, Outputs: []artifacts.TensorRef{{Name: "C"}}}
 	for g := range int64(20) {
 		v.Novel.Checked = append(v.Novel.Checked, g)
 	}
@@ -201,8 +201,8 @@ func TestVisitNovel(t *testing.T) {
 			"visit 3: 0 novel samples, config.samples 2"}},
 		{"fresh calls beside it", func(v *artifacts.VisitResult, rows []samples.Row) []samples.Row { v.FreshCalls = 9; return rows }, oracle.DeviceCPU,
 			[]string{"visit 3: novel record beside 9 fresh calls and 0 fresh output tensors: a CPU visit takes no fresh samples"}},
-		{"slots", func(v *artifacts.VisitResult, rows []samples.Row) []samples.Row { v.Novel.Slots = 12; return rows }, oracle.DeviceCPU,
-			[]string{"visit 3: novel slots 12, the visit's freshSets 10 (its novel slots)", "visit 3: novel calls 10: the warm samples' 64 calls within 12 slots give 12"}},
+		{"slots", func(v *artifacts.VisitResult, rows []samples.Row) []samples.Row { v.FreshSets = 12; return rows }, oracle.DeviceCPU,
+			[]string{"visit 3: novel calls 10: the warm samples' 64 calls within 12 slots (freshSets) give 12"}},
 		{"fewer calls than calibrated", func(v *artifacts.VisitResult, rows []samples.Row) []samples.Row {
 			v.Novel.Calls, v.Novel.Checked = 5, v.Novel.Checked[:10]
 			for i := range rows {
@@ -211,7 +211,7 @@ func TestVisitNovel(t *testing.T) {
 				}
 			}
 			return rows
-		}, oracle.DeviceCPU, []string{"visit 3: novel calls 5: the warm samples' 64 calls within 10 slots give 10"}},
+		}, oracle.DeviceCPU, []string{"visit 3: novel calls 5: the warm samples' 64 calls within 10 slots (freshSets) give 10"}},
 		{"a sample of other calls", func(v *artifacts.VisitResult, rows []samples.Row) []samples.Row { rows[6].Calls = 20; return rows }, oracle.DeviceCPU,
 			[]string{"visit 3: novel sample 1: 20 calls, want 10"}},
 		{"a sample dropped", func(v *artifacts.VisitResult, rows []samples.Row) []samples.Row { return rows[:6] }, oracle.DeviceCPU,
