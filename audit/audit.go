@@ -650,7 +650,7 @@ func (a *auditor) outputs() {
 			p = append(p, fmt.Sprintf("visit %d: %d warm and %d fresh output tensors, want %d of each", v.Index, len(v.Outputs), len(v.FreshOutputs), len(outs)))
 			continue
 		}
-		if cur.round != v.Round || cur.id != v.Case || len(cur.warm) != v.Sets || len(cur.fresh) < int(v.FreshCalls) || novel {
+		if cur.round != v.Round || cur.id != v.Case || len(cur.warm) != v.Sets || len(cur.fresh) < int(v.FreshCalls) {
 			// Only the sets the fresh sample used: sets are seeded by index.
 			warm, err := seeds.Pool(c.Case, sets.Warm, v.Round, v.Sets)
 			if err != nil {
@@ -658,14 +658,19 @@ func (a *auditor) outputs() {
 				continue
 			}
 			fresh, err := seeds.Pool(c.Case, sets.Fresh, v.Round, int(v.FreshCalls))
-			if novel {
-				fresh, err = novelSets(seeds, c.Case, v.Round, v.Novel.Checked)
-			}
 			if err != nil {
 				p = append(p, fmt.Sprintf("visit %d: %v", v.Index, err))
 				continue
 			}
 			cur = pools{round: v.Round, id: v.Case, warm: warm, fresh: fresh}
+		}
+		var checked []*sets.Set // a novel visit's checked calls' sets, its own
+		if novel {
+			var err error
+			if checked, err = novelSets(seeds, c.Case, v.Round, v.Novel.Checked); err != nil {
+				p = append(p, fmt.Sprintf("visit %d: %v", v.Index, err))
+				continue
+			}
 		}
 		// Each stored tensor holds one pool's sets: [sets, shape...].
 		read := func(refs []artifacts.TensorRef, count int) ([][]byte, error) {
@@ -735,7 +740,7 @@ func (a *auditor) outputs() {
 		if !judge(sets.Warm, cur.warm, v.Outputs, v.Sets) {
 			continue
 		}
-		if novel && !judge(sets.Novel, cur.fresh, v.Novel.Outputs, len(v.Novel.Checked)) || !novel && !judge(sets.Fresh, cur.fresh, v.FreshOutputs, int(v.FreshCalls)) {
+		if novel && !judge(sets.Novel, checked, v.Novel.Outputs, len(v.Novel.Checked)) || !novel && !judge(sets.Fresh, cur.fresh, v.FreshOutputs, int(v.FreshCalls)) {
 			continue
 		}
 		p = append(p, maxErrRatioAgrees(v, vworst)...)
