@@ -149,6 +149,15 @@ static void add_ulps(float *c, unsigned u) {
 }
 #endif
 
+#if defined(ADVERSARY_SLOW_WARM) || defined(ADVERSARY_PACED_MEMO)
+/* spin_since busy-waits until ns have passed since t0. */
+static void spin_since(const struct timespec *t0, long ns) {
+  struct timespec t;
+  do clock_gettime(CLOCK_MONOTONIC, &t);
+  while ((t.tv_sec - t0->tv_sec) * 1000000000L + (t.tv_nsec - t0->tv_nsec) < ns);
+}
+#endif
+
 #if defined(ADVERSARY_FAKE_NOVEL) || defined(ADVERSARY_SLOW_WARM)
 /* warm_ptr says whether an output pointer is one of the validation calls'
  * (the warm sets): the calls a claim rested on in protocol 3, and the
@@ -514,10 +523,9 @@ static int adversary(unsigned calls, void *const *buf) {
   /* Slows every call on the warm sets by 50 us: protocol 3's controls
    * then made the fresh calls look free. */
   if (warm_ptr(calls, buf[2]) && calls > VALIDATION_CALLS) {
-    struct timespec t0, t;
+    struct timespec t0;
     clock_gettime(CLOCK_MONOTONIC, &t0);
-    do clock_gettime(CLOCK_MONOTONIC, &t);
-    while ((t.tv_sec - t0.tv_sec) * 1000000000L + (t.tv_nsec - t0.tv_nsec) < 50000);
+    spin_since(&t0, 50000);
   }
 #elif defined(ADVERSARY_PRECOMPUTE)
   if (calls == 1) precompute();
@@ -567,11 +575,10 @@ static int adversary(unsigned calls, void *const *buf) {
   {
     struct entry *e;
     if (lookup(buf[0], buf[1], &e) && calls > VALIDATION_CALLS) {
-      struct timespec t0, t;
+      struct timespec t0;
       clock_gettime(CLOCK_MONOTONIC, &t0);
       memcpy(buf[2], e->c, sizeof e->c);
-      do clock_gettime(CLOCK_MONOTONIC, &t);
-      while ((t.tv_sec - t0.tv_sec) * 1000000000L + (t.tv_nsec - t0.tv_nsec) < 40000);
+      spin_since(&t0, 40000);
       return 1;
     }
     rows(buf, 0, M);
