@@ -349,10 +349,11 @@ type ReplayConfig struct {
 	// on (adaptive.Share): a case whose next block what is left cannot
 	// pay for stops, "replay budget spent". Absent (0): no such budget.
 	TotalBudgetS float64 `json:"totalBudgetS,omitempty"`
-	// FreshMin is the fewest fresh sets a case gets where that many fit
-	// in sets.FreshFloorBytes (sets.FreshSets): sets.MinFresh, one per
-	// fresh sample. Absent (replays made before it): FreshBytes alone
-	// decides, and a case of a few MiB got one set, so one sample.
+	// FreshMin is sets.MinFresh: under visit protocol 3, the fewest fresh
+	// sets a case got where that many fit in 64 MiB, one per fresh sample.
+	// Protocol 4 takes no fresh samples (its novel slots are
+	// sets.NovelSlots); replay still records it. Absent (replays made
+	// before it): a case of a few MiB got one fresh set, so one sample.
 	FreshMin int `json:"freshMin,omitempty"`
 	// Pin is what replay does with a visit's threads once its validation
 	// calls have made the kernel's thread pools: "threads" (PinThreads) pins each of

@@ -19,7 +19,7 @@ import (
 	"github.com/tilepipe/tilepipe/artifacts/sign"
 	"github.com/tilepipe/tilepipe/artifacts/tensor"
 	"github.com/tilepipe/tilepipe/internal/adaptive"
-	"github.com/tilepipe/tilepipe/internal/floors"
+
 	"github.com/tilepipe/tilepipe/internal/progress"
 	"github.com/tilepipe/tilepipe/internal/record"
 	"github.com/tilepipe/tilepipe/internal/sets"
@@ -576,9 +576,9 @@ func novelSets(seeds sets.Seeds, c oracle.Case, round int, checked []int64) ([]*
 
 // outputs regenerates every buffer set a passed visit was timed on from the
 // replay's recorded seeds, recomputes its oracle and re-checks every stored
-// output in full: every warm set's and every fresh call's. It also checks
-// that warm set 0 (the same inputs in every visit) gave the same bytes in
-// every visit of a (case, route), and re-applies the memoisation bound.
+// output in full: every warm set's and every checked novel call's. It also
+// checks that warm set 0 (the same inputs in every visit) gave the same
+// bytes in every visit of a (case, route).
 func (a *auditor) outputs() {
 	var p []string
 	cases := map[string]*artifacts.CapturedCase{}
@@ -608,9 +608,9 @@ func (a *auditor) outputs() {
 		return order[i].Case < order[j].Case
 	})
 	type pools struct {
-		round       int
-		id          string
-		warm, fresh []*sets.Set
+		round int
+		id    string
+		warm  []*sets.Set
 	}
 	var cur pools
 	set0 := map[[2]string]artifacts.VisitResult{}
@@ -622,55 +622,36 @@ func (a *auditor) outputs() {
 			continue
 		}
 		outs := sets.Outputs(c.Signature)
-		novel := c.Case.DeviceOf() != oracle.DeviceCUDA // visit protocol 4 (record.Visit checks the rest)
-		switch {
+		switch { // visit protocol 4 (record.Visit checks the rest)
 		case v.MallocPerturb != seeds.Perturb(v.Round):
 			p = append(p, fmt.Sprintf("visit %d: allocator fill %d, the replay's seeds give %d for round %d", v.Index, v.MallocPerturb, seeds.Perturb(v.Round), v.Round))
 			continue
 		case v.Sets != a.rdoc.Config.Sets:
 			p = append(p, fmt.Sprintf("visit %d: %d warm sets, config says %d", v.Index, v.Sets, a.rdoc.Config.Sets))
 			continue
-		case novel && v.Novel == nil:
-			p = append(p, fmt.Sprintf("visit %d: no novel record (a CPU visit takes novel samples)", v.Index))
+		case v.Novel == nil:
+			p = append(p, fmt.Sprintf("visit %d: no novel record (every visit takes novel samples)", v.Index))
 			continue
-		case novel && v.FreshSets != sets.NovelSlots(c.Signature):
+		case v.FreshSets != sets.NovelSlots(c.Signature):
 			p = append(p, fmt.Sprintf("visit %d: %d novel slots, want %d for case %s", v.Index, v.FreshSets, sets.NovelSlots(c.Signature), v.Case))
 			continue
-		case novel && (len(v.Outputs) != len(outs) || len(v.Novel.Outputs) != len(outs)):
+		case len(v.Outputs) != len(outs) || len(v.Novel.Outputs) != len(outs):
 			p = append(p, fmt.Sprintf("visit %d: %d warm and %d novel output tensors, want %d of each", v.Index, len(v.Outputs), len(v.Novel.Outputs), len(outs)))
 			continue
-		case novel: // the fresh pool's checks are protocol 3's
-		case v.FreshSets != sets.FreshSets(c.Signature, a.rdoc.Config.FreshMin):
-			p = append(p, fmt.Sprintf("visit %d: %d fresh sets, want %d for case %s (config.freshMin %d)", v.Index, v.FreshSets, sets.FreshSets(c.Signature, a.rdoc.Config.FreshMin), v.Case, a.rdoc.Config.FreshMin))
-			continue
-		case v.FreshCalls < 1 || v.FreshCalls > int64(v.FreshSets):
-			p = append(p, fmt.Sprintf("visit %d: fresh sample of %d calls, want 1 to %d", v.Index, v.FreshCalls, v.FreshSets))
-			continue
-		case len(v.Outputs) != len(outs) || len(v.FreshOutputs) != len(outs):
-			p = append(p, fmt.Sprintf("visit %d: %d warm and %d fresh output tensors, want %d of each", v.Index, len(v.Outputs), len(v.FreshOutputs), len(outs)))
-			continue
 		}
-		if cur.round != v.Round || cur.id != v.Case || len(cur.warm) != v.Sets || len(cur.fresh) < int(v.FreshCalls) {
-			// Only the sets the fresh sample used: sets are seeded by index.
+		if cur.round != v.Round || cur.id != v.Case || len(cur.warm) != v.Sets {
 			warm, err := seeds.Pool(c.Case, sets.Warm, v.Round, v.Sets)
 			if err != nil {
 				p = append(p, fmt.Sprintf("visit %d: %v", v.Index, err))
 				continue
 			}
-			fresh, err := seeds.Pool(c.Case, sets.Fresh, v.Round, int(v.FreshCalls))
-			if err != nil {
-				p = append(p, fmt.Sprintf("visit %d: %v", v.Index, err))
-				continue
-			}
-			cur = pools{round: v.Round, id: v.Case, warm: warm, fresh: fresh}
+			cur = pools{round: v.Round, id: v.Case, warm: warm}
 		}
-		var checked []*sets.Set // a novel visit's checked calls' sets, its own
-		if novel {
-			var err error
-			if checked, err = novelSets(seeds, c.Case, v.Round, v.Novel.Checked); err != nil {
-				p = append(p, fmt.Sprintf("visit %d: %v", v.Index, err))
-				continue
-			}
+		// The visit's checked calls' sets, its own.
+		checked, err := novelSets(seeds, c.Case, v.Round, v.Novel.Checked)
+		if err != nil {
+			p = append(p, fmt.Sprintf("visit %d: %v", v.Index, err))
+			continue
 		}
 		// Each stored tensor holds one pool's sets: [sets, shape...].
 		read := func(refs []artifacts.TensorRef, count int) ([][]byte, error) {
@@ -740,7 +721,7 @@ func (a *auditor) outputs() {
 		if !judge(sets.Warm, cur.warm, v.Outputs, v.Sets) {
 			continue
 		}
-		if novel && !judge(sets.Novel, checked, v.Novel.Outputs, len(v.Novel.Checked)) || !novel && !judge(sets.Fresh, cur.fresh, v.FreshOutputs, int(v.FreshCalls)) {
+		if !judge(sets.Novel, checked, v.Novel.Outputs, len(v.Novel.Checked)) {
 			continue
 		}
 		p = append(p, maxErrRatioAgrees(v, vworst)...)
@@ -872,16 +853,9 @@ func (a *auditor) summaries() {
 	// The combined table must be exactly the per-visit tables (each
 	// checked against its visit's record in records()).
 	var union []samples.Row
-	visits, vrows, unread := a.passedRows()
+	_, vrows, unread := a.passedRows()
 	p = append(p, unread...)
-	for i, v := range visits {
-		vr := vrows[i]
-		// A novel visit (protocol 4) has no timing ratio to re-apply.
-		if v.Novel == nil {
-			if err := a.memoisation(v, vr); err != nil {
-				p = append(p, fmt.Sprintf("visit %d (%s %s) passed in replay but fails the fresh-sample bound: %v", v.Index, v.Case, v.Route, err))
-			}
-		}
+	for _, vr := range vrows {
 		union = append(union, vr...)
 	}
 	if !slices.Equal(union, rows) {
@@ -957,43 +931,6 @@ func (a *auditor) checkSummaries(rows []samples.Row, p []string) {
 	a.add("summaries", p, w, fmt.Sprintf("recomputed %d summaries and paired ratios from %d raw samples", len(want), len(rows)))
 }
 
-// MinColdBandwidth is the least memory bandwidth a session may record: a
-// lower one would widen the fresh-sample bound beyond any real machine's.
-const MinColdBandwidth = 1e9
-
-// memoisation re-applies replay's fresh-sample bound to a visit's samples
-// with the bandwidth its session recorded.
-func (a *auditor) memoisation(v artifacts.VisitResult, rows []samples.Row) error {
-	if v.Session < 0 || v.Session >= len(a.rdoc.Sessions) {
-		return fmt.Errorf("session %d is not in the document", v.Session)
-	}
-	bw := a.rdoc.Sessions[v.Session].ColdBandwidth
-	if bw < MinColdBandwidth {
-		return fmt.Errorf("session %d records a memory bandwidth of %.3g B/s, below %.0g", v.Session, bw, MinColdBandwidth)
-	}
-	var ss []visit.Sample
-	fresh, controls, calls := 0, 0, int64(0)
-	for _, r := range rows {
-		ss = append(ss, visit.Sample{Kind: r.Kind, Index: int(r.Index), Calls: r.Calls, SpanNs: r.TotalNs, TimerNs: r.TimerNs, Clock: record.Clock(a.device(v.Case), r.Kind)})
-		switch r.Kind {
-		case visit.KindFresh:
-			fresh, calls = fresh+1, calls+r.Calls
-		case visit.KindControl:
-			controls++
-		}
-	}
-	if fresh < 1 || fresh > visit.FreshSamples || controls != fresh || calls != v.FreshCalls {
-		return fmt.Errorf("%d fresh samples of %d calls in all and %d controls, the visit says %d calls (want 1 to %d samples, each with its control)", fresh, calls, controls, v.FreshCalls, visit.FreshSamples)
-	}
-	var sig []oracle.Param
-	for _, c := range a.cdoc.Cases {
-		if c.Case.ID == v.Case {
-			sig = c.Signature
-		}
-	}
-	return visit.CheckFresh(ss, visit.ColdAllowance(floors.ColdBytes(sig), bw))
-}
-
 func near(a, b float64) bool {
 	if a == b {
 		return true
@@ -1048,24 +985,20 @@ func recompute(doc artifacts.ReplayDoc, rows []samples.Row, device func(id strin
 		if r.Kind == visit.KindGraph && !failed[k] {
 			graph[k] = append(graph[k], float64(r.TimerNs)/float64(r.Calls)) // a graph sample is GPU-timed
 		}
-		// A CPU row's claim rests on its novel samples (visit protocol 4;
-		// its batch samples are the warm figure), a GPU row's on its batch
-		// samples (records() holds each visit to its protocol).
-		claim := visit.KindBatch
-		if device(r.Case) != oracle.DeviceCUDA {
-			claim = visit.KindNovel
-			if r.Kind == visit.KindBatch && !failed[k] {
-				warm[k] = append(warm[k], float64(r.TotalNs)/float64(r.Calls))
-			}
-		}
-		if r.Kind != claim || failed[k] {
-			continue
-		}
-		// A GPU sample's time is its CUDA-event span (records() checks
-		// every row's clock against its case's device).
+		// A row's claim rests on its novel samples (visit protocol 4); its
+		// batch samples are the warm figure. A GPU sample's time is its
+		// CUDA-event span (records() checks every row's clock against its
+		// case's device).
 		ns := r.TotalNs
 		if record.Clock(device(r.Case), r.Kind) == samples.ClockCUDA {
 			ns = r.TimerNs
+		}
+		if r.Kind == visit.KindBatch && !failed[k] {
+			warm[k] = append(warm[k], float64(ns)/float64(r.Calls))
+		}
+		claim := visit.KindNovel
+		if r.Kind != claim || failed[k] {
+			continue
 		}
 		all[k] = append(all[k], float64(ns)/float64(r.Calls))
 		if rounds[k] == nil {
@@ -1080,11 +1013,9 @@ func recompute(doc artifacts.ReplayDoc, rows []samples.Row, device func(id strin
 		if len(channel[k]) > 0 {
 			sum.ChannelNs = stats.Median(channel[k])
 		}
-		if device(k[0]) != oracle.DeviceCUDA {
-			sum.Kind = visit.KindNovel
-			if len(warm[k]) > 0 {
-				sum.WarmNs = stats.Median(warm[k])
-			}
+		sum.Kind = visit.KindNovel
+		if len(warm[k]) > 0 {
+			sum.WarmNs = stats.Median(warm[k])
 		}
 		if len(graph[k]) > 0 {
 			sum.GraphNs, sum.GraphMinNs = stats.Median(graph[k]), slices.Min(graph[k])

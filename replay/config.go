@@ -160,7 +160,7 @@ func (r *replayer) checkConfig(routes []string) error {
 	for _, id := range slices.Sorted(maps.Keys(r.cases)) {
 		cc := r.cases[id]
 		for _, p := range cc.Signature {
-			if n := max(c.Sets, sets.FreshSets(cc.Signature, c.FreshMin)); p.Role == "output" && int64(n)*int64(p.Elems()) > tensor.MaxElems {
+			if n := max(c.Sets, sets.NovelSlots(cc.Signature)); p.Role == "output" && int64(n)*int64(p.Elems()) > tensor.MaxElems {
 				return fmt.Errorf("case %s: output %s of %d elements in %d buffer sets is more than a tensor file holds (%d elements): give fewer --sets", id, p.Name, p.Elems(), n, int64(tensor.MaxElems))
 			}
 		}

@@ -117,8 +117,8 @@ func Floors(sessions []artifacts.Session) map[string]artifacts.CaseFloor {
 }
 
 // Summaries summarizes every (case, route) of the prepared stage: timing
-// order statistics over all novel samples' per-op times (a CPU row; its
-// batch samples' median is the warm figure) or batch samples' (a GPU row), and the paired
+// order statistics over all novel samples' per-op times (its batch
+// samples' median is the warm figure), and the paired
 // ratio against the baseline from per-round medians. Rows that were not
 // timed, or had a failed visit, carry their status and reason; so does a
 // row whose fastest sample is below its case's physical floor (fl).
@@ -129,8 +129,7 @@ func Summaries(cases, routes []string, entries []artifacts.Prepared, visits []ar
 	channel := map[key][]float64{}
 	graph := map[key][]float64{}
 	flagged := map[key]int{}
-	warm, novel := map[key][]float64{}, map[key][]float64{}
-	novelRound := map[key]map[int32][]float64{}
+	warm := map[key][]float64{}
 	for _, row := range rows {
 		if row.Flags != "" {
 			flagged[key{row.Case, row.Route}]++
@@ -141,31 +140,19 @@ func Summaries(cases, routes []string, entries []artifacts.Prepared, visits []ar
 		if row.Kind == visit.KindGraph {
 			graph[key{row.Case, row.Route}] = append(graph[key{row.Case, row.Route}], row.PerOpNs())
 		}
+		// A row's claim rests on its novel samples (visit protocol 4); its
+		// batch samples are the warm figure.
 		k := key{row.Case, row.Route}
 		switch row.Kind {
 		case visit.KindBatch:
 			warm[k] = append(warm[k], row.PerOpNs())
 		case visit.KindNovel:
-			novel[k] = append(novel[k], row.PerOpNs())
-			if novelRound[k] == nil {
-				novelRound[k] = map[int32][]float64{}
+			perop[k] = append(perop[k], row.PerOpNs())
+			if perRound[k] == nil {
+				perRound[k] = map[int32][]float64{}
 			}
-			novelRound[k][row.Round] = append(novelRound[k][row.Round], row.PerOpNs())
+			perRound[k][row.Round] = append(perRound[k][row.Round], row.PerOpNs())
 		}
-		if row.Kind != visit.KindBatch {
-			continue
-		}
-		perop[k] = append(perop[k], row.PerOpNs())
-		if perRound[k] == nil {
-			perRound[k] = map[int32][]float64{}
-		}
-		perRound[k][row.Round] = append(perRound[k][row.Round], row.PerOpNs())
-	}
-	// A row with novel samples (a CPU row, visit protocol 4) rests on them;
-	// its warm samples are the secondary figure.
-	kind := map[key]string{} // "" for batch
-	for k := range novel {
-		kind[k], perop[k], perRound[k] = visit.KindNovel, novel[k], novelRound[k]
 	}
 	visitsOf := map[key][]artifacts.VisitResult{}
 	loaded := map[key]map[int32]bool{} // rounds left out of ratios (config.load)
@@ -206,8 +193,8 @@ func Summaries(cases, routes []string, entries []artifacts.Prepared, visits []ar
 			}
 			if s.Status == artifacts.StatusPassed {
 				sum := stats.Summarize(perop[k])
-				s.Kind = kind[k]
-				if s.Kind == visit.KindNovel && len(warm[k]) > 0 {
+				s.Kind = visit.KindNovel
+				if len(warm[k]) > 0 {
 					s.WarmNs = stats.Median(warm[k])
 				}
 				s.Samples, s.MedianNs, s.MinNs, s.MaxNs, s.Q1Ns, s.Q3Ns = sum.N, sum.Median, sum.Min, sum.Max, sum.Q1, sum.Q3

@@ -263,7 +263,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	if err := r.append(artifacts.JournalLine{Session: &sess}); err != nil {
 		return nil, err
 	}
-	r.inputs = &inputCache{seeds: sets.Seeds(pr.Inputs), warm: r.cfg.Sets, freshMin: r.cfg.FreshMin}
+	r.inputs = &inputCache{seeds: sets.Seeds(pr.Inputs), warm: r.cfg.Sets}
 	defer r.inputs.release()
 	r.rec = artifacts.Receipt{Stage: "replay", Tool: artifacts.ToolInfo(), StartedOn: start, Environment: artifacts.Fingerprint(),
 		Parameters:  map[string]any{"prepared": absPath(cfg.Prepared), "capture": r.cap.Store.Dir(), "config": r.cfg.ReplayConfig, "resume": cfg.Resume, "sandbox": r.sandbox.Record(), "cpuLimit": r.cpuLimit},

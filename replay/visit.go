@@ -21,7 +21,6 @@ import (
 	"github.com/tilepipe/tilepipe/artifacts"
 	"github.com/tilepipe/tilepipe/artifacts/samples"
 	"github.com/tilepipe/tilepipe/artifacts/tensor"
-	"github.com/tilepipe/tilepipe/internal/floors"
 	"github.com/tilepipe/tilepipe/internal/load"
 	"github.com/tilepipe/tilepipe/internal/record"
 	"github.com/tilepipe/tilepipe/internal/sets"
@@ -141,39 +140,28 @@ func (r *replayer) layout(v artifacts.Visit, e *artifacts.Prepared, prog program
 	return l
 }
 
-// buffers are one visit's memory files: the round's sealed inputs and the
-// visit's own outputs, per param in signature order. A CPU visit's fresh
-// files are its novel slots (visit protocol 4): input files replay
-// rewrites before each novel sample, outputs it fills before each.
+// buffers are one visit's memory files: the round's sealed warm inputs and
+// the visit's own outputs, per param in signature order. Its fresh files
+// are its novel slots (visit protocol 4): input files replay rewrites
+// before each novel sample, outputs it fills before each.
 type buffers struct {
 	in                *roundInputs
 	warmOut, freshOut []*visit.MemFile
-	novelIn           []*visit.MemFile // per input param; nil for a GPU visit (protocol 3)
+	novelIn           []*visit.MemFile // per input param
 	params            []oracle.Param   // outputs
 	validated         [][]byte         // per output: every warm set's validated bytes
-	fresh             [][]byte         // per output: the fresh sample's sets, read when it answered
-	freshCalls        int64
 	fill              uint64
 	novel             *artifacts.NovelRecord
 	checked           [][]byte // per output: the checked novel calls' outputs, in novel.Checked's order
 }
 
-// slots is the visit's fresh (GPU) or novel (CPU) sets.
-func (b *buffers) slots() int {
-	if b.novelIn != nil {
-		return b.novelIn[0].Layout.Sets
-	}
-	return len(b.in.fresh)
-}
+// slots is the visit's novel sets.
+func (b *buffers) slots() int { return b.freshOut[0].Layout.Sets }
 
 func (b *buffers) files() []*os.File {
 	var fs []*os.File
 	for i := range b.in.warmFiles {
-		f := b.in.freshFiles
-		if b.novelIn != nil {
-			f = b.novelIn
-		}
-		fs = append(fs, b.in.warmFiles[i].File, f[i].File)
+		fs = append(fs, b.in.warmFiles[i].File, b.novelIn[i].File)
 	}
 	for i := range b.warmOut {
 		fs = append(fs, b.warmOut[i].File, b.freshOut[i].File)
@@ -187,30 +175,27 @@ func (b *buffers) close() {
 	}
 }
 
-// newBuffers makes a visit's files: a CPU visit (novel true) gets novel
-// slots, as many as one novel sample of the case holds
-// ([sets.NovelSlots]); a GPU visit the round's fresh sets.
-func (r *replayer) newBuffers(in *roundInputs, e *artifacts.Prepared, novel bool) (*buffers, error) {
+// newBuffers makes a visit's files: the outputs of the round's warm sets,
+// and novel slots, as many as one novel sample of the case holds
+// ([sets.NovelSlots]).
+func (r *replayer) newBuffers(in *roundInputs, e *artifacts.Prepared) (*buffers, error) {
 	b := &buffers{in: in}
 	var draw [16]byte
 	if _, err := rand.Read(draw[:]); err != nil {
 		return nil, err
 	}
 	b.fill = binary.LittleEndian.Uint64(draw[:])
-	fresh := len(in.fresh)
-	if novel {
-		fresh = sets.NovelSlots(r.cases[e.Case].Signature)
-		for _, p := range r.cases[e.Case].Signature {
-			if p.Role != "input" {
-				continue
-			}
-			m, err := visit.NewNovelInput(p.Name, visit.NewLayout(visit.PoolFresh, fresh, p.Bytes()))
-			if err != nil {
-				b.close()
-				return nil, err
-			}
-			b.novelIn = append(b.novelIn, m)
+	fresh := sets.NovelSlots(r.cases[e.Case].Signature)
+	for _, p := range r.cases[e.Case].Signature {
+		if p.Role != "input" {
+			continue
 		}
+		m, err := visit.NewNovelInput(p.Name, visit.NewLayout(visit.PoolFresh, fresh, p.Bytes()))
+		if err != nil {
+			b.close()
+			return nil, err
+		}
+		b.novelIn = append(b.novelIn, m)
 	}
 	for _, o := range e.Outputs {
 		w, err := visit.NewOutput(o.Name, visit.NewLayout(visit.PoolWarm, len(in.warm), o.Bytes()))
@@ -224,9 +209,6 @@ func (r *replayer) newBuffers(in *roundInputs, e *artifacts.Prepared, novel bool
 			b.close()
 			return nil, err
 		}
-		// Filled now, long before the fresh sample: lines replay writes
-		// just before it would still sit dirty in replay's core's cache,
-		// and the timer would pay to fetch them.
 		f.Fill(visit.FillPattern(o.Dtype, b.fill))
 		b.freshOut = append(b.freshOut, f)
 		b.params = append(b.params, oracle.Param{Name: o.Name, Role: "output", Dtype: o.Dtype, Shape: o.Shape})
@@ -276,48 +258,13 @@ func (b *buffers) afterValidation(vr *artifacts.VisitResult) error {
 	return nil
 }
 
-// runFresh runs the fresh samples ([visit.FreshPlan]), each on fresh sets
-// no call of the visit has seen and each after a control (a warm sample of
-// as many calls); a fresh sample's outputs are read the moment its answer
-// arrives.
-func (b *buffers) runFresh(sess *visit.Session, smps []visit.Sample, clock string) ([]visit.Sample, error) {
-	b.fresh = make([][]byte, len(b.freshOut))
-	var out []visit.Sample
-	for i, n := range visit.FreshPlan(smps, len(b.in.fresh)) {
-		span, tn, err := sess.Sample(n)
-		if err != nil {
-			return nil, err
-		}
-		ctl := visit.Sample{Kind: visit.KindControl, Index: i, Calls: n, SpanNs: span.Nanoseconds(), TimerNs: tn, Clock: clock, Tel: sess.LastTelemetry()}
-		if err := visit.CheckClock(ctl); err != nil {
-			return nil, err
-		}
-		out = append(out, ctl)
-		span, tn, err = sess.Fresh(n)
-		if err != nil {
-			return nil, err
-		}
-		for k, m := range b.freshOut {
-			for s := range int(n) {
-				b.fresh[k] = append(b.fresh[k], m.Set(int(b.freshCalls)+s)...)
-			}
-		}
-		b.freshCalls += n
-		smp := visit.Sample{Kind: visit.KindFresh, Index: i, Calls: n, SpanNs: span.Nanoseconds(), TimerNs: tn, Clock: clock, Tel: sess.LastTelemetry()}
-		if err := visit.CheckClock(smp); err != nil {
-			return nil, err
-		}
-		out = append(out, smp)
-	}
-	return out, nil
-}
-
-// runNovel takes a CPU visit's novel samples (visit protocol 4,
-// docs/protocol.md): it freezes the visit, and for each sample writes
-// the sample's novel sets into the slots and a fill drawn for the sample
-// over their outputs, times the sample from before the thaw to the
-// confirmed freeze, finds any output element still holding the fill,
-// and draws the calls it will judge in full, keeping their outputs.
+// runNovel takes a visit's novel samples (visit protocol 4,
+// docs/protocol.md): it freezes the visit, and for each sample writes the
+// sample's novel sets into the slots and a fill drawn for the sample over
+// their outputs, times the sample from before the thaw to the confirmed
+// freeze, finds any output element still holding the fill, and draws the
+// calls it will judge in full, keeping their outputs; then it thaws the
+// visit.
 func (b *buffers) runNovel(sess *visit.Session, samples int, calls int64, clock string) ([]visit.Sample, error) {
 	if err := sess.Freeze(); err != nil {
 		return nil, err
@@ -378,7 +325,9 @@ func (b *buffers) runNovel(sess *visit.Session, samples int, calls int64, clock 
 			}
 		}
 	}
-	return out, nil
+	// Thawed again as it was found: what follows (graph samples, the
+	// final report) talks to a running timer.
+	return out, sess.Thaw()
 }
 
 // drawCalls draws k of the calls 0 to n-1 uniformly from crypto/rand,
@@ -442,8 +391,7 @@ func (b *buffers) judgeNovel(vr *artifacts.VisitResult) error {
 }
 
 // afterTiming checks what the timed calls left: every warm set's outputs
-// byte for byte what validation produced, every fresh call's outputs
-// against its oracle, and every canary.
+// byte for byte what validation produced, and every canary.
 func (b *buffers) afterTiming(vr *artifacts.VisitResult) error {
 	if err := b.checkCanaries(); err != nil {
 		return err
@@ -455,20 +403,6 @@ func (b *buffers) afterTiming(vr *artifacts.VisitResult) error {
 			if e := m.FirstDiff(s, want, elem); e >= 0 {
 				return &visit.Failure{Reason: fmt.Sprintf("timed_output_mismatch: set %d output %s element %d", s, b.params[i].Name, e)}
 			}
-		}
-	}
-	for s := range int(b.freshCalls) {
-		raw := make([][]byte, len(b.freshOut))
-		for i, m := range b.freshOut {
-			raw[i] = b.fresh[i][s*m.Layout.Bytes : (s+1)*m.Layout.Bytes]
-		}
-		vd, err := b.in.fresh[s].Judge(b.params, raw)
-		if err != nil {
-			return err
-		}
-		vr.MaxErrRatio = max(vr.MaxErrRatio, vd.MaxRatio)
-		if !vd.Pass {
-			return &visit.Failure{Reason: fmt.Sprintf("oracle: fresh set %d: %s", s, vd.Reason)}
 		}
 	}
 	return nil
@@ -484,7 +418,7 @@ func (r *replayer) visit(ctx context.Context, v artifacts.Visit, programs map[[2
 	if err != nil {
 		return nil, err
 	}
-	bufs, err := r.newBuffers(in, e, r.cases[v.Case].Case.DeviceOf() != oracle.DeviceCUDA)
+	bufs, err := r.newBuffers(in, e)
 	if err != nil {
 		return nil, err
 	}
@@ -591,7 +525,7 @@ func (r *replayer) visit(ctx context.Context, v artifacts.Visit, programs map[[2
 	if cerr != nil {
 		return nil, cerr
 	}
-	vr.CallsPerSample, vr.FreshCalls = calls, bufs.freshCalls
+	vr.CallsPerSample = calls
 	if reason != "" {
 		return fail(reason)
 	}
@@ -613,8 +547,7 @@ func (r *replayer) visit(ctx context.Context, v artifacts.Visit, programs map[[2
 		return fail(fmt.Sprintf("nondeterministic: warm set 0's outputs differ from visit %d's (the same inputs; allocator fill %d here, %d there)", first.Index, vr.MallocPerturb, first.MallocPerturb))
 	}
 	// What the timer computed, kept for the audit: every warm set's
-	// validated outputs, and every checked novel call's (CPU) or every
-	// fresh call's (GPU).
+	// validated outputs, and every checked novel call's.
 	c := r.cases[v.Case]
 	vr.Novel = bufs.novel
 	for i, p := range bufs.params {
@@ -633,19 +566,11 @@ func (r *replayer) visit(ctx context.Context, v artifacts.Visit, programs map[[2
 			return nil, err
 		}
 		vr.Outputs = append(vr.Outputs, w)
-		if bufs.novel != nil {
-			f, err := put(sets.Novel, len(bufs.novel.Checked), bufs.checked[i])
-			if err != nil {
-				return nil, err
-			}
-			vr.Novel.Outputs = append(vr.Novel.Outputs, f)
-			continue
-		}
-		f, err := put(sets.Fresh, int(bufs.freshCalls), bufs.fresh[i])
+		f, err := put(sets.Novel, len(bufs.novel.Checked), bufs.checked[i])
 		if err != nil {
 			return nil, err
 		}
-		vr.FreshOutputs = append(vr.FreshOutputs, f)
+		vr.Novel.Outputs = append(vr.Novel.Outputs, f)
 	}
 	var rows []samples.Row
 	for _, s := range smps {
@@ -691,16 +616,11 @@ func (r *replayer) drive(sess *visit.Session, vr *artifacts.VisitResult, e *arti
 	if err != nil {
 		return nil, 0, false, err
 	}
-	var fresh []visit.Sample
-	if bufs.novelIn != nil {
-		fresh, err = bufs.runNovel(sess, r.cfg.Samples, calls, clock)
-	} else {
-		fresh, err = bufs.runFresh(sess, smps, clock)
-	}
+	novel, err := bufs.runNovel(sess, r.cfg.Samples, calls, clock)
 	if err != nil {
 		return nil, calls, false, err
 	}
-	smps = append(smps, fresh...)
+	smps = append(smps, novel...)
 	if r.cfg.GraphBatch > 0 && r.cases[vr.Case].Case.DeviceOf() == oracle.DeviceCUDA {
 		graph, g, err := sess.DriveGraph(int64(r.cfg.GraphBatch), r.cfg.Samples,
 			time.Duration(r.cfg.SampleMs*float64(time.Millisecond)), time.Duration(r.cfg.WarmupMs*float64(time.Millisecond)))
@@ -723,22 +643,10 @@ func (r *replayer) drive(sess *visit.Session, vr *artifacts.VisitResult, e *arti
 	}
 	// The claim's calls first: a checked novel call that is wrong says
 	// more than a warm output that changed.
-	if bufs.novel != nil {
-		if err := bufs.judgeNovel(vr); err != nil {
-			return nil, calls, true, err
-		}
-	}
-	if err := bufs.afterTiming(vr); err != nil {
+	if err := bufs.judgeNovel(vr); err != nil {
 		return nil, calls, true, err
 	}
-	if bufs.novel != nil {
-		return smps, calls, true, nil
-	}
-	cold := visit.ColdAllowance(floors.ColdBytes(r.cases[vr.Case].Signature), r.sessions[len(r.sessions)-1].ColdBandwidth)
-	if f, err := visit.FreshStats(smps, cold); err == nil {
-		vr.FreshNs, vr.WarmNs, vr.FreshBoundNs = f.FreshNs, f.WarmNs, f.BoundNs
-	}
-	if err := visit.CheckFresh(smps, cold); err != nil {
+	if err := bufs.afterTiming(vr); err != nil {
 		return nil, calls, true, err
 	}
 	return smps, calls, true, nil
@@ -747,14 +655,14 @@ func (r *replayer) drive(sess *visit.Session, vr *artifacts.VisitResult, e *arti
 // roundInputs are one case's buffer sets in one round and their sealed
 // memory files, shared by every visit of the case in the round.
 type roundInputs struct {
-	round                 int
-	id                    string
-	seed                  uint64 // the round's seed
-	warm, fresh           []*sets.Set
-	warmFiles, freshFiles []*visit.MemFile // per input param; no fresh ones for a CPU case
-	c                     oracle.Case
-	seeds                 sets.Seeds
-	novel                 map[int64]*sets.Set // a CPU case's novel sets, generated as visits need them
+	round     int
+	id        string
+	seed      uint64 // the round's seed
+	warm      []*sets.Set
+	warmFiles []*visit.MemFile // per input param
+	c         oracle.Case
+	seeds     sets.Seeds
+	novel     map[int64]*sets.Set // the case's novel sets, generated as visits need them
 }
 
 // novelSets is novel sets from to from+n-1 of the case in the round, those
@@ -808,7 +716,7 @@ func (ri *roundInputs) novelSet(g int64) (*sets.Set, error) {
 }
 
 func (ri *roundInputs) close() {
-	for _, m := range append(slices.Clone(ri.warmFiles), ri.freshFiles...) {
+	for _, m := range ri.warmFiles {
 		m.Close()
 	}
 }
@@ -816,10 +724,9 @@ func (ri *roundInputs) close() {
 // inputCache holds the inputs of the (round, case) being visited: the plan
 // visits one case's routes back to back.
 type inputCache struct {
-	seeds    sets.Seeds
-	warm     int
-	freshMin int // config.freshMin
-	cur      *roundInputs
+	seeds sets.Seeds
+	warm  int
+	cur   *roundInputs
 }
 
 func (ic *inputCache) get(round int, c *artifacts.CapturedCase) (*roundInputs, error) {
@@ -832,35 +739,21 @@ func (ic *inputCache) get(round int, c *artifacts.CapturedCase) (*roundInputs, e
 	if ri.warm, err = ic.seeds.Pool(c.Case, sets.Warm, round, ic.warm); err != nil {
 		return nil, err
 	}
-	if c.Case.DeviceOf() == oracle.DeviceCUDA { // protocol 3's fresh pool, until the CUDA timer takes novel samples
-		if ri.fresh, err = ic.seeds.Pool(c.Case, sets.Fresh, round, sets.FreshSets(c.Signature, ic.freshMin)); err != nil {
-			return nil, err
-		}
-	}
 	k := 0
 	for _, p := range c.Signature {
 		if p.Role != "input" {
 			continue
 		}
-		for _, pool := range []struct {
-			name  string
-			sets  []*sets.Set
-			files *[]*visit.MemFile
-		}{{visit.PoolWarm, ri.warm, &ri.warmFiles}, {visit.PoolFresh, ri.fresh, &ri.freshFiles}} {
-			if pool.name == visit.PoolFresh && len(pool.sets) == 0 {
-				continue // a CPU case: each visit has novel slots
-			}
-			var raw [][]byte
-			for _, s := range pool.sets {
-				raw = append(raw, oracle.Encode(s.Inputs[k]))
-			}
-			m, err := visit.NewInput(p.Name, visit.NewLayout(pool.name, len(pool.sets), p.Bytes()), raw)
-			if err != nil {
-				ri.close()
-				return nil, err
-			}
-			*pool.files = append(*pool.files, m)
+		var raw [][]byte
+		for _, s := range ri.warm {
+			raw = append(raw, oracle.Encode(s.Inputs[k]))
 		}
+		m, err := visit.NewInput(p.Name, visit.NewLayout(visit.PoolWarm, len(ri.warm), p.Bytes()), raw)
+		if err != nil {
+			ri.close()
+			return nil, err
+		}
+		ri.warmFiles = append(ri.warmFiles, m)
 		k++
 	}
 	ic.cur = ri

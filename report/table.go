@@ -24,7 +24,7 @@ import (
 func novelNote(sums []artifacts.Summary) string {
 	for _, s := range sums {
 		if s.Kind == "novel" {
-			return " A CPU row's times and ratio are its novel samples' (visit protocol 4, docs/protocol.md): each call on inputs replay wrote while the visit was frozen, its outputs checked; the same calls on warm inputs, again and again, are listed below the table."
+			return " A row's times and ratio are its novel samples' (visit protocol 4, docs/protocol.md): each call on inputs replay wrote while the visit was frozen (on a GPU, copied to the device before the sample's first event), its outputs checked; the same calls on warm inputs, again and again, are listed below the table."
 		}
 	}
 	return ""
@@ -37,7 +37,7 @@ func warm(sums []artifacts.Summary) string {
 	for _, s := range sums {
 		if s.Kind == "novel" && s.Status == artifacts.StatusPassed && s.WarmNs > 0 {
 			if b.Len() == 0 {
-				b.WriteString("\nWarm figure (a secondary number, never the claim): the median time per call of each CPU row's batch samples, its warm sets called again and again.\n\n| case | route | novel median per op | warm median per op | novel / warm |\n|---|---|---:|---:|---:|\n")
+				b.WriteString("\nWarm figure (a secondary number, never the claim): the median time per call of each row's batch samples, its warm sets called again and again.\n\n| case | route | novel median per op | warm median per op | novel / warm |\n|---|---|---:|---:|---:|\n")
 			}
 			fmt.Fprintf(&b, "| %s | %s | %s | %s | %.2f |\n", s.Case, s.Route, Duration(s.MedianNs), Duration(s.WarmNs), s.MedianNs/s.WarmNs)
 		}
@@ -50,7 +50,7 @@ func Table(doc artifacts.ReplayDoc) string {
 	var b bytes.Buffer
 	c := doc.Config
 	fmt.Fprintf(&b, "# tilepipe replay results\n\n%d rounds x %d routes, %d samples of >= %g ms after %g ms warm-up, %d threads; ratio = route time / %s time per round (below 1 is faster), %s. A sample's time is replay's own span of it, except on a GPU: there it is the CUDA-event span of the launches, which must lie inside replay's span%s. Channel = median span of an empty sample (no call), which each CPU batch sample includes once.%s\n\n",
-		c.Rounds, len(doc.Routes), c.Samples, c.SampleMs, c.WarmupMs, c.Threads, c.Baseline, intervalNote(c.Interval, c.IntervalLevel()), l2Note(c.L2), novelNote(doc.Summary))
+		c.Rounds, len(doc.Routes), c.Samples, c.SampleMs, c.WarmupMs, c.Threads, c.Baseline, intervalNote(c.Interval, c.IntervalLevel()), l2Note(doc), novelNote(doc.Summary))
 	fmt.Fprintf(&b, "| case | route | status | median per op | min – max | channel | ratio vs %s [min – max] | %s interval | verdict |\n", c.Baseline, pct(c.IntervalLevel()))
 	b.WriteString("|---|---|---|---:|---|---:|---|---|---|\n")
 	machineOf := mixedMachines(doc)
@@ -175,13 +175,21 @@ func intervalNote(method string, level float64) string {
 func pct(level float64) string { return strconv.FormatFloat(level*100, 'f', -1, 64) + "%" }
 
 // l2Note says the GPU visits' L2 policy (replay --l2) in the table's
-// header; nothing for a replay made before the policy was recorded.
-func l2Note(l2 string) string {
-	switch l2 {
+// header; nothing for a replay that measured no GPU, or one made before
+// the policy was recorded.
+func l2Note(doc artifacts.ReplayDoc) string {
+	gpu := false
+	for _, s := range doc.Sessions {
+		gpu = gpu || s.GPU != nil
+	}
+	if !gpu {
+		return ""
+	}
+	switch doc.Config.L2 {
 	case artifacts.L2Flush:
-		return "; the GPU's L2 was flushed before every sample (twice its size written, outside the span)"
+		return "; the GPU's L2 was flushed before every sample (twice its size written, after a novel sample's copy to the device and outside the span)"
 	case artifacts.L2Warm:
-		return "; the GPU's L2 was left warm between samples"
+		return "; the GPU's L2 was not flushed between samples (a novel sample's inputs, copied to the device just before, may sit in it)"
 	}
 	return ""
 }

@@ -19,8 +19,9 @@ package routes_test
 // and 2 fresh buffer sets, each set's inputs different, and output files
 // read back after the visit) and start the wrapper through internal/visit,
 // as replay does without a sandbox: validation, replay's samples
-// (visit.Session.Drive), the fresh sample on every fresh set, the final
-// report.
+// (visit.Session.Drive), a novel sample of every fresh set taken of the
+// frozen visit (visit protocol 4; where this machine gives no cgroup
+// freezer, the visit takes the warm samples alone), the final report.
 
 import (
 	"bufio"
@@ -1058,8 +1059,8 @@ func TestOpenBLASBuildSignatureMismatch(t *testing.T) {
 
 // Buffer sets of every test visit (docs/protocol.md, "Buffer sets and
 // memory files"): the warm sets the timed samples rotate over, each
-// validated, and the fresh sets of the fresh sample, which runVisit calls
-// on every one of them.
+// validated, and the fresh sets (the novel slots), which runVisit's novel
+// sample calls every one of.
 const (
 	warmSets  = 3
 	freshSets = 2
@@ -1096,8 +1097,11 @@ type visitCase struct {
 	path string               // VISIT.txt
 	// What runVisit's sampler read when validation passed, by output
 	// name and set: the warm outputs right after the validated report, and
-	// the fresh outputs right after the fresh sample's answer.
+	// the fresh outputs right after the novel sample's answer.
 	validated, fresh map[string][][]byte
+	// novel: runVisit ran the visit under a cgroup freezer, so its
+	// sampler takes the novel sample ([freezer]).
+	novel bool
 }
 
 // newVisitCase draws the inputs of every warm and fresh set of op (edit,
@@ -1269,33 +1273,54 @@ var plan = visit.Plan{Warmup: time.Millisecond, Sample: time.Millisecond, Sample
 // sampler is replay's part of a visit between the validated and the
 // final report: it keeps the outputs validation left in the warm files,
 // writes the fill pattern over every output, drives the samples
-// (visit.Session.Drive, with replay's clock checks), then takes the fresh
-// sample on every fresh set and keeps the fresh outputs right when its
-// answer arrives.
-func (vc *visitCase) sampler(plan visit.Plan) visit.Sampler {
+// (visit.Session.Drive, with replay's clock checks), then, with novel,
+// freezes the visit, takes a novel sample on every fresh set and keeps
+// the fresh outputs right when its answer arrives (the visit is frozen
+// again by then, as replay reads them).
+func (vc *visitCase) sampler(plan visit.Plan, novel bool) visit.Sampler {
 	return func(s *visit.Session) ([]visit.Sample, int64, error) {
 		vc.validated = vc.outputs(visit.PoolWarm)
 		vc.fill()
 		ss, n, err := s.Drive(plan)
-		if err != nil {
+		if err != nil || !novel {
 			return ss, n, err
 		}
-		span, ns, err := s.Fresh(freshSets)
+		if err := s.Freeze(); err != nil {
+			return ss, n, err
+		}
+		span, ns, err := s.Novel(freshSets)
 		if err != nil {
 			return ss, n, err
 		}
 		vc.fresh = vc.outputs(visit.PoolFresh)
-		smp := visit.Sample{Kind: visit.KindFresh, Calls: freshSets, SpanNs: span.Nanoseconds(), TimerNs: ns}
+		smp := visit.Sample{Kind: visit.KindNovel, Calls: freshSets, SpanNs: span.Nanoseconds(), TimerNs: ns}
 		return append(ss, smp), n, visit.CheckClock(smp)
 	}
 }
 
+// freezer is the cgroup limiter runVisit's visits run under where this
+// machine can freeze a visit (a novel sample is taken of a frozen one),
+// or nil: there they take the warm samples alone, as TestNovelSamples and
+// TestTorchEagerNovel skip.
+var freezer = sync.OnceValue(func() *visit.Limiter {
+	if l, err := visit.ProbeLimiter(); err == nil && l.CanFreeze() {
+		return l
+	}
+	return nil
+})
+
 // runVisit runs one whole visit (visit.RunAll): the validated report, the
-// samples and the fresh sample (when validation passed), the final report
-// and the end of the processes.
+// samples and the novel sample (when validation passed and there is a
+// freezer), the final report and the end of the processes.
 func runVisit(t *testing.T, work string, p *processResp, vc *visitCase) *visit.Run {
 	t.Helper()
-	r, err := visit.RunAll(context.Background(), visitSpec(work, p, vc), vc.sampler(plan))
+	spec := visitSpec(work, p, vc)
+	spec.Limiter = freezer()
+	vc.novel = spec.Limiter != nil
+	if !vc.novel {
+		t.Log("no cgroup freezer here: the visit takes no novel sample, and its fresh outputs go unchecked")
+	}
+	r, err := visit.RunAll(context.Background(), spec, vc.sampler(plan, vc.novel))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -1410,7 +1435,7 @@ func (c torchCase) name() string {
 // contracts) and checks one real visit's outputs against float64: those
 // validation left in every warm set, the same bytes there after the timed
 // samples (which ran over the fill pattern), and every fresh set's after
-// the fresh sample.
+// the novel sample.
 func TestTorchEagerVisit(t *testing.T) {
 	t.Parallel()
 	d := requireRoute(t, "torch-eager")
@@ -1442,7 +1467,7 @@ func TestTorchEagerVisit(t *testing.T) {
 
 			vc := newVisitCase(t, c.op, c.dims, sig, nil)
 			r := runVisit(t, work, b.Process, vc)
-			checkPassed(t, c.name(), r, b.Process.OutputPolicy)
+			checkPassed(t, c.name(), r, b.Process.OutputPolicy, vc.novel)
 			checkVisitOutputs(t, c, vc)
 		})
 	}
@@ -1453,9 +1478,9 @@ var pass = map[string]string{"guards": "pass", "poison": "pass", "inputs": "pass
 
 // checkPassed asserts a visit that passed: both reports ok with every
 // check passed, threads 1, the build's output policy, every sample taken
-// (the fresh one last, on every fresh set) with a timer's number for each
-// that made calls, a clean exit and nothing on stdout.
-func checkPassed(t *testing.T, name string, r *visit.Run, policy string) {
+// (the novel one last, on every fresh set, where novel) with a timer's
+// number for each that made calls, a clean exit and nothing on stdout.
+func checkPassed(t *testing.T, name string, r *visit.Run, policy string, novel bool) {
 	t.Helper()
 	v := r.Validated
 	if r.Reason != "" || v.Status != "ok" || v.Reason != "" || !reflect.DeepEqual(v.Checks, pass) {
@@ -1477,9 +1502,15 @@ func checkPassed(t *testing.T, name string, r *visit.Run, policy string) {
 			t.Errorf("visit %s: sample %+v: the timer reported %d ns for %d calls", name, s, s.TimerNs, s.Calls)
 		}
 	}
-	want := map[string]int{visit.KindEmpty: 3, visit.KindBatch: 3, visit.KindSingle: 2, visit.KindFresh: 1}
-	if !reflect.DeepEqual(kinds, want) || len(r.Samples) == 0 || r.Samples[len(r.Samples)-1].Calls != freshSets || r.Calls < 1 {
-		t.Errorf("visit %s: samples %v (%d calls per batch sample), want %v, the fresh one last with %d calls", name, kinds, r.Calls, want, freshSets)
+	want := map[string]int{visit.KindEmpty: 3, visit.KindBatch: 3, visit.KindSingle: 2}
+	if novel {
+		want[visit.KindNovel] = 1
+	}
+	if !reflect.DeepEqual(kinds, want) || r.Calls < 1 {
+		t.Errorf("visit %s: samples %v (%d calls per batch sample), want %v", name, kinds, r.Calls, want)
+	}
+	if n := len(r.Samples); novel && (n == 0 || r.Samples[n-1].Kind != visit.KindNovel || r.Samples[n-1].Calls != freshSets) {
+		t.Errorf("visit %s: samples %+v, want the novel one last with %d calls", name, r.Samples, freshSets)
 	}
 	if r.Out.Exit != 0 || len(r.Out.Stdout) != 0 {
 		t.Errorf("visit %s: exit %d, stdout %q; want 0 and nothing", name, r.Out.Exit, r.Out.Stdout)
@@ -1492,17 +1523,20 @@ func checkPassed(t *testing.T, name string, r *visit.Run, policy string) {
 // checkVisitOutputs checks every output a visit of vc left: in every warm
 // set, what validation left there against the reference of the set's
 // inputs, and the same bytes still there after the timed samples (which
-// started from the fill pattern); in every fresh set, what the fresh
-// sample wrote, against the reference; every canary byte of the output
-// files whole.
+// started from the fill pattern); in every fresh set, what the novel
+// sample wrote over the fill, against the reference (where vc.novel);
+// every canary byte of the output files whole.
 func checkVisitOutputs(t *testing.T, c torchCase, vc *visitCase) {
 	t.Helper()
-	if vc.validated == nil || vc.fresh == nil {
-		t.Fatalf("visit %s: the outputs were not read after validation and the fresh sample", c.name())
+	if vc.validated == nil || vc.novel && vc.fresh == nil {
+		t.Fatalf("visit %s: the outputs were not read after validation and the novel sample", c.name())
 	}
 	for _, pool := range pools {
 		got := vc.validated
 		if pool == visit.PoolFresh {
+			if !vc.novel {
+				continue
+			}
 			got = vc.fresh
 		}
 		for s := range poolSets(pool) {
@@ -1686,8 +1720,8 @@ func TestTorchEagerChecks(t *testing.T) {
 			if v.Status != "ok" || !reflect.DeepEqual(v.Checks, pass) {
 				t.Errorf("visit %s: validated %+v, want ok", tc.op, v)
 			}
-			if len(r.Samples) != 9 || vc.fresh == nil {
-				t.Errorf("visit %s: %d samples, fresh sample taken %v; want 3 empty, 3 batch, 2 single and the fresh one", tc.op, len(r.Samples), vc.fresh != nil)
+			if want := 8; vc.novel && (len(r.Samples) != want+1 || vc.fresh == nil) || !vc.novel && len(r.Samples) != want {
+				t.Errorf("visit %s: %d samples, novel sample taken %v; want 3 empty, 3 batch, 2 single and, with a freezer (%v), the novel one", tc.op, len(r.Samples), vc.fresh != nil, vc.novel)
 			}
 			f := r.Final
 			if f == nil || f.Status != "failed" || f.Reason != tc.reason || !reflect.DeepEqual(f.Checks, tc.checks) || r.Reason != tc.reason {
@@ -1820,7 +1854,7 @@ func TestTorchEagerProtocol(t *testing.T) {
 	// Malformed commands: a usage error after the validated report (and
 	// after the samples of the commands before it).
 	type smp struct{ seq, calls int64 }
-	const usage = `want "run SEQ N", "novel SEQ N", "fresh SEQ N" or "end"`
+	const usage = `want "run SEQ N", "novel SEQ N" or "end"`
 	for _, tc := range []struct {
 		name, commands, want string
 		samples              []smp // the sample reports before the error
@@ -1831,11 +1865,12 @@ func TestTorchEagerProtocol(t *testing.T) {
 		{"too_many_calls", "run 1 1073741825\n", `wrapper.py: command "run 1 1073741825": ` + usage, nil},
 		{"unknown", "stop\n", `wrapper.py: command "stop": ` + usage, nil},
 		{"long", strings.Repeat("x", 200) + "\n", "wrapper.py: command: want one line of at most 126 bytes", nil},
-		{"fresh_none", "fresh 1 0\n", `wrapper.py: command "fresh 1 0": want 1 <= N <= 2 (the fresh sets not yet used)`, nil},
-		{"fresh_too_many", "fresh 1 3\n", `wrapper.py: command "fresh 1 3": want 1 <= N <= 2 (the fresh sets not yet used)`, nil},
-		// A fresh set is called once in a visit: the second sample gets the
-		// next set, and there is no third.
-		{"fresh_used_up", "fresh 1 1\nrun 2 4\nfresh 3 1\nfresh 4 1\n", `wrapper.py: command "fresh 4 1": want 1 <= N <= 0 (the fresh sets not yet used)`, []smp{{1, 1}, {2, 4}, {3, 1}}},
+		// Visit protocol 3's fresh samples are gone: "fresh SEQ N" is no
+		// command, before the samples or after them.
+		{"fresh", "fresh 1 1\n", `wrapper.py: command "fresh 1 1": ` + usage, nil},
+		{"fresh_after_samples", "run 1 4\nnovel 2 2\nfresh 3 1\n", `wrapper.py: command "fresh 3 1": ` + usage, []smp{{1, 4}, {2, 2}}},
+		// A novel sample calls fresh sets 0 to N-1: no more than there are.
+		{"novel_too_many", "novel 1 3\n", `wrapper.py: command "novel 1 3": want 0 <= N <= 2 (the fresh sets)`, nil},
 		{"eof", "run 7 2\n", `wrapper.py: fd 3 closed before "end"`, []smp{{7, 2}}},
 	} {
 		t.Run("command_"+tc.name, func(t *testing.T) {
@@ -1863,7 +1898,7 @@ func TestTorchEagerProtocol(t *testing.T) {
 	// closes fd 3 (replay reads the visit's processes and CPU time in the
 	// meantime), then exits 0, as the C harness does.
 	for _, tc := range []struct{ name, op, commands, last string }{
-		{"holds_after_final", "add", "run 1 3\nfresh 2 2\nrun 3 0\nend\n", visit.TypeFinal},
+		{"holds_after_final", "add", "run 1 3\nnovel 2 2\nrun 3 0\nend\n", visit.TypeFinal},
 		{"holds_after_failed_validation", "_skip_output", "", visit.TypeValidated},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

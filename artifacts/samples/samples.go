@@ -22,13 +22,11 @@ type Row struct {
 	Position int32
 	Case     string
 	Route    string
-	// Kind: "batch" (Calls calls), "single" (one call), "novel" (call j
-	// on novel set j, j < Calls, written while the visit was frozen: a CPU
-	// visit's claim, visit protocol 4), "fresh" (one call
-	// on each of Calls fresh buffer sets), "control" (the warm sample of as
-	// many calls just before a fresh one), "empty" (no call: the overhead
-	// of replay's channel to the timer) or "graph" (R replays of a CUDA
-	// graph of N calls, Calls = N*R; GPU only).
+	// Kind: "batch" (Calls calls on the warm sets), "single" (one call),
+	// "novel" (call j on novel set j, j < Calls, written while the visit
+	// was frozen: the visit's claim, visit protocol 4), "empty" (no call:
+	// the overhead of replay's channel to the timer) or "graph" (R replays
+	// of a CUDA graph of N calls, Calls = N*R; GPU only).
 	Kind    string
 	Index   int32
 	Calls   int64
@@ -305,8 +303,8 @@ func ReadFile(path string, mem memory.Allocator) (rows []Row, err error) {
 			if r.TotalNs < 0 || r.TimerNs < 0 {
 				return nil, fmt.Errorf("samples %s: row %d: total_ns=%d timer_ns=%d: want both >= 0", path, len(rows), r.TotalNs, r.TimerNs)
 			}
-			if want := map[string]bool{"batch": r.Calls >= 1, "single": r.Calls == 1, "empty": r.Calls == 0, "novel": r.Calls >= 1, "fresh": r.Calls >= 1, "control": r.Calls >= 1, "graph": r.Calls >= 1 && r.Clock == ClockCUDA}; !want[r.Kind] {
-				return nil, fmt.Errorf("samples %s: row %d: kind %q with %d calls: want batch (calls >= 1), single (1), empty (0), novel, fresh or control (calls >= 1), or graph (calls >= 1, clock %s)", path, len(rows), r.Kind, r.Calls, ClockCUDA)
+			if want := map[string]bool{"batch": r.Calls >= 1, "single": r.Calls == 1, "empty": r.Calls == 0, "novel": r.Calls >= 1, "graph": r.Calls >= 1 && r.Clock == ClockCUDA}; !want[r.Kind] {
+				return nil, fmt.Errorf("samples %s: row %d: kind %q with %d calls: want batch (calls >= 1), single (1), empty (0), novel (calls >= 1), or graph (calls >= 1, clock %s)", path, len(rows), r.Kind, r.Calls, ClockCUDA)
 			}
 			if r.Clock != ClockReplay && (r.Clock != ClockCUDA || r.Kind == "empty") {
 				return nil, fmt.Errorf("samples %s: row %d: clock %q with kind %q: want %q, or %q for a sample with calls", path, len(rows), r.Clock, r.Kind, ClockReplay, ClockCUDA)

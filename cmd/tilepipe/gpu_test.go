@@ -88,9 +88,10 @@ func TestTritonDescribe(t *testing.T) {
 	}
 }
 
-// gpuCheckpoint is a real checkpoint from the H200 (gpu-quick: triton
-// add, softmax and a bf16 gemm; docs/results/2026-12-01-gpu-chain), which
-// CI audits on a machine without a GPU.
+// gpuCheckpoint is a real checkpoint from the H200 (gpu-quick, visit
+// protocol 4: triton, cublas and torch-eager, two fixed rounds;
+// docs/results/2026-12-03-gpu-novel), which CI audits on a machine
+// without a GPU.
 const gpuCheckpoint = "../../testdata/gpu-checkpoint"
 
 // copyCheckpoint copies the committed GPU checkpoint's three stages into
@@ -193,9 +194,9 @@ func TestGPUTelemetryForged(t *testing.T) {
 			}
 			return rows
 		}, 0, []string{
-			"audit: WARNED telemetry: ", "\n- visit 0 (add-2x64-cuda triton, round 1): 26 samples' readings",
+			"audit: WARNED telemetry: ", "\n- visit 0 (add-2x64-cuda triton, round 1): 25 samples' readings",
 			" samples' readings cannot describe a powered GPU (SM clock 0 MHz, memory clock 0 MHz: a powered GPU has both): the telemetry says nothing of them",
-			"| add-2x64-cuda | triton | passed | supported | 0.515 too few rounds | telemetry unread: ",
+			"| add-2x64-cuda | triton | passed | supported | 0.394 too few rounds | telemetry unread: ",
 		}},
 		{"other process, flag cleared", func(rows []samples.Row) []samples.Row {
 			rows[0].After.Procs = 2
@@ -207,7 +208,7 @@ func TestGPUTelemetryForged(t *testing.T) {
 			return rows
 		}, 0, []string{
 			"audit: WARNED telemetry: ", "\n- visit 0 (add-2x64-cuda triton, round 1): other_process in 1 (empty 0)\n",
-			"| add-2x64-cuda | triton | passed | supported | 0.515 too few rounds | other_process: 1 samples |",
+			"| add-2x64-cuda | triton | passed | supported | 0.394 too few rounds | other_process: 1 samples |",
 		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -239,8 +240,14 @@ func resampleAll(t *testing.T, dir string, mutate func([]samples.Row) []samples.
 			return rows
 		}
 		v := &d.Visits[0]
-		rows := mutate(read(v.Samples))
-		flagged := 0
+		before := read(v.Samples)
+		flagged := 0 // the flags the forgery adds
+		for _, r := range before {
+			if r.Flags != "" {
+				flagged--
+			}
+		}
+		rows := mutate(slices.Clone(before))
 		for _, r := range rows {
 			if r.Flags != "" {
 				flagged++
@@ -270,7 +277,7 @@ func resampleAll(t *testing.T, dir string, mutate func([]samples.Row) []samples.
 			}
 		})
 		for i := range d.Summary {
-			if d.Summary[i].Case == v.Case && d.Summary[i].Route == v.Route && flagged > 0 {
+			if d.Summary[i].Case == v.Case && d.Summary[i].Route == v.Route && flagged != 0 {
 				d.Summary[i].Flagged += flagged
 				relayer(t, st, "results.md", func([]byte) []byte { return []byte(report.Table(*d)) })
 			}
@@ -393,6 +400,45 @@ func TestGPUAdversaries(t *testing.T) {
 				t.Errorf("replay = exit %d, visit %s %q; want exit 1, failed %q... (device)", code, v.Status, v.Reason, tc.want)
 			}
 			t.Logf("%s: %s", tc.name, v.Reason)
+		})
+	}
+}
+
+// TestGPUNovelAdversaries runs kernels that keep state across launches
+// to save work through capture, prepare and replay on the GPU (skipped
+// without one, or without nvcc and cuBLAS): a cubin with __device__
+// tables per block (routes/testdata/cuda-adversary) and an object entry
+// that memoises by device buffer (routes/testdata/cublas-adversary). Warm
+// samples repeat their sets, so each saves its work there; a novel
+// sample's slots get new inputs and replay's fill before every sample, so
+// each is caught at the first novel sample it saves work in (the third:
+// both compute a buffer's first two calls, the validation calls of a
+// warm set), with the exact reason.
+func TestGPUNovelAdversaries(t *testing.T) {
+	if _, err := exec.LookPath("nvidia-smi"); err != nil {
+		t.Skip("no GPU here")
+	}
+	if _, err := os.Stat("/usr/local/cuda/bin/nvcc"); err != nil && os.Getenv("CUDA_HOME") == "" {
+		t.Skip("no CUDA toolkit here")
+	}
+	add := `{"op": "add", "dims": {"M": 64, "N": 1000}, "seed": 7, "device": "cuda"}`
+	gemm := `{"op": "gemm", "dims": {"M": 256, "N": 256, "K": 256}, "seed": 8, "device": "cuda"}`
+	for _, tc := range []struct{ route, variant, caseJSON, want string }{
+		{"cuda-adversary", "block_memo", add, "oracle: novel sample 2 call 0: "},
+		{"cuda-adversary", "block_skip", add, "output_not_overwritten: C novel sample 2 call 0 element 0"},
+		{"cublas-adversary", "memo_buffers", gemm, "output_not_overwritten: C novel sample 2 call 0 element 0"},
+	} {
+		t.Run(tc.variant, func(t *testing.T) {
+			t.Setenv("TILEPIPE_TEST_GPU_ADVERSARY", tc.variant)
+			code, doc, errs := gpuChain(t, tc.route, tc.caseJSON, "", tc.route, 1)
+			if len(doc.Visits) != 1 {
+				t.Fatalf("replay = exit %d, %d visits\n%s", code, len(doc.Visits), errs)
+			}
+			v := doc.Visits[0]
+			if code != exitFailure || v.Status != "failed" || !strings.HasPrefix(v.Reason, tc.want) {
+				t.Errorf("replay = exit %d, visit %s %q; want exit 1, failed %q...", code, v.Status, v.Reason, tc.want)
+			}
+			t.Logf("%s: %s", tc.variant, v.Reason)
 		})
 	}
 }

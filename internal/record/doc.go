@@ -12,11 +12,13 @@
 // sets are the configuration's; its sample table's rows belong to it, are
 // of known kinds and come in the order replay takes them (config.samples
 // empty samples, config.samples batch samples of callsPerSample calls
-// each, config.singles single calls, then each fresh sample after a
-// control of as many calls); callsPerSample is what calibration can
-// choose (a power of two up to [MaxCalls]); and the fresh samples' calls
-// are what [visit.FreshPlan] gives for the batch samples and the visit's
-// fresh sets, summing to freshCalls.
+// each, config.singles single calls, then config.samples novel samples,
+// then, on a GPU under config.graphBatch, the graph samples);
+// callsPerSample is what calibration can choose (a power of two up to
+// [MaxCalls]); and the novel record is what replay's drive writes: its
+// calls are [visit.NovelCalls] of the batch samples' calls and the
+// visit's novel slots (freshSets), and its checked calls are
+// [visit.ChecksPerSample] of each sample, in increasing order.
 //
 // # Calibration
 //

@@ -27,7 +27,7 @@ const MinCalibrated = 3
 const CalibrationSlack = 4
 
 // kinds are the sample kinds replay takes, in the order it takes them.
-var kinds = []string{visit.KindEmpty, visit.KindBatch, visit.KindSingle, visit.KindNovel, visit.KindControl, visit.KindFresh, visit.KindGraph}
+var kinds = []string{visit.KindEmpty, visit.KindBatch, visit.KindSingle, visit.KindNovel, visit.KindGraph}
 
 // Clock is the span that is the time of a sample of kind on device (a
 // case's [oracle.Case.DeviceOf]): on a GPU the CUDA-event span of the
@@ -61,19 +61,13 @@ func Visit(v artifacts.VisitResult, rows []samples.Row, cfg artifacts.ReplayConf
 	if v.FreshSets < 1 {
 		bad("freshSets %d, want at least 1", v.FreshSets)
 	}
-	// A CPU visit takes novel samples (visit protocol 4); a GPU visit
-	// protocol 3's fresh ones, until the CUDA timer takes novel ones.
-	novel := device != oracle.DeviceCUDA
-	switch {
-	case novel && v.Novel == nil:
-		bad("no novel record: a %s visit takes novel samples (visit protocol 4)", device)
-		return p
-	case !novel && v.Novel != nil:
-		bad("a novel record, but a %s visit takes fresh samples (visit protocol 3)", device)
+	// Every visit takes novel samples (visit protocol 4).
+	if v.Novel == nil {
+		bad("no novel record: every visit takes novel samples (visit protocol 4; a replay made before it is re-run, not audited)")
 		return p
 	}
 	// A GPU visit of a replay with config.graphBatch takes graph samples
-	// after its fresh ones, each R replays of a graph of N calls, R fixed
+	// after its novel ones, each R replays of a graph of N calls, R fixed
 	// by the calibration its record keeps (visit.CheckGraph).
 	graph, graphCalls := cfg.GraphBatch > 0 && device == oracle.DeviceCUDA, int64(-1)
 	switch {
@@ -89,7 +83,6 @@ func Visit(v artifacts.VisitResult, rows []samples.Row, cfg artifacts.ReplayConf
 	}
 	count := map[string]int{}
 	var batch []visit.Sample
-	var freshCalls int64
 	for i, r := range rows {
 		if int(r.Visit) != v.Index || int(r.Round) != v.Round || int(r.Position) != v.Position || r.Case != v.Case || r.Route != v.Route {
 			bad("samples row %d belongs to visit %d (round %d, position %d, %s %s), not to this one (round %d, position %d, %s %s)",
@@ -109,19 +102,7 @@ func Visit(v artifacts.VisitResult, rows []samples.Row, cfg artifacts.ReplayConf
 		case visit.KindSingle:
 			want = 1
 		case visit.KindNovel:
-			if !novel {
-				bad("samples row %d: a novel sample, but a %s visit takes fresh samples (visit protocol 3)", i, device)
-				continue
-			}
 			want = v.Novel.Calls
-		case visit.KindFresh, visit.KindControl:
-			if novel {
-				bad("samples row %d: a %s sample, but a %s visit takes novel samples (visit protocol 4)", i, r.Kind, device)
-				continue
-			}
-			if r.Kind == visit.KindFresh {
-				freshCalls += r.Calls
-			}
 		case visit.KindGraph:
 			if !graph {
 				bad("samples row %d: a graph sample, but the replay took none (config.graphBatch %d, a %s case)", i, cfg.GraphBatch, device)
@@ -148,44 +129,24 @@ func Visit(v artifacts.VisitResult, rows []samples.Row, cfg artifacts.ReplayConf
 		kind, field string
 		want        int
 	}{{visit.KindEmpty, "config.samples", cfg.Samples}, {visit.KindBatch, "config.samples", cfg.Samples}, {visit.KindSingle, "config.singles", cfg.Singles}, {visit.KindNovel, "config.samples", cfg.Samples}, {visit.KindGraph, "config.samples", cfg.Samples}} {
-		if c.kind == visit.KindGraph && !graph || c.kind == visit.KindNovel && !novel {
+		if c.kind == visit.KindGraph && !graph {
 			continue
 		}
 		if count[c.kind] != c.want {
 			bad("%d %s samples, %s %d", count[c.kind], c.kind, c.field, c.want)
 		}
 	}
-	if freshCalls != v.FreshCalls && !novel {
-		bad("freshCalls %d, its fresh samples hold %d calls", v.FreshCalls, freshCalls)
-	}
-	if novel {
-		p = append(p, novelRecord(v, cfg)...)
-	}
+	p = append(p, novelRecord(v, cfg)...)
 	if len(p) > 0 || len(batch) == 0 {
 		return p
 	}
-	if novel {
-		return append(p, order(v, rows, cfg, []visit.Sample{}, graph, graphCalls, "empty, batch and single samples, then the novel samples")...)
-	}
-	// The fresh samples' calls follow from the batch samples: as many as
-	// the median batch call fits in visit.FreshTarget, within the sets.
-	plan := visit.FreshPlan(batch, v.FreshSets)
-	if count[visit.KindFresh] != len(plan) || count[visit.KindControl] != len(plan) {
-		bad("%d fresh samples and %d controls; for its batch samples and %d fresh sets replay takes %d of each", count[visit.KindFresh], count[visit.KindControl], v.FreshSets, len(plan))
-		return p
-	}
-	var tail []visit.Sample
-	for i, calls := range plan {
-		tail = append(tail, visit.Sample{Kind: visit.KindControl, Index: i, Calls: calls}, visit.Sample{Kind: visit.KindFresh, Index: i, Calls: calls})
-	}
-	return append(p, order(v, rows, cfg, tail, graph, graphCalls, "empty, batch and single samples, then a control before each fresh sample, then any graph samples")...)
+	return append(p, order(v, rows, cfg, graph, graphCalls)...)
 }
 
 // order checks that rows are in replay's order: the empty, batch and
-// single samples, then tail (a GPU visit's controls and fresh samples) or
-// a CPU visit's novel samples, then any graph samples; what names it for
-// the reason.
-func order(v artifacts.VisitResult, rows []samples.Row, cfg artifacts.ReplayConfig, tail []visit.Sample, graph bool, graphCalls int64, what string) []string {
+// single samples, then the novel samples, then any graph samples.
+func order(v artifacts.VisitResult, rows []samples.Row, cfg artifacts.ReplayConfig, graph bool, graphCalls int64) []string {
+	const what = "empty, batch and single samples, then the novel samples, then any graph samples"
 	var p []string
 	bad := func(format string, args ...any) {
 		p = append(p, fmt.Sprintf("visit %d: ", v.Index)+fmt.Sprintf(format, args...))
@@ -200,11 +161,8 @@ func order(v artifacts.VisitResult, rows []samples.Row, cfg artifacts.ReplayConf
 			want = append(want, visit.Sample{Kind: k.kind, Index: i, Calls: k.calls})
 		}
 	}
-	want = append(want, tail...)
-	if v.Novel != nil {
-		for i := range v.Novel.Samples {
-			want = append(want, visit.Sample{Kind: visit.KindNovel, Index: i, Calls: v.Novel.Calls})
-		}
+	for i := range v.Novel.Samples {
+		want = append(want, visit.Sample{Kind: visit.KindNovel, Index: i, Calls: v.Novel.Calls})
 	}
 	if graph {
 		for i := range cfg.Samples {
@@ -228,7 +186,7 @@ func order(v artifacts.VisitResult, rows []samples.Row, cfg artifacts.ReplayConf
 	return p
 }
 
-// novelRecord checks a CPU visit's novel record against its calibration
+// novelRecord checks a visit's novel record against its calibration
 // and the configuration: config.samples samples of as many calls as the
 // warm samples' calibration, within the slots, and in each sample
 // visit.ChecksPerSample calls checked, in increasing order.
@@ -245,7 +203,7 @@ func novelRecord(v artifacts.VisitResult, cfg artifacts.ReplayConfig) []string {
 		bad("calls %d: the warm samples' %d calls within %d slots (freshSets) give %d", nr.Calls, v.CallsPerSample, v.FreshSets, want)
 	}
 	if v.FreshCalls != 0 || len(v.FreshOutputs) > 0 {
-		bad("record beside %d fresh calls and %d fresh output tensors: a CPU visit takes no fresh samples", v.FreshCalls, len(v.FreshOutputs))
+		bad("record beside %d fresh calls and %d fresh output tensors: visit protocol 4 takes no fresh samples", v.FreshCalls, len(v.FreshOutputs))
 	}
 	if len(p) > 0 {
 		return p

@@ -13,27 +13,61 @@ import (
 
 var cfg = artifacts.ReplayConfig{Rounds: 2, Samples: 2, Singles: 1, SampleMs: 1, Threads: 2, Sets: 2}
 
-// honest is a GPU visit record (visit protocol 3) and its sample table as
-// replay writes them: 64 calls per batch sample of 1.2 ms, so three fresh
-// samples of 3 calls (10 fresh sets: 3 samples of 10/3 calls; 2 ms holds
-// far more). Its clocks are replay's: TestVisit judges it as a GPU visit,
-// TestVisitClock and TestVisitGraph with CUDA-event clocks.
-func honest() (artifacts.VisitResult, []samples.Row) {
+// cpu is a CPU visit record (visit protocol 4) and its sample table as
+// replay writes them: 64 calls per batch sample of 1.2 ms and 10 novel
+// slots, so 2 novel samples of 10 calls (the calibrated 64 within the
+// slots), every call checked (visit.NovelChecks is far more). Its clocks
+// are replay's; [gpu] is the same visit on a GPU.
+func cpu() (artifacts.VisitResult, []samples.Row) {
 	v := artifacts.VisitResult{Visit: artifacts.Visit{Index: 3, Round: 1, Position: 1, Case: "gemm-16x16x16", Route: "naive"},
-		Status: artifacts.StatusPassed, Threads: 2, Sets: 2, CallsPerSample: 64, FreshSets: 10, FreshCalls: 9}
-	row := func(kind string, i int, calls, span int64) samples.Row {
-		return samples.Row{Visit: 3, Round: 1, Position: 1, Case: "gemm-16x16x16", Route: "naive", Kind: kind, Index: int32(i), Calls: calls, TotalNs: span, TimerNs: span - 20_000, Clock: samples.ClockReplay}
+		Status: artifacts.StatusPassed, Threads: 2, Sets: 2, CallsPerSample: 64, FreshSets: 10,
+		Novel: &artifacts.NovelRecord{Samples: 2, Calls: 10, Outputs: []artifacts.TensorRef{{Name: "C"}}}}
+	for g := range int64(20) {
+		v.Novel.Checked = append(v.Novel.Checked, g)
 	}
 	rows := []samples.Row{
 		row(visit.KindEmpty, 0, 0, 30_000), row(visit.KindEmpty, 1, 0, 31_000),
 		row(visit.KindBatch, 0, 64, 1_200_000), row(visit.KindBatch, 1, 64, 1_250_000),
 		row(visit.KindSingle, 0, 1, 50_000),
-	}
-	for i := range 3 {
-		rows = append(rows, row(visit.KindControl, i, 3, 90_000), row(visit.KindFresh, i, 3, 120_000))
+		row(visit.KindNovel, 0, 10, 500_000), row(visit.KindNovel, 1, 10, 510_000),
 	}
 	return v, rows
 }
+
+// gpu is [cpu]'s visit on a GPU: every sample that launches is timed by
+// CUDA events.
+func gpu() (artifacts.VisitResult, []samples.Row) {
+	v, rows := cpu()
+	return v, onCUDA(rows)
+}
+
+// row is a sample row of visit 3 on replay's clock.
+func row(kind string, i int, calls, span int64) samples.Row {
+	return samples.Row{Visit: 3, Round: 1, Position: 1, Case: "gemm-16x16x16", Route: "naive", Kind: kind, Index: int32(i), Calls: calls, TotalNs: span, TimerNs: span - 20_000, Clock: samples.ClockReplay}
+}
+
+// onCUDA puts every row but the empty samples on CUDA events, as a GPU
+// visit's are.
+func onCUDA(rows []samples.Row) []samples.Row {
+	for i := range rows {
+		if rows[i].Kind != visit.KindEmpty {
+			rows[i].Clock = samples.ClockCUDA
+		}
+	}
+	return rows
+}
+
+// fixture is the honest visit on device: [cpu] or [gpu].
+func fixture(device string) (artifacts.VisitResult, []samples.Row) {
+	if device == oracle.DeviceCUDA {
+		return gpu()
+	}
+	return cpu()
+}
+
+// devices are the devices every record rule is judged on: the rules are
+// the same on both (only the clocks differ, which onCUDA sets).
+var devices = []string{oracle.DeviceCPU, oracle.DeviceCUDA}
 
 func TestVisit(t *testing.T) {
 	tests := []struct {
@@ -77,12 +111,13 @@ func TestVisit(t *testing.T) {
 			[]string{"visit 3: empty sample 0: 1 calls, want 0"}},
 		{"batch sample dropped", func(v *artifacts.VisitResult, rows []samples.Row) []samples.Row { return slices.Delete(rows, 3, 4) }, nil,
 			[]string{"visit 3: 1 batch samples, config.samples 2"}},
-		{"config samples", nil, func(c *artifacts.ReplayConfig) { c.Samples = 5 },
-			[]string{"visit 3: 2 empty samples, config.samples 5", "visit 3: 2 batch samples, config.samples 5"}},
+		{"config samples", nil, func(c *artifacts.ReplayConfig) { c.Samples = 5 }, []string{
+			"visit 3: 2 empty samples, config.samples 5", "visit 3: 2 batch samples, config.samples 5", "visit 3: 2 novel samples, config.samples 5",
+			"visit 3: novel samples 2, config.samples 5"}},
 		{"config singles", nil, func(c *artifacts.ReplayConfig) { c.Singles = 0 },
 			[]string{"visit 3: 1 single samples, config.singles 0"}},
 		{"unknown kind", func(v *artifacts.VisitResult, rows []samples.Row) []samples.Row { rows[4].Kind = "warmup"; return rows }, nil,
-			[]string{"visit 3: samples row 4: kind \"warmup\", want one of empty, batch, single, novel, control, fresh, graph", "visit 3: 0 single samples, config.singles 1"}},
+			[]string{"visit 3: samples row 4: kind \"warmup\", want one of empty, batch, single, novel, graph", "visit 3: 0 single samples, config.singles 1"}},
 		{"row of another visit", func(v *artifacts.VisitResult, rows []samples.Row) []samples.Row { rows[2].Visit = 4; return rows }, nil,
 			[]string{"visit 3: samples row 2 belongs to visit 4 (round 1, position 1, gemm-16x16x16 naive), not to this one (round 1, position 1, gemm-16x16x16 naive)"}},
 		{"row of another route", func(v *artifacts.VisitResult, rows []samples.Row) []samples.Row {
@@ -90,119 +125,85 @@ func TestVisit(t *testing.T) {
 			return rows
 		}, nil,
 			[]string{"visit 3: samples row 0 belongs to visit 3 (round 1, position 1, gemm-16x16x16 halide), not to this one (round 1, position 1, gemm-16x16x16 naive)"}},
-		{"freshCalls", func(v *artifacts.VisitResult, rows []samples.Row) []samples.Row { v.FreshCalls = 10; return rows }, nil,
-			[]string{"visit 3: freshCalls 10, its fresh samples hold 9 calls"}},
-		{"fresh sample enlarged", func(v *artifacts.VisitResult, rows []samples.Row) []samples.Row {
-			v.FreshCalls, rows[6].Calls, rows[5].Calls = 10, 4, 4
-			return rows
-		}, nil, []string{
-			"visit 3: control sample 0: 4 calls; for its batch samples and 10 fresh sets replay gives 3",
-			"visit 3: fresh sample 0: 4 calls; for its batch samples and 10 fresh sets replay gives 3"}},
-		{"fresh sample dropped", func(v *artifacts.VisitResult, rows []samples.Row) []samples.Row {
-			v.FreshCalls = 6
-			return rows[:len(rows)-2]
-		}, nil, []string{"visit 3: 2 fresh samples and 2 controls; for its batch samples and 10 fresh sets replay takes 3 of each"}},
-		{"freshSets", func(v *artifacts.VisitResult, rows []samples.Row) []samples.Row { v.FreshSets = 0; return rows }, nil,
-			[]string{"visit 3: freshSets 0, want at least 1"}},
-		{"fresh plan of fewer sets", func(v *artifacts.VisitResult, rows []samples.Row) []samples.Row { v.FreshSets = 6; return rows }, nil, []string{
-			"visit 3: control sample 0: 3 calls; for its batch samples and 6 fresh sets replay gives 2",
-			"visit 3: fresh sample 0: 3 calls; for its batch samples and 6 fresh sets replay gives 2",
-			"visit 3: control sample 1: 3 calls; for its batch samples and 6 fresh sets replay gives 2",
-			"visit 3: fresh sample 1: 3 calls; for its batch samples and 6 fresh sets replay gives 2",
-			"visit 3: control sample 2: 3 calls; for its batch samples and 6 fresh sets replay gives 2",
-			"visit 3: fresh sample 2: 3 calls; for its batch samples and 6 fresh sets replay gives 2"}},
+		{"freshSets", func(v *artifacts.VisitResult, rows []samples.Row) []samples.Row { v.FreshSets = 0; return rows }, nil, []string{
+			"visit 3: freshSets 0, want at least 1",
+			"visit 3: novel calls 10: the warm samples' 64 calls within 0 slots (freshSets) give 1"}},
 		{"batch samples slowed", func(v *artifacts.VisitResult, rows []samples.Row) []samples.Row {
-			// 2 ms holds one call of 1.9 ms, so every fresh sample has 2
-			// (2 ms / per call + 1), not 3.
+			// The novel samples' calls follow the calibrated calls per
+			// sample and the slots, not the batch samples' time (protocol
+			// 3's fresh plan did): slower batch samples change nothing.
 			rows[2].TotalNs, rows[3].TotalNs = 64*1_900_000, 64*1_900_000
-			rows[2].TimerNs, rows[3].TimerNs = 64*1_900_000-20_000, 64*1_900_000-20_000 // a GPU visit plans from event spans
+			rows[2].TimerNs, rows[3].TimerNs = 64*1_900_000-20_000, 64*1_900_000-20_000
 			return rows
-		}, nil, []string{
-			"visit 3: control sample 0: 3 calls; for its batch samples and 10 fresh sets replay gives 2",
-			"visit 3: fresh sample 0: 3 calls; for its batch samples and 10 fresh sets replay gives 2",
-			"visit 3: control sample 1: 3 calls; for its batch samples and 10 fresh sets replay gives 2",
-			"visit 3: fresh sample 1: 3 calls; for its batch samples and 10 fresh sets replay gives 2",
-			"visit 3: control sample 2: 3 calls; for its batch samples and 10 fresh sets replay gives 2",
-			"visit 3: fresh sample 2: 3 calls; for its batch samples and 10 fresh sets replay gives 2"}},
+		}, nil, nil},
 		{"reordered", func(v *artifacts.VisitResult, rows []samples.Row) []samples.Row {
 			rows[4], rows[5] = rows[5], rows[4]
 			return rows
-		}, nil, []string{"visit 3: samples row 4 is control sample 0, want single sample 0 (replay's order: empty, batch and single samples, then a control before each fresh sample, then any graph samples)"}},
+		}, nil, []string{"visit 3: samples row 4 is novel sample 0, want single sample 0 (replay's order: empty, batch and single samples, then the novel samples, then any graph samples)"}},
 		{"indexes swapped", func(v *artifacts.VisitResult, rows []samples.Row) []samples.Row {
 			rows[2].Index, rows[3].Index = 1, 0
 			return rows
-		}, nil, []string{"visit 3: samples row 2 is batch sample 1, want batch sample 0 (replay's order: empty, batch and single samples, then a control before each fresh sample, then any graph samples)"}},
+		}, nil, []string{"visit 3: samples row 2 is batch sample 1, want batch sample 0 (replay's order: empty, batch and single samples, then the novel samples, then any graph samples)"}},
 	}
 	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			v, rows := honest()
-			c := cfg
-			if tt.edit != nil {
-				rows = tt.edit(&v, rows)
-			}
-			if tt.cfg != nil {
-				tt.cfg(&c)
-			}
-			for i := range rows {
-				if rows[i].Kind != visit.KindEmpty && rows[i].Clock == samples.ClockReplay {
-					rows[i].Clock = samples.ClockCUDA
+		for _, device := range devices {
+			t.Run(tt.name+"/"+device, func(t *testing.T) {
+				v, rows := cpu()
+				c := cfg
+				if tt.edit != nil {
+					rows = tt.edit(&v, rows)
 				}
-			}
-			if got := Visit(v, rows, c, oracle.DeviceCUDA); !reflect.DeepEqual(got, tt.want) {
-				t.Errorf("Visit(%s) =\n%q\nwant\n%q", tt.name, got, tt.want)
-			}
-		})
+				if tt.cfg != nil {
+					tt.cfg(&c)
+				}
+				if device == oracle.DeviceCUDA {
+					rows = onCUDA(rows)
+				}
+				if got := Visit(v, rows, c, device); !reflect.DeepEqual(got, tt.want) {
+					t.Errorf("Visit(%s, %s) =\n%q\nwant\n%q", tt.name, device, got, tt.want)
+				}
+			})
+		}
 	}
 }
 
-// honestNovel is a CPU visit (visit protocol 4) as replay writes it: 64
-// calls per batch sample, 10 novel slots, so 2 novel samples of 10 calls,
-// every call checked (visit.NovelChecks is far more).
-func honestNovel() (artifacts.VisitResult, []samples.Row) {
-	v, rows := honest()
-	v.FreshCalls = 0
-	v.Novel = &artifacts.NovelRecord{Samples: 2, Calls: 10, Outputs: []artifacts.TensorRef{{Name: "C"}}}
-	for g := range int64(20) {
-		v.Novel.Checked = append(v.Novel.Checked, g)
-	}
-	rows = rows[:5]
-	for i := range 2 {
-		rows = append(rows, samples.Row{Visit: 3, Round: 1, Position: 1, Case: "gemm-16x16x16", Route: "naive", Kind: visit.KindNovel, Index: int32(i), Calls: 10, TotalNs: 500_000, TimerNs: 200_000, Clock: samples.ClockReplay})
-	}
-	return v, rows
-}
-
-// TestVisitNovel: a CPU visit's novel record and samples are the ones
-// replay takes; every way a record or a row strays from that is named,
-// and a CPU visit with protocol 3's samples, or a GPU visit with novel
-// ones, is refused.
+// TestVisitNovel: a visit's novel record and samples are the ones replay
+// takes, on a CPU and on a GPU alike; every way a record or a row strays
+// from that is named, and a visit with protocol 3's samples (a control
+// before each fresh sample, a fresh-calls count) is refused.
 func TestVisitNovel(t *testing.T) {
 	for _, tc := range []struct {
-		name   string
-		edit   func(v *artifacts.VisitResult, rows []samples.Row) []samples.Row
-		device string
-		want   []string
+		name string
+		edit func(v *artifacts.VisitResult, rows []samples.Row) []samples.Row
+		want []string
 	}{
-		{"honest", nil, oracle.DeviceCPU, nil},
-		{"no record", func(v *artifacts.VisitResult, rows []samples.Row) []samples.Row { v.Novel = nil; return rows }, oracle.DeviceCPU,
-			[]string{"visit 3: no novel record: a cpu visit takes novel samples (visit protocol 4)"}},
-		{"a record on a GPU visit", nil, oracle.DeviceCUDA,
-			[]string{"visit 3: a novel record, but a cuda visit takes fresh samples (visit protocol 3)"}},
+		{"honest", nil, nil},
+		{"no record", func(v *artifacts.VisitResult, rows []samples.Row) []samples.Row { v.Novel = nil; return rows },
+			[]string{"visit 3: no novel record: every visit takes novel samples (visit protocol 4; a replay made before it is re-run, not audited)"}},
 		{"protocol 3's samples", func(v *artifacts.VisitResult, rows []samples.Row) []samples.Row {
-			_, old := honest()
-			return append(rows[:5], old[5:]...)
-		}, oracle.DeviceCPU, []string{
-			"visit 3: samples row 5: a control sample, but a cpu visit takes novel samples (visit protocol 4)",
-			"visit 3: samples row 6: a fresh sample, but a cpu visit takes novel samples (visit protocol 4)",
-			"visit 3: samples row 7: a control sample, but a cpu visit takes novel samples (visit protocol 4)",
-			"visit 3: samples row 8: a fresh sample, but a cpu visit takes novel samples (visit protocol 4)",
-			"visit 3: samples row 9: a control sample, but a cpu visit takes novel samples (visit protocol 4)",
-			"visit 3: samples row 10: a fresh sample, but a cpu visit takes novel samples (visit protocol 4)",
+			rows = rows[:5]
+			for i := range 3 {
+				rows = append(rows, row("control", i, 3, 90_000), row("fresh", i, 3, 120_000))
+			}
+			return rows
+		}, []string{
+			`visit 3: samples row 5: kind "control", want one of empty, batch, single, novel, graph`,
+			`visit 3: samples row 6: kind "fresh", want one of empty, batch, single, novel, graph`,
+			`visit 3: samples row 7: kind "control", want one of empty, batch, single, novel, graph`,
+			`visit 3: samples row 8: kind "fresh", want one of empty, batch, single, novel, graph`,
+			`visit 3: samples row 9: kind "control", want one of empty, batch, single, novel, graph`,
+			`visit 3: samples row 10: kind "fresh", want one of empty, batch, single, novel, graph`,
 			"visit 3: 0 novel samples, config.samples 2"}},
-		{"fresh calls beside it", func(v *artifacts.VisitResult, rows []samples.Row) []samples.Row { v.FreshCalls = 9; return rows }, oracle.DeviceCPU,
-			[]string{"visit 3: novel record beside 9 fresh calls and 0 fresh output tensors: a CPU visit takes no fresh samples"}},
-		{"slots", func(v *artifacts.VisitResult, rows []samples.Row) []samples.Row { v.FreshSets = 12; return rows }, oracle.DeviceCPU,
+		{"fresh calls beside it", func(v *artifacts.VisitResult, rows []samples.Row) []samples.Row { v.FreshCalls = 9; return rows },
+			[]string{"visit 3: novel record beside 9 fresh calls and 0 fresh output tensors: visit protocol 4 takes no fresh samples"}},
+		{"fresh outputs beside it", func(v *artifacts.VisitResult, rows []samples.Row) []samples.Row {
+			v.FreshOutputs = []artifacts.TensorRef{{Name: "C"}}
+			return rows
+		}, []string{"visit 3: novel record beside 0 fresh calls and 1 fresh output tensors: visit protocol 4 takes no fresh samples"}},
+		{"slots", func(v *artifacts.VisitResult, rows []samples.Row) []samples.Row { v.FreshSets = 12; return rows },
 			[]string{"visit 3: novel calls 10: the warm samples' 64 calls within 12 slots (freshSets) give 12"}},
+		{"fewer slots", func(v *artifacts.VisitResult, rows []samples.Row) []samples.Row { v.FreshSets = 6; return rows },
+			[]string{"visit 3: novel calls 10: the warm samples' 64 calls within 6 slots (freshSets) give 6"}},
 		{"fewer calls than calibrated", func(v *artifacts.VisitResult, rows []samples.Row) []samples.Row {
 			v.Novel.Calls, v.Novel.Checked = 5, v.Novel.Checked[:10]
 			for i := range rows {
@@ -211,91 +212,76 @@ func TestVisitNovel(t *testing.T) {
 				}
 			}
 			return rows
-		}, oracle.DeviceCPU, []string{"visit 3: novel calls 5: the warm samples' 64 calls within 10 slots (freshSets) give 10"}},
-		{"a sample of other calls", func(v *artifacts.VisitResult, rows []samples.Row) []samples.Row { rows[6].Calls = 20; return rows }, oracle.DeviceCPU,
+		}, []string{"visit 3: novel calls 5: the warm samples' 64 calls within 10 slots (freshSets) give 10"}},
+		{"record samples", func(v *artifacts.VisitResult, rows []samples.Row) []samples.Row { v.Novel.Samples = 3; return rows },
+			[]string{"visit 3: novel samples 3, config.samples 2"}},
+		{"a sample of other calls", func(v *artifacts.VisitResult, rows []samples.Row) []samples.Row { rows[6].Calls = 20; return rows },
 			[]string{"visit 3: novel sample 1: 20 calls, want 10"}},
-		{"a sample dropped", func(v *artifacts.VisitResult, rows []samples.Row) []samples.Row { return rows[:6] }, oracle.DeviceCPU,
+		{"a sample dropped", func(v *artifacts.VisitResult, rows []samples.Row) []samples.Row { return rows[:6] },
 			[]string{"visit 3: 1 novel samples, config.samples 2"}},
 		{"novel samples reordered", func(v *artifacts.VisitResult, rows []samples.Row) []samples.Row {
-			rows[4], rows[5] = rows[5], rows[4]
+			rows[5].Index, rows[6].Index = 1, 0
 			return rows
-		}, oracle.DeviceCPU, []string{"visit 3: samples row 4 is novel sample 0, want single sample 0 (replay's order: empty, batch and single samples, then the novel samples)"}},
+		}, []string{"visit 3: samples row 5 is novel sample 1, want novel sample 0 (replay's order: empty, batch and single samples, then the novel samples, then any graph samples)"}},
 		{"a checked call dropped", func(v *artifacts.VisitResult, rows []samples.Row) []samples.Row {
 			v.Novel.Checked = v.Novel.Checked[1:]
 			return rows
-		}, oracle.DeviceCPU, []string{"visit 3: novel checked: 19 calls, want 20 (10 in each of 2 samples of 10 calls)"}},
+		}, []string{"visit 3: novel checked: 19 calls, want 20 (10 in each of 2 samples of 10 calls)"}},
 		{"a checked call moved to another sample", func(v *artifacts.VisitResult, rows []samples.Row) []samples.Row {
 			v.Novel.Checked[9] = 10
 			return rows
-		}, oracle.DeviceCPU, []string{"visit 3: novel checked[9] = 10: want a call of sample 0 (0 to 9), above checked[8]"}},
+		}, []string{"visit 3: novel checked[9] = 10: want a call of sample 0 (0 to 9), above checked[8]"}},
 		{"a checked call twice", func(v *artifacts.VisitResult, rows []samples.Row) []samples.Row {
 			v.Novel.Checked[11] = 10
 			return rows
-		}, oracle.DeviceCPU, []string{"visit 3: novel checked[11] = 10: want a call of sample 1 (10 to 19), above checked[10]"}},
+		}, []string{"visit 3: novel checked[11] = 10: want a call of sample 1 (10 to 19), above checked[10]"}},
 	} {
-		t.Run(tc.name, func(t *testing.T) {
-			v, rows := honestNovel()
-			if tc.edit != nil {
-				rows = tc.edit(&v, rows)
-			}
-			if got := Visit(v, rows, cfg, tc.device); !reflect.DeepEqual(got, tc.want) {
-				t.Errorf("Visit(%s) =\n%q\nwant\n%q", tc.name, got, tc.want)
-			}
-		})
+		for _, device := range devices {
+			t.Run(tc.name+"/"+device, func(t *testing.T) {
+				v, rows := cpu()
+				if tc.edit != nil {
+					rows = tc.edit(&v, rows)
+				}
+				if device == oracle.DeviceCUDA {
+					rows = onCUDA(rows)
+				}
+				if got := Visit(v, rows, cfg, device); !reflect.DeepEqual(got, tc.want) {
+					t.Errorf("Visit(%s, %s) =\n%q\nwant\n%q", tc.name, device, got, tc.want)
+				}
+			})
+		}
 	}
 }
 
 // TestVisitClock: a GPU case's samples are timed by CUDA events, its
 // empty samples and every CPU sample by replay's span; a row that names
 // the other clock (the timer's own number passed off as the time of a CPU
-// sample, or replay's span as a GPU time) is named.
+// sample, or replay's span as a GPU time) is named, novel samples' rows
+// as much as warm ones'.
 func TestVisitClock(t *testing.T) {
-	gpu := func() (artifacts.VisitResult, []samples.Row) {
-		v, rows := honest()
-		for i := range rows {
-			if rows[i].Kind != visit.KindEmpty {
-				rows[i].Clock = samples.ClockCUDA
-			}
-		}
-		return v, rows
-	}
-	v, rows := gpu()
-	if got := Visit(v, rows, cfg, oracle.DeviceCUDA); got != nil {
-		t.Errorf("Visit(honest GPU visit) = %q, want none", got)
-	}
-	// The fresh plan follows the batch samples' CUDA-event time per call
-	// (600 us / 64), not replay's span (1.2 ms / 64): 2 ms / 9.4 us + 1 =
-	// 214 calls of the 1000 fresh sets, where the span would give 107.
-	v, rows = gpu()
-	v.FreshSets, v.FreshCalls = 1000, 3*214
-	for i := range rows {
-		switch rows[i].Kind {
-		case visit.KindBatch:
-			rows[i].TimerNs = 600_000
-		case visit.KindControl, visit.KindFresh:
-			rows[i].Calls = 214
+	for _, device := range devices {
+		if v, rows := fixture(device); Visit(v, rows, cfg, device) != nil {
+			t.Errorf("Visit(honest %s visit) = %q, want none", device, Visit(v, rows, cfg, device))
 		}
 	}
-	if got := Visit(v, rows, cfg, oracle.DeviceCUDA); got != nil {
-		t.Errorf("Visit(GPU visit, fresh plan from event spans) = %q, want none", got)
-	}
-	v, rows = gpu()
-	rows[2].Clock = samples.ClockReplay
-	want := []string{`visit 3: batch sample 0: clock "replay", want "cuda_events" for a cuda case`}
-	if got := Visit(v, rows, cfg, oracle.DeviceCUDA); !reflect.DeepEqual(got, want) {
-		t.Errorf("Visit(GPU batch sample on replay's clock) = %q, want %q", got, want)
-	}
-	v, rows = honestNovel()
-	rows[2].Clock = samples.ClockCUDA
-	want = []string{`visit 3: batch sample 0: clock "cuda_events", want "replay" for a cpu case`}
-	if got := Visit(v, rows, cfg, oracle.DeviceCPU); !reflect.DeepEqual(got, want) {
-		t.Errorf("Visit(CPU batch sample on the timer's clock) = %q, want %q", got, want)
-	}
-	v, rows = gpu()
-	rows[0].Clock = samples.ClockCUDA
-	want = []string{`visit 3: empty sample 0: clock "cuda_events", want "replay" for a cuda case`}
-	if got := Visit(v, rows, cfg, oracle.DeviceCUDA); !reflect.DeepEqual(got, want) {
-		t.Errorf("Visit(GPU empty sample on CUDA events) = %q, want %q", got, want)
+	for _, tc := range []struct {
+		name   string
+		device string
+		row    int
+		clock  string
+		want   string
+	}{
+		{"GPU batch sample on replay's clock", oracle.DeviceCUDA, 2, samples.ClockReplay, `visit 3: batch sample 0: clock "replay", want "cuda_events" for a cuda case`},
+		{"GPU novel sample on replay's clock", oracle.DeviceCUDA, 6, samples.ClockReplay, `visit 3: novel sample 1: clock "replay", want "cuda_events" for a cuda case`},
+		{"GPU empty sample on CUDA events", oracle.DeviceCUDA, 0, samples.ClockCUDA, `visit 3: empty sample 0: clock "cuda_events", want "replay" for a cuda case`},
+		{"CPU batch sample on the timer's clock", oracle.DeviceCPU, 2, samples.ClockCUDA, `visit 3: batch sample 0: clock "cuda_events", want "replay" for a cpu case`},
+		{"CPU novel sample on the timer's clock", oracle.DeviceCPU, 5, samples.ClockCUDA, `visit 3: novel sample 0: clock "cuda_events", want "replay" for a cpu case`},
+	} {
+		v, rows := fixture(tc.device)
+		rows[tc.row].Clock = tc.clock
+		if got, want := Visit(v, rows, cfg, tc.device), []string{tc.want}; !reflect.DeepEqual(got, want) {
+			t.Errorf("Visit(%s) = %q, want %q", tc.name, got, want)
+		}
 	}
 }
 
@@ -358,18 +344,13 @@ func TestCalibration(t *testing.T) {
 
 // TestVisitGraph: a GPU visit of a replay with graph samples keeps its
 // calibration record and config.samples graph samples of batch x R calls
-// after its fresh samples; every way a record or a row can stray from
+// after its novel samples; every way a record or a row can stray from
 // that is named, and a CPU visit or a replay without graphBatch has none.
 func TestVisitGraph(t *testing.T) {
 	gc := cfg
 	gc.GraphBatch, gc.SampleMs, gc.WarmupMs = 32, 100, 500
-	gpu := func() (artifacts.VisitResult, []samples.Row) {
-		v, rows := honest()
-		for i := range rows {
-			if rows[i].Kind != visit.KindEmpty {
-				rows[i].Clock = samples.ClockCUDA
-			}
-		}
+	graphed := func() (artifacts.VisitResult, []samples.Row) {
+		v, rows := gpu()
 		v.Graph = &artifacts.GraphRecord{Protocol: visit.GraphProtocol, Batch: 32, FirstNs: 9000, WarmupTargetNs: 500_000_000, WarmupNs: 510_000_000, WarmupReplays: 1023,
 			TargetNs: 100_000_000, MaxReplays: visit.MaxGraphReplays, MaxCalls: visit.MaxGraphCalls,
 			Attempts: []artifacts.GraphAttempt{{Replays: 1, Ns: 500_000}, {Replays: 200, Ns: 99_000_000}}, Replays: 200}
@@ -402,11 +383,23 @@ func TestVisitGraph(t *testing.T) {
 			[]string{"visit 3: no graph record; config.graphBatch 32 asks for graph samples"}},
 		{"graph samples without graphBatch", nil, func(c *artifacts.ReplayConfig) { c.GraphBatch = 0 }, oracle.DeviceCUDA,
 			[]string{"visit 3: graph record, but the replay took no graph samples (config.graphBatch 0, a cuda case)",
-				"visit 3: samples row 11: a graph sample, but the replay took none (config.graphBatch 0, a cuda case)",
-				"visit 3: samples row 12: a graph sample, but the replay took none (config.graphBatch 0, a cuda case)"}},
+				"visit 3: samples row 7: a graph sample, but the replay took none (config.graphBatch 0, a cuda case)",
+				"visit 3: samples row 8: a graph sample, but the replay took none (config.graphBatch 0, a cuda case)"}},
+		{"a CPU visit under graphBatch", func(v *artifacts.VisitResult, rows []samples.Row) []samples.Row {
+			cv, crows := cpu()
+			*v = cv
+			return crows
+		}, nil, oracle.DeviceCPU, nil},
+		{"a graph record on a CPU visit", func(v *artifacts.VisitResult, rows []samples.Row) []samples.Row {
+			cv, crows := cpu()
+			g := v.Graph
+			*v = cv
+			v.Graph = g
+			return crows
+		}, nil, oracle.DeviceCPU, []string{"visit 3: graph record, but the replay took no graph samples (config.graphBatch 32, a cpu case)"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			v, rows := gpu()
+			v, rows := graphed()
 			c := gc
 			if tc.edit != nil {
 				rows = tc.edit(&v, rows)

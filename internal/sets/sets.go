@@ -17,8 +17,7 @@ import (
 
 // Pools.
 const (
-	Warm  = "warm"
-	Fresh = "fresh"
+	Warm = "warm"
 	// Novel is visit protocol 4's pool (docs/protocol4-design.md): set g
 	// is the inputs of a visit's novel call g (call j of novel sample i is
 	// call i*N+j), written into the visit's novel slots while it is frozen.
@@ -28,18 +27,12 @@ const (
 // DefaultWarm is the warm sets per visit unless replay is told otherwise.
 const DefaultWarm = 2
 
-// FreshBytes bounds the bytes (inputs and outputs) of a case's fresh sets;
-// MaxFresh bounds their number. MinFresh sets (one per fresh sample) are
-// drawn even past FreshBytes while they fit in FreshFloorBytes, so the
-// fresh-sample bound of a case of a few MiB rests on the median of three
-// samples, not on one that a preemption can fail
-// (docs/results/2026-12-01-fresh-floor).
-const (
-	FreshBytes      = 8 << 20
-	MaxFresh        = 4096
-	MinFresh        = 3
-	FreshFloorBytes = 64 << 20
-)
+// MinFresh is the config.freshMin a replay records: visit protocol 3
+// drew at least that many fresh sets for a case, one per fresh sample
+// (docs/results/2026-12-01-fresh-floor). Protocol 4 draws its novel slots
+// by [NovelSlots] and takes no fresh samples; replay still records the
+// value and the audit checks it, so a document keeps one meaning.
+const MinFresh = 3
 
 // Seeds are a replay's seeds: one for warm set 0 of every case (the same
 // in every round, so visits can be compared), one per round for the rest.
@@ -73,24 +66,6 @@ func (sd Seeds) Seed(id, pool string, round, s int) (uint64, error) {
 	}
 	h := sha256.Sum256(fmt.Appendf(nil, "tilepipe-set/1\x00%s\x00%s\x00%d\x00%d", id, pool, s, base))
 	return binary.LittleEndian.Uint64(h[:8]), nil
-}
-
-// FreshSets is how many fresh sets a case gets: as many as FreshBytes
-// holds, at least floor where floor sets fit in FreshFloorBytes, at least
-// 1, at most MaxFresh. floor is the replay's config.freshMin: MinFresh,
-// or 0 in replays made before it (their cases of more than FreshBytes/3
-// got one or two sets).
-func FreshSets(sig []oracle.Param, floor int) int {
-	n := 0
-	for _, p := range sig {
-		n += p.Bytes()
-	}
-	n = max(n, 1)
-	k := FreshBytes / n
-	if floor > k && floor*n <= FreshFloorBytes {
-		k = floor
-	}
-	return max(1, min(MaxFresh, k))
 }
 
 // NovelBytes bounds the bytes (inputs and outputs) of one novel sample's

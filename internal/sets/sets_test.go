@@ -24,14 +24,14 @@ func TestSeed(t *testing.T) {
 	for _, k := range []struct {
 		id, pool string
 		round, s int
-	}{{"c", Warm, 0, 0}, {"c", Warm, 0, 1}, {"c", Warm, 1, 1}, {"c", Fresh, 0, 0}, {"c", Fresh, 0, 1}, {"c", Fresh, 1, 0}, {"d", Warm, 0, 0}, {"d", Fresh, 0, 0}} {
+	}{{"c", Warm, 0, 0}, {"c", Warm, 0, 1}, {"c", Warm, 1, 1}, {"c", Novel, 0, 0}, {"c", Novel, 0, 1}, {"c", Novel, 1, 0}, {"d", Warm, 0, 0}, {"d", Novel, 0, 0}} {
 		v := seed(k.id, k.pool, k.round, k.s)
 		if prev, ok := distinct[v]; ok {
 			t.Errorf("seed of %+v = %#x, the same as %s", k, v, prev)
 		}
 		distinct[v] = k.id + k.pool
 	}
-	if _, err := sd.Seed("c", Fresh, 2, 0); err == nil || err.Error() != "sets: round 2: the replay drew seeds for 2 rounds" {
+	if _, err := sd.Seed("c", Novel, 2, 0); err == nil || err.Error() != "sets: round 2: the replay drew seeds for 2 rounds" {
 		t.Errorf("a round without a seed = %v", err)
 	}
 }
@@ -50,28 +50,26 @@ func TestPerturb(t *testing.T) {
 	}
 }
 
-// TestFreshSets: as many as FreshBytes holds, at least MinFresh where
-// they fit in FreshFloorBytes (and 1 under a replay's floor 0), at least
-// 1, at most MaxFresh.
-func TestFreshSets(t *testing.T) {
+// TestNovelSlots: as many as NovelBytes holds, at least 1, at most
+// MaxNovel.
+func TestNovelSlots(t *testing.T) {
 	sig := func(shape ...int) []oracle.Param {
 		return []oracle.Param{{Name: "X", Role: "input", Dtype: "f32", Shape: shape}, {Name: "Y", Role: "output", Dtype: "f32", Shape: shape}}
 	}
 	for _, tc := range []struct {
-		sig         []oracle.Param
-		floor, want int
+		sig  []oracle.Param
+		want int
 	}{
-		{sig(2), MinFresh, MaxFresh},
-		{sig(256, 1024), MinFresh, 4},
-		{sig(512, 1000), 0, 2},               // 4 MB a set: two in FreshBytes
-		{sig(512, 1000), MinFresh, MinFresh}, // three in FreshFloorBytes
-		{sig(1024, 1536), 0, 1},              // 12 MiB: past FreshBytes
-		{sig(1024, 1536), MinFresh, MinFresh},
-		{sig(2048, 2048), MinFresh, 1}, // 32 MiB: three would pass FreshFloorBytes
-		{sig(4096, 4096), MinFresh, 1},
+		{sig(2), MaxNovel},
+		{sig(16), MaxNovel}, // 128 B a set: exactly MaxNovel in NovelBytes
+		{sig(64), NovelBytes / 512},
+		{sig(256, 1024), 4},
+		{sig(512, 1000), 2},  // 4 MB a set
+		{sig(1024, 1536), 1}, // 12 MiB: past NovelBytes
+		{sig(4096, 4096), 1},
 	} {
-		if got := FreshSets(tc.sig, tc.floor); got != tc.want {
-			t.Errorf("FreshSets(%v, floor %d) = %d, want %d", tc.sig[0].Shape, tc.floor, got, tc.want)
+		if got := NovelSlots(tc.sig); got != tc.want {
+			t.Errorf("NovelSlots(%v) = %d, want %d", tc.sig[0].Shape, got, tc.want)
 		}
 	}
 }

@@ -2,9 +2,9 @@ package visit
 
 import (
 	"fmt"
-	"github.com/tilepipe/tilepipe/artifacts/samples"
 	"time"
 
+	"github.com/tilepipe/tilepipe/artifacts/samples"
 	"github.com/tilepipe/tilepipe/stats"
 )
 
@@ -28,79 +28,7 @@ const (
 	KindBatch  = "batch"
 	KindSingle = "single"
 	KindEmpty  = "empty" // no calls: the channel's own overhead
-	KindFresh  = "fresh" // one call on each of N fresh sets
-	// KindControl is a warm sample of as many calls as the fresh sample
-	// that follows it (same Index): whatever a sample of that size costs
-	// beyond its calls (the channel, waking the timer's threads) cancels.
-	KindControl = "control"
 )
-
-// FreshTarget is the work each fresh sample aims at: as many fresh calls
-// as the batch samples' median call time fits into it (at least one, at
-// most what the fresh sets allow).
-const FreshTarget = 2 * time.Millisecond
-
-// FreshSamples is how many fresh samples a visit takes (fewer where there
-// are fewer fresh sets): one sample can be preempted, so the bound uses
-// the fastest.
-const FreshSamples = 3
-
-// FreshBound and ColdSlack bound an honest fresh call: at most FreshBound
-// warm calls plus ColdSlack times the time the replay machine's memory
-// takes to deliver the set's bytes (docs/results/2026-11-30-fresh-ratio).
-const (
-	FreshBound = 6.0
-	ColdSlack  = 8.0
-)
-
-// ColdFixed is what a call on a set nobody touched yet pays whatever its
-// size, which no bandwidth measures: page-table walks and the first lines'
-// latency. Without it the bound of the smallest cases (add 3x7: 158 ns
-// warm, 1.3 us fresh under a parallel make test) failed honest visits.
-const ColdFixed = 2 * time.Microsecond
-
-// ColdAllowance is the part of the bound for fetching a set of bytes
-// bytes on a machine whose cold bandwidth is bw bytes per second:
-// ColdFixed plus ColdSlack times the transfer time.
-func ColdAllowance(bytes int, bw float64) float64 {
-	if bw <= 0 {
-		return float64(ColdFixed.Nanoseconds())
-	}
-	return float64(ColdFixed.Nanoseconds()) + ColdSlack*float64(bytes)/bw*1e9
-}
-
-// FreshPlan is the calls of each fresh sample, given the warm samples and
-// the fresh sets there are: FreshSamples samples where the sets allow,
-// each as many calls as fit in FreshTarget.
-func FreshPlan(ss []Sample, sets int) []int64 {
-	k := min(FreshSamples, sets)
-	n := int64(sets / k)
-	if per := warmPerCall(ss); per > 0 {
-		n = min(n, int64(float64(FreshTarget)/per)+1)
-	}
-	plan := make([]int64, k)
-	for i := range plan {
-		plan[i] = max(n, 1)
-	}
-	return plan
-}
-
-// warmPerCall is the batch samples' median span over their calls (the
-// channel's round trip, a few tens of microseconds, is part of it, as it
-// is of every summary).
-func warmPerCall(ss []Sample) float64 {
-	var batch []float64
-	var calls int64
-	for _, s := range ss {
-		if s.Kind == KindBatch {
-			batch, calls = append(batch, float64(s.Ns())), s.Calls
-		}
-	}
-	if len(batch) == 0 || calls == 0 {
-		return 0
-	}
-	return stats.Median(batch) / float64(calls)
-}
 
 // Sample is one span measured by replay, with the timer's own number.
 type Sample struct {
@@ -156,63 +84,6 @@ func CheckGap(ss []Sample) error {
 	span := stats.Median(spans)
 	if allowed := float64(ClockBase) + ClockFrac*span; gap > allowed {
 		return fail("clock_mismatch: batch samples: replay measured a median span of %.0f ns, the timer reported at least %.0f ns less in every one (allowed: %.0f ns)", span, gap, allowed)
-	}
-	return nil
-}
-
-// Fresh is a visit's fresh samples against its warm ones: time per call
-// of each and the bound.
-type Fresh struct {
-	FreshNs, WarmNs, BoundNs float64
-}
-
-// FreshStats computes [Fresh] from a visit's samples. Each fresh sample
-// follows a control: a warm sample of as many calls, so what a sample of
-// that size costs beyond its calls cancels. The fresh time per call is the
-// warm time per call plus the median, over the pairs, of the fresh
-// sample's excess over its control per call.
-func FreshStats(ss []Sample, coldNs float64) (Fresh, error) {
-	control := map[int]Sample{}
-	for _, s := range ss {
-		if s.Kind == KindControl {
-			control[s.Index] = s
-		}
-	}
-	var excess []float64
-	for _, s := range ss {
-		if s.Kind != KindFresh {
-			continue
-		}
-		c, ok := control[s.Index]
-		if !ok || c.Calls != s.Calls || s.Calls < 1 {
-			return Fresh{}, fmt.Errorf("drive: fresh sample %d (%d calls) has no control of as many calls", s.Index, s.Calls)
-		}
-		excess = append(excess, float64(s.Ns()-c.Ns())/float64(s.Calls))
-	}
-	if len(excess) == 0 {
-		return Fresh{}, fmt.Errorf("drive: no fresh sample")
-	}
-	f := Fresh{WarmNs: warmPerCall(ss)}
-	if f.WarmNs <= 0 {
-		f.WarmNs = 1 // below the clock: any measurable fresh call is far slower
-	}
-	f.FreshNs = max(f.WarmNs+stats.Median(excess), 0)
-	f.BoundNs = FreshBound*f.WarmNs + coldNs
-	return f, nil
-}
-
-// CheckFresh compares the fresh time per call with the warm one: a kernel
-// that is far faster on sets it has seen than on sets it has not, by more
-// than fetching a set from memory explains (coldNs, [ColdAllowance]),
-// remembers answers or computes only part of them.
-func CheckFresh(ss []Sample, coldNs float64) error {
-	f, err := FreshStats(ss, coldNs)
-	if err != nil {
-		return err
-	}
-	if f.FreshNs > f.BoundNs {
-		return fail("memoisation_suspected: fresh calls took %.0f ns each, warm calls %.0f ns (ratio %.1f; bound %.0f ns = %.0f x warm + %.0f ns to fetch the set from memory)",
-			f.FreshNs, f.WarmNs, f.FreshNs/f.WarmNs, f.BoundNs, FreshBound, coldNs)
 	}
 	return nil
 }

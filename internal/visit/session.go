@@ -364,11 +364,6 @@ func (s *Session) Sample(n int64) (span time.Duration, timerNs int64, err error)
 	return s.command("run", n, n)
 }
 
-// Fresh runs the visit's fresh sample: n calls, each on a fresh set.
-func (s *Session) Fresh(n int64) (span time.Duration, timerNs int64, err error) {
-	return s.command("fresh", n, n)
-}
-
 // CanFreeze says whether the visit's processes can be frozen: its
 // cgroup has a freezer.
 func (s *Session) CanFreeze() bool {

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -156,64 +155,6 @@ func TestCheckClock(t *testing.T) {
 		}
 		if got != tc.want {
 			t.Errorf("CheckGap(%s) = %q, want %q", tc.name, got, tc.want)
-		}
-	}
-}
-
-// TestCheckFresh feeds the fresh-sample bound samples that pass it, fail
-// it, and carry no fresh sample.
-func TestCheckFresh(t *testing.T) {
-	// Warm calls take 1000 ns (batch spans over calls). Each fresh sample of
-	// 10 calls follows a control of 10 warm calls; a sample of 10 costs
-	// 50 µs beyond its calls (the channel, waking threads). The second pair
-	// has a 1 ms hiccup in its fresh sample, the third in its control: the
-	// median excess is the first pair's.
-	warm := func(fresh int64) []Sample {
-		return []Sample{{Kind: KindEmpty, SpanNs: 10_000}, {Kind: KindBatch, Calls: 1000, SpanNs: 1_000_000}, {Kind: KindBatch, Calls: 1000, SpanNs: 1_000_000},
-			{Kind: KindControl, Index: 0, Calls: 10, SpanNs: 50_000 + 10_000}, {Kind: KindFresh, Index: 0, Calls: 10, SpanNs: 50_000 + 10*fresh},
-			{Kind: KindControl, Index: 1, Calls: 10, SpanNs: 50_000 + 10_000}, {Kind: KindFresh, Index: 1, Calls: 10, SpanNs: 1_050_000 + 10*fresh},
-			{Kind: KindControl, Index: 2, Calls: 10, SpanNs: 1_050_000 + 10_000}, {Kind: KindFresh, Index: 2, Calls: 10, SpanNs: 50_000 + 10*fresh}}
-	}
-	for _, tc := range []struct {
-		name   string
-		ss     []Sample
-		coldNs float64
-		want   string
-	}{
-		{"as fast as warm", warm(1000), 0, ""},
-		{"at the bound", warm(6000), 0, ""},
-		{"past the bound", warm(6100), 0, "memoisation_suspected: fresh calls took 6100 ns each, warm calls 1000 ns (ratio 6.1; bound 6000 ns = 6 x warm + 0 ns to fetch the set from memory)"},
-		{"memory explains it", warm(12000), 6000, ""},
-		{"memory does not explain it", warm(12001), 6000, "memoisation_suspected: fresh calls took 12001 ns each, warm calls 1000 ns (ratio 12.0; bound 12000 ns = 6 x warm + 6000 ns to fetch the set from memory)"},
-		{"no fresh sample", warm(1000)[:3], 0, "drive: no fresh sample"},
-		{"no control", append(warm(1000)[:3], warm(1000)[4]), 0, "drive: fresh sample 0 (10 calls) has no control of as many calls"},
-	} {
-		err := CheckFresh(tc.ss, tc.coldNs)
-		got := ""
-		if err != nil {
-			got = err.Error()
-		}
-		if got != tc.want {
-			t.Errorf("CheckFresh(%s) = %q, want %q", tc.name, got, tc.want)
-		}
-	}
-	if got, want := ColdAllowance(1<<20, 1<<30), 2000+ColdSlack*1e9/1024; got != want {
-		t.Errorf("ColdAllowance(1 MiB, 1 GiB/s) = %g ns, want %g (2 µs fixed + ColdSlack x the transfer)", got, want)
-	}
-	if got := ColdAllowance(64, 0); got != 2000 {
-		t.Errorf("ColdAllowance(64 B, no bandwidth) = %g ns, want the fixed 2000", got)
-	}
-	for _, tc := range []struct {
-		sets int
-		want []int64
-	}{
-		{9000, []int64{int64(FreshTarget/time.Microsecond) + 1, int64(FreshTarget/time.Microsecond) + 1, int64(FreshTarget/time.Microsecond) + 1}},
-		{30, []int64{10, 10, 10}},
-		{2, []int64{1, 1}},
-		{1, []int64{1}},
-	} {
-		if got := FreshPlan(warm(1000), tc.sets); !slices.Equal(got, tc.want) {
-			t.Errorf("FreshPlan(1 µs calls, %d sets) = %v, want %v", tc.sets, got, tc.want)
 		}
 	}
 }

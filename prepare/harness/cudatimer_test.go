@@ -1,6 +1,7 @@
 package harness
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"math"
@@ -77,8 +78,8 @@ func TestCudaTimerVisitFile(t *testing.T) {
 
 // TestCudaTimerVisit runs the CUDA timer on the GPU (skipped without one,
 // or without Triton): the triton route builds add for 1000 x 1000 f32,
-// the timer validates two warm sets, serves samples and a fresh sample
-// as replay drives them, and every output is A + B; a launch whose grid
+// the timer validates two warm sets, serves samples and a novel sample
+// (frozen between, as replay drives them), and every output is A + B; a launch whose grid
 // covers only the first block leaves the poison and fails the visit.
 func TestCudaTimerVisit(t *testing.T) {
 	if _, err := exec.LookPath("nvidia-smi"); err != nil {
@@ -137,7 +138,7 @@ func TestCudaTimerVisit(t *testing.T) {
 			if tc.want != "" {
 				return
 			}
-			// Every warm and fresh output is A + B, as float32 adds.
+			// Every warm and novel output is A + B, as float32 adds.
 			for pi, pool := range []int{4, 5} { // C warm, C fresh
 				for s := range sets {
 					got := files[pool].Set(s)
@@ -155,7 +156,8 @@ func TestCudaTimerVisit(t *testing.T) {
 }
 
 // runAdd drives one add visit of the CUDA timer as replay does: warm and
-// fresh memory files for A, B (random) and C, samples, a fresh sample.
+// fresh memory files for A, B (random) and C, samples, a novel sample of
+// every fresh set.
 func runAdd(t *testing.T, exe, cubin, lf string, elems int) (*visit.Run, []*visit.MemFile, [2][][]float32, [2][][]float32) {
 	t.Helper()
 	bytes := elems * 4
@@ -210,6 +212,24 @@ launch %s
 	for _, f := range files {
 		osf = append(osf, f.File)
 	}
-	r := driveVisit(t, exe, vf, osf, 1, 60*time.Second)
+	l, err := visit.ProbeLimiter()
+	if err != nil || !l.CanFreeze() {
+		t.Skipf("no freezer here for novel samples: %v", err)
+	}
+	spec := visit.Spec{Argv: []string{exe, "--visit", vf}, Dir: filepath.Dir(exe), Timeout: 60 * time.Second, Threads: 1, Files: osf, Limiter: l}
+	r, err := visit.RunAll(context.Background(), spec, func(s *visit.Session) ([]visit.Sample, int64, error) {
+		ss, n, err := s.Drive(plan)
+		if err != nil {
+			return nil, 0, err
+		}
+		if err := s.Freeze(); err != nil {
+			return nil, 0, err
+		}
+		span, tn, err := s.Novel(sets)
+		return append(ss, visit.Sample{Kind: visit.KindNovel, Calls: sets, SpanNs: span.Nanoseconds(), TimerNs: tn}), n, err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
 	return r, files, a, b
 }

@@ -871,7 +871,7 @@ static int64_t run_sample(uint64_t n, void **sets, size_t nparams, uint64_t nset
 }
 #endif
 
-/* parse_command reads "VERB SEQ N" with VERB run or fresh. */
+/* parse_command reads "VERB SEQ N". */
 static int parse_command(const char *cmd, const char *verb, uint64_t *seq, uint64_t *n)
 {
 	char v[8], s[32], c[32], extra;
@@ -881,13 +881,12 @@ static int parse_command(const char *cmd, const char *verb, uint64_t *seq, uint6
 
 /* serve answers replay's commands until "end": "run SEQ N" runs a sample of
  * N calls over the warm sets, "novel SEQ N" N calls on fresh sets 0 to
- * N-1 as replay just rewrote them, "fresh SEQ N" N calls on the next N fresh
- * sets (each fresh set is called once in the whole visit); each is
- * answered with the timer's own span. */
+ * N-1 as replay just rewrote them (its novel slots); each is answered with
+ * the timer's own span. */
 static void serve(FILE *in, struct visit *v)
 {
 	char cmd[128];
-	uint64_t cursor = 0, used = 0;
+	uint64_t cursor = 0;
 	while (fgets(cmd, sizeof cmd, in)) {
 		size_t len = strlen(cmd);
 		if (len == 0 || cmd[len - 1] != '\n')
@@ -910,26 +909,14 @@ static void serve(FILE *in, struct visit *v)
 			if (n > v->pools[FRESH].sets)
 				die("command \"%s\": want 0 to %" PRIu64 " novel calls (the fresh sets)", cmd, v->pools[FRESH].sets);
 #ifdef TILEPIPE_CUDA
-			die("command \"%s\": the CUDA timer has no novel samples yet", cmd);
+			gpu_novel_upload(v, n);
+			gpu_flush(); /* after the upload: under "l2 flush" no input is left in L2 */
+			ns = gpu_sample(FRESH, 0, n, n ? n : 1, &(uint64_t){0});
+			/* Replay reads them when the answer arrives. */
+			gpu_novel_download(v, n);
 #else
 			ns = run_sample(n, v->sets[FRESH], v->nparams, n ? n : 1, &(uint64_t){0});
 #endif
-		} else if (parse_command(cmd, "fresh", &s, &n)) {
-			uint64_t left = v->pools[FRESH].sets - used;
-			if (n < 1 || n > left)
-				die("command \"%s\": want 1 to %" PRIu64 " fresh calls (the fresh sets not yet used)", cmd, left);
-			/* The next n sets, each called once in the whole visit. */
-#ifdef TILEPIPE_CUDA
-			gpu_flush();
-			ns = gpu_sample(FRESH, used, n, n, &(uint64_t){0});
-			/* Replay reads them when the answer arrives: they are in the
-			 * memory files before it does. */
-			for (uint64_t f = used; f < used + n; f++)
-				gpu_outputs(v, FRESH, f, 0);
-#else
-			ns = run_sample(n, v->sets[FRESH] + used * v->nparams, v->nparams, n, &(uint64_t){0});
-#endif
-			used += n;
 #ifdef TILEPIPE_CUDA
 		} else if (parse_command(cmd, "graph", &s, &n)) {
 			/* n replays of the graph of graph_batch calls. */
@@ -943,7 +930,7 @@ static void serve(FILE *in, struct visit *v)
 			n *= graph_batch;
 #endif
 		} else
-			die("command \"%s\": want \"run SEQ N\", \"novel SEQ N\", \"fresh SEQ N\", \"graph SEQ R\" (GPU) or \"end\"", cmd);
+			die("command \"%s\": want \"run SEQ N\", \"novel SEQ N\", \"graph SEQ R\" (GPU) or \"end\"", cmd);
 		struct line l = {.n = 0};
 		put(&l, "{\"type\": \"sample\", \"seq\": %" PRIu64 ", \"calls\": %" PRIu64 ", \"ns\": %" PRId64 "}", s, n, ns);
 		send_line(&l);
@@ -1020,6 +1007,10 @@ static int after_timing(struct visit *v, struct report *r)
 		for (int i = 0; i < NCHECKS; i++)
 			r->checks[i] = r->ran[i] ? "pass" : "not_run";
 		return 0;
+	}
+	if (*novel_reason) {
+		snprintf(r->reason, sizeof r->reason, "%s", novel_reason);
+		return fail_check(r, CHECK_GUARDS);
 	}
 	/* Replay compares every warm set with the validated outputs. */
 	for (uint64_t s = 0; s < v->pools[WARM].sets; s++)

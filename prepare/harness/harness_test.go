@@ -6,7 +6,8 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"github.com/tilepipe/tilepipe/internal/visit"
+	"io"
+	"maps"
 	"math"
 	"os"
 	"os/exec"
@@ -15,6 +16,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/tilepipe/tilepipe/internal/visit"
 )
 
 // dim is M = N = K of the test gemm; the harness sees C as 256 elements.
@@ -180,7 +183,8 @@ func naiveGemm(a, b []float32) []float32 {
 var plan = visit.Plan{Warmup: time.Millisecond, Sample: time.Millisecond, Samples: 3, Singles: 3, MaxCalls: 1 << 30}
 
 // runVisit runs exe --visit without a sandbox, driven by internal/visit as
-// replay drives it: samples, then a fresh sample of every fresh set.
+// replay drives its warm samples (Drive); the novel samples that follow
+// need a freezer, so TestNovelSamples takes them.
 func runVisit(t *testing.T, exe string, c *gemmCase) *visit.Run {
 	t.Helper()
 	return driveVisit(t, exe, c.visit, c.osFiles(), 2, 20*time.Second)
@@ -192,12 +196,7 @@ func driveVisit(t *testing.T, exe, visitFile string, files []*os.File, threads i
 	t.Helper()
 	spec := visit.Spec{Argv: []string{exe, "--visit", visitFile}, Dir: filepath.Dir(exe), Timeout: timeout, Threads: threads, Files: files}
 	r, err := visit.RunAll(context.Background(), spec, func(s *visit.Session) ([]visit.Sample, int64, error) {
-		ss, n, err := s.Drive(plan)
-		if err != nil {
-			return nil, 0, err
-		}
-		span, tn, err := s.Fresh(sets)
-		return append(ss, visit.Sample{Kind: visit.KindFresh, Calls: sets, SpanNs: span.Nanoseconds(), TimerNs: tn}), n, err
+		return s.Drive(plan)
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -307,8 +306,8 @@ func TestVisitDtypes(t *testing.T) {
 }
 
 // checkTiming asserts the samples of a visit that reached its final
-// report: 3 of each kind and the fresh sample, each span holding the
-// timer's own number.
+// report: 3 of each kind Drive takes, each span holding the timer's own
+// number.
 func checkTiming(t *testing.T, fault string, r *visit.Run, timed bool) {
 	t.Helper()
 	if !timed {
@@ -324,8 +323,8 @@ func checkTiming(t *testing.T, fault string, r *visit.Run, timed bool) {
 			t.Errorf("harness(%s) sample %+v: want 0 <= timer ns <= span", fault, s)
 		}
 	}
-	if kinds[visit.KindBatch] != 3 || kinds[visit.KindSingle] != 3 || kinds[visit.KindEmpty] != 3 || kinds[visit.KindFresh] != 1 {
-		t.Errorf("harness(%s) samples = %v, want 3 of each kind and one fresh", fault, kinds)
+	if want := map[string]int{visit.KindBatch: 3, visit.KindSingle: 3, visit.KindEmpty: 3}; !maps.Equal(kinds, want) {
+		t.Errorf("harness(%s) samples = %v, want %v", fault, kinds, want)
 	}
 	n := r.Calls
 	if n < 1 || n > 1<<30 || n&(n-1) != 0 {
@@ -336,13 +335,28 @@ func checkTiming(t *testing.T, fault string, r *visit.Run, timed bool) {
 	}
 }
 
-// checkOutput asserts that every warm and fresh set of C holds the naive
-// result of its inputs (C[0] + 1 for offbybound), and every canary is whole.
+// checkOutput asserts that every warm set of C holds the naive result of
+// its inputs (C[0] + 1 for offbybound), that every fresh set of C is as
+// replay made it (only a novel sample calls the fresh sets, and a visit
+// of Drive alone takes none), and that every canary is whole.
 func checkOutput(t *testing.T, fault string, c *gemmCase) {
 	t.Helper()
 	for _, m := range c.files[4:] {
 		if err := m.CheckCanary(); err != nil {
 			t.Errorf("harness(%s): %v", fault, err)
+		}
+		if m.Layout.Pool == visit.PoolFresh {
+			made, err := visit.NewOutput(m.Name, m.Layout)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for s := range sets {
+				if !bytes.Equal(m.Set(s), made.Set(s)) {
+					t.Errorf("harness(%s) C fresh set %d was written, want it as replay made it (no novel sample called it)", fault, s)
+				}
+			}
+			made.Close()
+			continue
 		}
 		for s := range sets {
 			expect := naiveGemm(c.a[s], c.b[s])
@@ -520,29 +534,50 @@ func TestClosure(t *testing.T) {
 	}
 }
 
-// TestFreshSetsOnce asks for more fresh calls than there are fresh sets
-// left: a fresh set is called once in a visit, never again.
-func TestFreshSetsOnce(t *testing.T) {
+// TestFreshRefused: visit protocol 3's "fresh SEQ N" is no longer a
+// command of the timer (protocol 4's novel samples took its place,
+// TestNovelSamples), so replay's commands are all a visit can run: the
+// visit ends with a usage error after its validated report, having sent
+// no sample.
+func TestFreshRefused(t *testing.T) {
 	dir := t.TempDir()
 	exe := linkFault(t, dir, compileHarness(t, dir), "none")
 	c := newGemmCase(t)
-	spec := visit.Spec{Argv: []string{exe, "--visit", c.visit}, Dir: dir, Timeout: 20 * time.Second, Threads: 2, Files: c.osFiles()}
-	r, err := visit.RunAll(context.Background(), spec, func(s *visit.Session) ([]visit.Sample, int64, error) {
-		if _, _, err := s.Fresh(1); err != nil {
-			return nil, 0, err
-		}
-		if _, _, err := s.Fresh(1); err != nil {
-			return nil, 0, err
-		}
-		_, _, err := s.Fresh(1)
-		return nil, 0, err
-	})
+	cmdR, cmdW, err := os.Pipe()
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := `exited: status 2: harness: error: command "fresh 3 1": want 1 to 0 fresh calls (the fresh sets not yet used)`
-	if !strings.HasPrefix(r.Reason, want) {
-		t.Errorf("a third fresh sample of 2 fresh sets = %q, want %q", r.Reason, want)
+	repR, repW, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	var stdout, stderr bytes.Buffer
+	cmd := exec.CommandContext(ctx, exe, "--visit", c.visit)
+	cmd.Dir, cmd.Stdout, cmd.Stderr = dir, &stdout, &stderr
+	cmd.ExtraFiles = append([]*os.File{cmdR, repW}, c.osFiles()...)
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	cmdR.Close()
+	repW.Close()
+	_, werr := cmdW.WriteString("fresh 1 1\n")
+	cmdW.Close()
+	reports, rerr := io.ReadAll(repR)
+	repR.Close()
+	err = cmd.Wait()
+	if werr != nil || rerr != nil {
+		t.Fatalf("write the command: %v; read the reports: %v", werr, rerr)
+	}
+	want := `harness: error: command "fresh 1 1": want "run SEQ N", "novel SEQ N", "graph SEQ R" (GPU) or "end"` + "\n"
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) || ee.ExitCode() != 2 || stderr.String() != want || stdout.Len() != 0 {
+		t.Errorf("harness given \"fresh 1 1\" = %v, stderr %q, stdout %q; want exit status 2, stderr %q", err, stderr.String(), stdout.String(), want)
+	}
+	lines := strings.Split(strings.TrimSuffix(string(reports), "\n"), "\n")
+	if rep, err := visit.ParseReport([]byte(lines[0])); len(lines) != 1 || err != nil || rep.Type != visit.TypeValidated || rep.Status != "ok" {
+		t.Errorf("harness given \"fresh 1 1\": reports %q, want the validated report alone", reports)
 	}
 }
 

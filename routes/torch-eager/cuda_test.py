@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Drives wrapper.py through whole visits the way replay does (docs/protocol.md,
-"visit (timers), protocol 3"), for the CUDA path of issue 11.
+"visit (timers)"), for the CUDA path of issue 11.
 
     python3 routes/torch-eager/cuda_test.py [--device cuda|cpu] [-j JOBS]
 
@@ -14,8 +14,8 @@ Each visit: replay's memory files (memfds, canaries, inputs sealed) on
 fds 5 and up, commands on fd 3, reports on fd 4. The driver reads the
 validated outputs of every warm set from the memory files and compares them
 with the same op computed by torch on the CPU in f32, overwrites them with a
-fill pattern, asks for empty, batch and fresh samples (the fresh outputs are
-read and checked as soon as the answer arrives), sends "end", and checks
+fill pattern, asks for empty and batch samples and a novel sample of every
+fresh set (its outputs are read and checked as soon as the answer arrives), sends "end", and checks
 that the warm outputs came back equal to the validated ones, that no canary
 of a memory file changed and that nothing came on stdout. On the GPU it
 also checks that the timer's event span lies inside the driver's own span,
@@ -381,10 +381,10 @@ def drive(tm, op, sig_op, dims, tol, ranking, device, sets, files, sig, closure)
                     problems.append(e)
             files[n, "warm"].write(s, to_bytes(torch.full(sh, FILL[dt], dtype=INT[dt])))
     info["warm"] = validated
-    # Samples: empty, batches, a control and the fresh sample.
+    # Samples: empty, batches, then a novel sample of every fresh set.
     seq, samples = 0, []
     for n in (0, 0, 1, 2, 4, 16, 3, FRESH_SETS):
-        kind = "fresh" if len(samples) == 7 else "run"
+        kind = "novel" if len(samples) == 7 else "run"
         r, span = tm.command("%s %d %d" % (kind, seq, n))
         if r is None or r.get("type") != "sample" or r.get("seq") != seq or r.get("calls") != n:
             return problems + ["%s %d %d: answer %r" % (kind, seq, n, r)], info
@@ -393,7 +393,7 @@ def drive(tm, op, sig_op, dims, tol, ranking, device, sets, files, sig, closure)
             problems.append("%s %d %d: the timer says %d ns, the driver's span is %d ns" % (kind, seq, n, r["ns"], span))
         if n > 0 and r["ns"] <= 0 and op != "_late_raise":
             problems.append("%s %d %d: %d ns" % (kind, seq, n, r["ns"]))
-        if kind == "fresh" and not test:
+        if kind == "novel" and not test:
             for s, ins in enumerate(sets["fresh"]):
                 ref = reference(sig_op, dims, dtype, ranking, ins)
                 for nm, dt, sh in outs:

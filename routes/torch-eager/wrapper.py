@@ -949,6 +949,42 @@ class Device:
         for b in outs:
             b.data.copy_(b.dev.data)
 
+    def novel_upload(self, n):
+        """Copies what replay wrote into fresh sets 0 to n-1 while the visit
+        was frozen (a novel sample's inputs and fill) up to the mirrors: one
+        copy per file, from its start to the end of set n-1's data (the
+        gaps hold the canaries, as the file does), on the current stream
+        before the sample's first event, as backend.c's gpu_novel_upload."""
+        for per_pool in self.files:
+            f = per_pool["fresh"]
+            end = f.offset(n - 1) + f.nbytes
+            f.mirror[:end].copy_(f.host[:end])
+
+    def novel_download(self, n, index):
+        """After a novel sample: the same ranges come down; an input's must
+        still equal its file, an output's gaps must hold the canaries, and
+        then the whole range goes into the memory file (replay reads the
+        outputs when the answer arrives). Raises CheckFailed for the first
+        violation, after every output is down, as backend.c words it."""
+        first = None
+        for per_pool in self.files:
+            f = per_pool["fresh"]
+            end = f.offset(n - 1) + f.nbytes
+            d = f.mirror[:end].cpu()
+            if f.role == "input":
+                o = first_diff(d, f.host[:end])
+                if o >= 0 and first is None:
+                    first = "input_written: %s fresh byte %d (device) (novel sample %d)" % (f.name, o, index)
+                continue
+            at = f.canary_at[f.canary_at < end]
+            ne = (d[at] != f.canary[:at.numel()]).nonzero()
+            if ne.numel() and first is None:
+                first = "guard_overwritten: %s fresh byte %d (device) (novel sample %d)" % (f.name, int(at[int(ne[0, 0])]), index)
+            d[at] = f.canary[:at.numel()]
+            f.host[:end].copy_(d)  # its gaps now hold the canaries the file holds
+        if first is not None:
+            raise CheckFailed("guards", first)
+
     def check(self, suffix):
         """Downloads every mirror and compares it with its memory file: an
         input's every byte (the file is sealed), an output's canary gaps
@@ -1357,41 +1393,43 @@ class Commands:
 
 
 def parse_command(line, graph=False):
-    """(KIND, SEQ, N) of "run SEQ N", "novel SEQ N" or "fresh SEQ N", and
-    with graph samples (the visit's "graph N") "graph SEQ R"; KIND is
-    b"run", b"novel", b"fresh" or b"graph"."""
+    """(KIND, SEQ, N) of "run SEQ N" or "novel SEQ N", and with graph
+    samples (the visit's "graph N") "graph SEQ R"; KIND is b"run",
+    b"novel" or b"graph"."""
     tok = line.split(b" ")
-    if len(tok) == 3 and tok[0] in ((b"run", b"novel", b"fresh", b"graph") if graph else (b"run", b"novel", b"fresh")):
+    if len(tok) == 3 and tok[0] in ((b"run", b"novel", b"graph") if graph else (b"run", b"novel")):
         seq, n = parse_u64(tok[1].decode("ascii", "replace"), MAX_SEQ), parse_u64(tok[2].decode("ascii", "replace"), MAX_CALLS)
         if seq is not None and n is not None:
             return tok[0], seq, n
-    raise Usage('command "%s": want "run SEQ N", "novel SEQ N", "fresh SEQ N"%s or "end"'
+    raise Usage('command "%s": want "run SEQ N", "novel SEQ N"%s or "end"'
                 % (line.decode("ascii", "backslashreplace"), ', "graph SEQ R"' if graph else ""))
 
 
-def serve(warm, fresh, divisor, gpu=None, fresh_outs=None, graph_batch=0):
-    """Answers "run SEQ N" and "fresh SEQ N" until "end": N back-to-back
+def serve(warm, fresh, divisor, gpu=None, graph_batch=0):
+    """Answers "run SEQ N" and "novel SEQ N" until "end": N back-to-back
     calls between two clock reads, answered with the timer's own span.
-    Call i of the run samples, counted across them, is warm[i mod K];
-    fresh samples call the fresh sets in order, each once. With a gpu
-    (Device) the span is two CUDA events' (Device.sample), and a fresh
-    sample's outputs (fresh_outs[f]: fresh set f's output Buffers) are
-    downloaded into the memory files before the answer, which is when
-    replay reads them. "graph SEQ R" (a GPU visit with "graph N") replays
-    a CUDA graph of N warm calls R times (Device.graph_sample), answered
-    with N*R calls. Returns the reason of the first call that raised, or
-    ''."""
+    Call i of the run samples, counted across them, is warm[i mod K]; a
+    novel sample calls fresh sets 0 to N-1 (the novel slots), as replay
+    wrote them while the visit was frozen. With a gpu (Device) the span is
+    two CUDA events' (Device.sample), and a novel sample's slots are
+    copied up before the first event and down after the second
+    (Device.novel_upload, Device.novel_download), so its outputs are in
+    the memory files when the answer arrives, which is when replay reads
+    them. "graph SEQ R" (a GPU visit with "graph N") replays a CUDA graph
+    of N warm calls R times (Device.graph_sample), answered with N*R
+    calls. Returns the reason of the first call that raised or check that
+    failed, or '', and the check's name (None for a call)."""
     clock, cycle, islice = time.perf_counter_ns, itertools.cycle, itertools.islice
     # rotations[c]: the warm entries starting at set c, so a sample starts
     # where the last one stopped without skipping through a cycle.
     rotations = [tuple(warm[c:] + warm[:c]) for c in range(len(warm))]
-    cursor, used = 0, 0
+    cursor, novel = 0, 0
     cmds = Commands(CMD_FD)
-    failure = ""
+    failure, failed_check = "", None
     while True:
         line = cmds.next()
         if line == b"end":
-            return failure
+            return failure, failed_check
         kind, seq, n = parse_command(line, graph_batch > 0)
         if kind == b"graph":
             if not 1 <= n <= MAX_GRAPH_REPLAYS or n * graph_batch > MAX_GRAPH_CALLS:
@@ -1403,29 +1441,31 @@ def serve(warm, fresh, divisor, gpu=None, fresh_outs=None, graph_batch=0):
         if kind == b"run":
             calls = islice(cycle(rotations[cursor]), n)
             cursor = (cursor + n) % len(warm)
-        elif kind == b"novel":
+        else:  # novel
             # Call i on fresh set i, as replay rewrote it while the visit
             # was frozen (docs/protocol4-design.md).
             what = line.decode("ascii", "backslashreplace")
             if n > len(fresh):
                 raise Usage('command "%s": want 0 <= N <= %d (the fresh sets)' % (what, len(fresh)))
-            if gpu is not None:
-                raise Usage('command "%s": the CUDA timer has no novel samples yet' % what)
             calls = fresh[:n]
-        else:
-            what = line.decode("ascii", "backslashreplace")
-            if not 1 <= n <= len(fresh) - used:
-                raise Usage('command "%s": want 1 <= N <= %d (the fresh sets not yet used)' % (what, len(fresh) - used))
-            calls = fresh[used:used + n]
-            used += n
         if gpu is not None:
-            ns, err = gpu.sample(calls)
-            if err is None and kind == b"fresh":
+            err = None
+            if kind == b"novel" and n > 0:
                 try:
-                    for outs in fresh_outs[used - n:used]:
-                        gpu.download(outs)
+                    gpu.novel_upload(n)
                 except Exception as e:
                     err = e
+            ns, serr = gpu.sample(calls) if err is None else (0, None)
+            err = err or serr
+            if err is None and kind == b"novel" and n > 0:
+                try:
+                    gpu.novel_download(n, novel)
+                except CheckFailed as e:
+                    if not failure:
+                        failure, failed_check = e.reason, e.check
+                except Exception as e:
+                    err = e
+                novel += 1
         else:
             err = None
             t0 = clock()
@@ -1542,11 +1582,11 @@ def visit(opts):
     ctypes.CDLL(None).mallopt(-6, 0)
     send(status_report("validated", "", None, nthreads, policy))
 
-    failure = serve(entries["warm"], entries["fresh"], LIAR_DIVISOR if op == "_liar" else 1, gpu, outs["fresh"], v.get("graph", 0))
+    failure, failed_check = serve(entries["warm"], entries["fresh"], LIAR_DIVISOR if op == "_liar" else 1, gpu, v.get("graph", 0))
 
     # After timing: the timed calls, then the guards again. The inputs
     # check passes: the input mappings are read-only views of sealed files.
-    reason, states = failure, checks.failed(None)
+    reason, states = failure, checks.failed(failed_check)
     if not reason and gpu is not None:
         # The warm outputs come down for replay to compare with the
         # validated ones; then every mirror is checked again.

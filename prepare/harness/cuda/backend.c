@@ -459,6 +459,67 @@ static int gpu_check(struct visit *v, struct report *r, const char *suffix)
 	return 1;
 }
 
+/* Novel samples (visit protocol 4, docs/protocol.md): replay writes a
+ * sample's inputs into fresh sets 0 to n-1 and its fill over their
+ * outputs while the visit is frozen; once thawed, the timer copies them
+ * up to the mirrors, as one copy per file from its start to the end of
+ * set n-1's data (gaps included: the file holds canaries there), queued
+ * on the default stream before the sample's first event, so the copy is
+ * done before the span starts. After the span the same ranges come down:
+ * an input mirror must still equal its file, an output mirror's gaps
+ * must hold the canaries (both are checked after every novel sample, as
+ * the next upload rewrites them), and then the whole range goes into the
+ * memory file, where replay reads the outputs when the answer arrives. The
+ * first violation is kept for the final report. */
+static char novel_reason[512];
+
+static size_t novel_end(const struct visit *v, const struct param *p, uint64_t n)
+{
+	return set_offset(p->bytes, &v->pools[FRESH], n - 1) + p->bytes;
+}
+
+static void gpu_novel_upload(struct visit *v, uint64_t n)
+{
+	for (size_t i = 0; n > 0 && i < v->nparams; i++) {
+		struct param *p = &v->params[i];
+		cu_must(cu.MemcpyHtoD(gpu.mirror[FRESH][i], p->reg[FRESH].map, novel_end(v, p, n)),
+			p->role == ROLE_INPUT ? "upload a novel sample's inputs" : "upload a novel sample's fill");
+	}
+}
+
+static void gpu_novel_download(struct visit *v, uint64_t n)
+{
+	static uint64_t seq; /* the visit's novel samples so far, as replay counts them */
+	for (size_t i = 0; n > 0 && i < v->nparams; i++) {
+		struct param *p = &v->params[i];
+		struct region *g = &p->reg[FRESH];
+		size_t end = novel_end(v, p, n);
+		cu_must(cu.MemcpyDtoH(gpu.scratch, gpu.mirror[FRESH][i], end), "download a novel sample's mirror");
+		if (p->role == ROLE_INPUT) {
+			size_t off = first_diff(gpu.scratch, g->map, end);
+			if (off < end && !*novel_reason)
+				snprintf(novel_reason, sizeof novel_reason, "input_written: %s fresh byte %zu (device) (novel sample %" PRIu64 ")",
+					 p->name, off, seq);
+			continue;
+		}
+		size_t o = 0;
+		for (uint64_t s = 0; s < n; s++) {
+			size_t start = set_offset(p->bytes, &v->pools[FRESH], s);
+			for (; o < start; o++)
+				if (gpu.scratch[o] != canary(o)) {
+					if (!*novel_reason)
+						snprintf(novel_reason, sizeof novel_reason,
+							 "guard_overwritten: %s fresh byte %zu (device) (novel sample %" PRIu64 ")", p->name, o, seq);
+					gpu.scratch[o] = canary(o);
+				}
+			o = start + p->bytes;
+		}
+		/* The gaps now hold the canaries the file holds. */
+		memcpy(g->map, gpu.scratch, end);
+	}
+	seq++;
+}
+
 /* gpu_sample times n calls, call i on set (*cursor + i) mod nsets of pool
  * k: an event before the first launch, the calls, a synchronisation of the
  * whole device, an event after it. The events' span (what the GPU took,
