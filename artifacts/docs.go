@@ -461,8 +461,9 @@ type Session struct {
 	Started  time.Time `json:"started"`
 	Verified time.Time `json:"verified"`
 	// ColdBandwidth is the machine's read+write bandwidth from memory
-	// (bytes/s, internal/floors), measured as the session began; it
-	// bounds an honest fresh call (docs/protocol.md, "Memoisation").
+	// (bytes/s, internal/floors) to one thread, measured as the session
+	// began: what the progress line reports; visit protocol 3 bounded its
+	// fresh calls with it.
 	ColdBandwidth float64 `json:"coldBandwidth"`
 	// ClockHz is one core's measured clock (internal/floors.Clock), and
 	// Floors every case's physical floors measured as the session began.
@@ -570,8 +571,9 @@ type VisitResult struct {
 	ColdNs       int64  `json:"coldNs,omitempty"`
 	Threads      int    `json:"threads"`
 	OutputPolicy string `json:"outputPolicy,omitempty"`
-	// Sets and FreshSets are the visit's warm and fresh buffer sets
-	// (docs/protocol.md); FreshCalls the calls of all its fresh samples.
+	// Sets and FreshSets are the visit's warm buffer sets and novel slots
+	// (docs/protocol.md); FreshCalls is always 0 (visit protocol 3's fresh
+	// calls; written, as the field is not omitempty).
 	Sets       int   `json:"sets"`
 	FreshSets  int   `json:"freshSets"`
 	FreshCalls int64 `json:"freshCalls"`
@@ -579,14 +581,13 @@ type VisitResult struct {
 	// MallocPerturb the glibc allocator fill byte it ran with.
 	Fill          string `json:"fill"`
 	MallocPerturb int    `json:"mallocPerturb"`
-	// FreshNs and WarmNs are the fresh and warm time per call, FreshBoundNs
-	// the most an honest fresh call may take (docs/protocol.md,
-	// "Memoisation"); 0 where the visit did not get that far.
+	// FreshNs, WarmNs and FreshBoundNs were visit protocol 3's fresh and
+	// warm time per call and its bound; replay no longer writes them.
 	FreshNs      float64 `json:"freshNs,omitempty"`
 	WarmNs       float64 `json:"warmNs,omitempty"`
 	FreshBoundNs float64 `json:"freshBoundNs,omitempty"`
-	// Outputs are every warm set's validated outputs (shape [sets, ...]),
-	// FreshOutputs the fresh sample's ([freshCalls, ...]).
+	// Outputs are every warm set's validated outputs (shape [sets, ...]);
+	// FreshOutputs were protocol 3's fresh calls' (no longer written).
 	Outputs      []TensorRef `json:"outputs,omitempty"`
 	FreshOutputs []TensorRef `json:"freshOutputs,omitempty"`
 	// Set0 is the SHA-256 (hex) of warm set 0's outputs, concatenated in
@@ -597,9 +598,8 @@ type VisitResult struct {
 	// Graph is how a GPU visit's graph samples were taken, when the
 	// replay asked for them (config.graphBatch).
 	Graph *GraphRecord `json:"graph,omitempty"`
-	// Novel is a CPU visit's novel samples (visit protocol 4,
-	// docs/protocol.md); absent from a GPU visit, which takes protocol
-	// 3's fresh samples until the CUDA timer takes novel ones.
+	// Novel is the visit's novel samples (visit protocol 4,
+	// docs/protocol.md): every passed visit has them.
 	Novel   *NovelRecord `json:"novel,omitempty"`
 	Samples Digest       `json:"samples,omitempty"` // per-visit Arrow table
 	Stdout  Digest       `json:"stdout,omitempty"`
@@ -701,8 +701,8 @@ type Summary struct {
 	Reason string `json:"reason,omitempty"`
 	Visits int    `json:"visits"`
 	// Kind is the sample kind the times and ratio below rest on: "novel"
-	// (a CPU row, visit protocol 4), or absent: batch samples (a GPU row,
-	// protocol 3's warm samples).
+	// (visit protocol 4) on every passed row; absent on a row that was not
+	// timed.
 	Kind     string  `json:"kind,omitempty"`
 	Samples  int     `json:"samples"`
 	MedianNs float64 `json:"medianNs"`

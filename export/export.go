@@ -6,11 +6,10 @@
 // One row per sample of the replay's sample table, nothing dropped, with
 // its kind. A sample's time is in the column of what it measures, so no
 // column mixes measurements: novel_per_op_ns (a novel sample's time per
-// call: what a CPU row's median per op is the median of), batch_per_op_ns
-// (a warm batch sample's: a GPU row's median per op, a CPU row's warm
-// figure), single_ns (one call), graph_per_op_ns (a CUDA graph's time per
-// logical call); the other kinds (empty, fresh, control) have only
-// total_ns and calls. Each of those columns is null on the rows of other
+// call: what a row's median per op is the median of), batch_per_op_ns (a
+// warm batch sample's: the row's warm figure), single_ns (one call),
+// graph_per_op_ns (a CUDA graph's time per logical call); empty samples
+// have only total_ns and calls. Each of those columns is null on the rows of other
 // kinds, so the median of the column the summary's kind names is its
 // median per op. samples.arrow
 // in the replay stage remains the record (per_op_ns on every row, with its

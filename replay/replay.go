@@ -199,16 +199,16 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	} else {
 		r.cpuLimit = r.limiter.Describe()
 	}
-	// A CPU visit's novel samples are written while it is frozen (visit
-	// protocol 4): without a freezer there is no CPU claim to time.
+	// A visit's novel samples are written while it is frozen (visit
+	// protocol 4): without a freezer there is no claim to time.
 	if !r.limiter.CanFreeze() {
 		for _, e := range r.entries {
-			if e.Status == artifacts.StatusPrepared && r.cases[e.Case].Case.DeviceOf() != oracle.DeviceCUDA {
+			if e.Status == artifacts.StatusPrepared {
 				why := "the cgroup has no freezer"
 				if lerr != nil {
 					why = lerr.Error()
 				}
-				return nil, fmt.Errorf("replay: a CPU visit is frozen between its novel samples (docs/protocol.md, visit protocol 4), and no cgroup freezer can be made here (%s): run replay as root, or where this process may make cgroups", why)
+				return nil, fmt.Errorf("replay: a visit is frozen between its novel samples (docs/protocol.md, visit protocol 4), and no cgroup freezer can be made here (%s): run replay as root, or where this process may make cgroups", why)
 			}
 		}
 	}
