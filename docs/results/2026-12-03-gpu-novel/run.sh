@@ -25,10 +25,10 @@ if [ "$stage" = tests ]; then
   (cd cmd/tilepipe && ../../bin/gpu/tilepipe.test -test.run 'TestGPUAdversaries|TestGPUNovelAdversaries|TestGPUSideStream|TestGPUHealthCheck' -test.v -test.timeout 400s) > "$W/gpu-tests.txt" 2>&1
   step "gpu tests" $? $t0
   t0=$(date +%s)
-  bin/tilepipe run --cohort gpu-quick --routes triton,cublas,torch-eager --baseline torch-eager --graph-batch 8 --jobs 8 --output "$W/gpu-quick" > "$W/gpu-quick.out" 2> "$W/gpu-quick.err"
+  bin/tilepipe run --cohort gpu-quick --routes triton,cublas,torch-eager --baseline torch-eager --rounds 2 --target 0 --graph-batch 8 --jobs 8 --output "$W/gpu-quick" > "$W/gpu-quick.out" 2> "$W/gpu-quick.err"
   step "gpu-quick run" $? $t0
 else
   t0=$(date +%s)
-  bin/tilepipe run --cohort gpu-default --routes triton,cublas,torch-eager --baseline torch-eager --rounds 2 --graph-batch 32 --sample-ms 10 --jobs 12 --output "$W/run" > "$W/run.out" 2> "$W/run.err"
+  bin/tilepipe run --cohort gpu-default --routes triton,cublas,torch-eager --baseline torch-eager --rounds 2 --target 0 --graph-batch 32 --sample-ms 10 --jobs 12 --output "$W/run" > "$W/run.out" 2> "$W/run.err"
   step "gpu-default run" $? $t0
 fi
