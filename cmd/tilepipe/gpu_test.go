@@ -341,7 +341,7 @@ echo '{"protocol": 1, "status": "built", "kind": "object", "files": [{"path": "e
 // with the triton-adversary route as adversary (and routes, "" or
 // "triton", beside it) for rounds rounds; it returns replay's exit, its
 // document and its stderr. It skips where there is no GPU or no Triton.
-func gpuAdversary(t *testing.T, adversary, routes string, rounds int) (int, artifacts.ReplayDoc, string) {
+func gpuAdversary(t *testing.T, adversary, routes string, rounds int, extra ...string) (int, artifacts.ReplayDoc, string) {
 	t.Helper()
 	if _, err := exec.LookPath("nvidia-smi"); err != nil {
 		t.Skip("no GPU here")
@@ -354,13 +354,14 @@ func gpuAdversary(t *testing.T, adversary, routes string, rounds int) (int, arti
 	if routes != "" {
 		baseline = routes
 	}
-	return gpuChain(t, "triton-adversary", `{"op": "add", "dims": {"M": 64, "N": 1000}, "seed": 7, "device": "cuda"}`, routes, baseline, rounds)
+	return gpuChain(t, "triton-adversary", `{"op": "add", "dims": {"M": 64, "N": 1000}, "seed": 7, "device": "cuda"}`, routes, baseline, rounds, extra...)
 }
 
 // gpuChain runs capture (the route routes/testdata/ADVERSARY/route beside
-// routes), prepare and replay (3 samples, rounds rounds, baseline) of one
-// cuda case; it returns replay's exit, its document and its stderr.
-func gpuChain(t *testing.T, adversary, caseJSON, routes, baseline string, rounds int) (int, artifacts.ReplayDoc, string) {
+// routes), prepare and replay (3 samples, rounds rounds, baseline, and any
+// extra replay flags) of one cuda case; it returns replay's exit, its
+// document and its stderr.
+func gpuChain(t *testing.T, adversary, caseJSON, routes, baseline string, rounds int, extra ...string) (int, artifacts.ReplayDoc, string) {
 	t.Helper()
 	route, err := filepath.Abs("../../routes/testdata/" + adversary + "/route")
 	if err != nil {
@@ -376,7 +377,7 @@ func gpuChain(t *testing.T, adversary, caseJSON, routes, baseline string, rounds
 	if code, _, errs := tp(t, "prepare", "--capture", capDir, "--output", prepDir); code != 0 {
 		t.Fatalf("prepare = exit %d\n%s", code, errs)
 	}
-	code, _, errs := tp(t, "replay", "--prepared", prepDir, "--output", repDir, "--baseline", baseline, "--samples", "3", "--rounds", fmt.Sprint(rounds), "--target", "0")
+	code, _, errs := tp(t, append([]string{"replay", "--prepared", prepDir, "--output", repDir, "--baseline", baseline, "--samples", "3", "--rounds", fmt.Sprint(rounds), "--target", "0"}, extra...)...)
 	return code, readReplay(t, repDir), errs
 }
 
@@ -413,7 +414,10 @@ func TestGPUAdversaries(t *testing.T) {
 // sample's slots get new inputs and replay's fill before every sample, so
 // each is caught at the first novel sample it saves work in (the third:
 // both compute a buffer's first two calls, the validation calls of a
-// warm set), with the exact reason.
+// warm set), with the exact reason. Two more wait until after validation
+// to write their input or past their output, which only the timer's
+// checks after every novel sample see (the next sample's copy would
+// overwrite the evidence).
 func TestGPUNovelAdversaries(t *testing.T) {
 	if _, err := exec.LookPath("nvidia-smi"); err != nil {
 		t.Skip("no GPU here")
@@ -426,6 +430,10 @@ func TestGPUNovelAdversaries(t *testing.T) {
 	for _, tc := range []struct{ route, variant, caseJSON, want string }{
 		{"cuda-adversary", "block_memo", add, "oracle: novel sample 2 call 0: "},
 		{"cuda-adversary", "block_skip", add, "output_not_overwritten: C novel sample 2 call 0 element 0"},
+		// Slot 0's A starts at byte 64 (visit.FreshGap); its C ends at
+		// 64 + 256000, where the first canary byte it overwrites sits.
+		{"cuda-adversary", "input_late", add, "input_written: A fresh byte 64 (device) (novel sample 2)"},
+		{"cuda-adversary", "guard_late", add, "guard_overwritten: C fresh byte 256064 (device) (novel sample 2)"},
 		{"cublas-adversary", "memo_buffers", gemm, "output_not_overwritten: C novel sample 2 call 0 element 0"},
 	} {
 		t.Run(tc.variant, func(t *testing.T) {
@@ -480,9 +488,12 @@ func TestGPUSideStream(t *testing.T) {
 // allocation fails its visits with the driver's error (CUDA error 700);
 // before the next GPU visit replay checks the GPU in a fresh process,
 // which passes (the error poisoned that visit's context alone), so the
-// honest triton visits that follow run and pass.
+// honest triton visits that follow run and pass, graph samples included.
 func TestGPUHealthCheck(t *testing.T) {
-	code, doc, errs := gpuAdversary(t, "illegal_address", "triton", 2)
+	// With graph samples, which follow the novel samples: a replay that
+	// left the visit frozen after them hung the honest visits until their
+	// deadline (docs/results/2026-12-03-gpu-novel).
+	code, doc, errs := gpuAdversary(t, "illegal_address", "triton", 2, "--graph-batch", "4")
 	if code != exitFailure || len(doc.Visits) != 4 {
 		t.Fatalf("replay = exit %d, %d visits, want 1 and 4\n%s", code, len(doc.Visits), errs)
 	}
