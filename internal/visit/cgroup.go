@@ -213,16 +213,33 @@ func (c *cgroup) freeze() error {
 	} else if c.freezer == "" {
 		return errors.New("visit cgroup: no freezer")
 	}
-	if err := os.WriteFile(file, []byte(value), 0); err != nil {
-		return fmt.Errorf("freeze %s: %w", file, err)
+	write := func(v string) error {
+		if err := os.WriteFile(file, []byte(v), 0); err != nil {
+			return fmt.Errorf("freeze %s: %w", file, err)
+		}
+		return nil
+	}
+	if err := write(value); err != nil {
+		return err
 	}
 	// Polled with a sleep that doubles from 10 us to 200 us, not a spin:
 	// a spinning replay holds a core that a visit thread pinned there must
 	// run on to freeze, and the scheduler lets it in only after its wakeup
 	// granularity (milliseconds: on 2 cores a spin made every freeze
 	// 1-25 ms, docs/protocol.md).
+	//
+	// cgroup v1's freezer can stay FREEZING while the cgroup's processes
+	// keep forking: one write walks the tasks present then, and a child
+	// forked during the walk can be missed (runc's fs/freezer.go says the
+	// same of kernels up to 5.4; this VM's 6.18 left a fork loop FREEZING
+	// past 2 s in 1 of 15 tries under load). So v1 writes FROZEN again on
+	// every poll, which walks the tasks again, and every 50 polls thaws
+	// for 10 ms to let a fork in flight finish, as runc does. Nothing is
+	// written to the slots before freeze returns, so a visit that runs
+	// during those 10 ms sees only what it saw before the freeze. v2
+	// freezes atomically and needs neither.
 	nap := 10 * time.Microsecond
-	for end := time.Now().Add(FreezeWait); ; {
+	for i, end := 1, time.Now().Add(FreezeWait); ; i++ {
 		b, err := os.ReadFile(events)
 		if err != nil {
 			return fmt.Errorf("freeze: %w", err)
@@ -235,6 +252,18 @@ func (c *cgroup) freeze() error {
 		}
 		time.Sleep(nap)
 		nap = min(2*nap, 200*time.Microsecond)
+		if c.v2 {
+			continue
+		}
+		if i%50 == 0 {
+			if err := write("THAWED"); err != nil {
+				return err
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+		if err := write(value); err != nil {
+			return err
+		}
 	}
 }
 
