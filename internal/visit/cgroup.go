@@ -12,6 +12,8 @@ import (
 	"sync/atomic"
 	"syscall"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // Limiter puts each visit in a cgroup of its own whose CFS quota is the
@@ -144,7 +146,10 @@ type cgroup struct {
 	dir     string
 	v2      bool
 	freezer string // the v1 freezer cgroup ("" on v2 or without one)
-	noQuota bool   // no CPU quota set ([Limiter] noQuota): never throttled
+	// keep is an empty v1 freezer cgroup, the visit's sibling, kept
+	// FROZEN while the visit lives ("" where there is none; see make).
+	keep    string
+	noQuota bool // no CPU quota set ([Limiter] noQuota): never throttled
 }
 
 // make creates a cgroup limited to cpus CPUs.
@@ -161,6 +166,23 @@ func (l *Limiter) make(name string, cpus float64) (*cgroup, error) {
 			return nil, fmt.Errorf("cgroup %s: %w", fdir, err)
 		}
 		c.freezer = fdir
+		// The v1 freezer turns a static key (freezer_active) on when a
+		// cgroup starts freezing while none was, and off when the last one
+		// thaws: each patches kernel text, about 100 us on this project's
+		// VM, so a visit that froze and thawed alone paid 2 x 100 us in
+		// every novel sample's span. An empty sibling kept FROZEN holds
+		// the key on for the visit's life, and the visit's own freeze and
+		// thaw cost 5-10 us (docs/results/2026-12-03-bracket).
+		kdir := fdir + "-keep"
+		if err := os.Mkdir(kdir, 0o755); err != nil {
+			c.remove()
+			return nil, fmt.Errorf("cgroup %s: %w", kdir, err)
+		}
+		c.keep = kdir
+		if err := os.WriteFile(filepath.Join(kdir, "freezer.state"), []byte("FROZEN"), 0); err != nil {
+			c.remove()
+			return nil, fmt.Errorf("cgroup %s: freezer.state: %w", kdir, err)
+		}
 	}
 	const period = 100000 // µs
 	quota := int64(cpus * period)
@@ -222,11 +244,14 @@ func (c *cgroup) freeze() error {
 	if err := write(value); err != nil {
 		return err
 	}
-	// Polled with a sleep that doubles from 10 us to 200 us, not a spin:
-	// a spinning replay holds a core that a visit thread pinned there must
-	// run on to freeze, and the scheduler lets it in only after its wakeup
+	// Polled first with sched_yield (20 times), then with a sleep that
+	// doubles from 10 us to 200 us, never with a plain spin: a spinning
+	// replay holds a core that a visit thread pinned there must run on to
+	// freeze, and the scheduler lets it in only after its wakeup
 	// granularity (milliseconds: on 2 cores a spin made every freeze
-	// 1-25 ms, docs/protocol.md).
+	// 1-25 ms, docs/protocol.md). A yield hands that core to the visit's
+	// thread at once; a freeze takes 5-10 us, and Go's sub-millisecond
+	// sleeps often last 1 ms here (docs/results/2026-12-03-bracket).
 	//
 	// cgroup v1's freezer can stay FREEZING while the cgroup's processes
 	// keep forking: one write walks the tasks present then, and a child
@@ -250,8 +275,12 @@ func (c *cgroup) freeze() error {
 		if time.Now().After(end) {
 			return fail("not_frozen: the visit's processes were not all frozen %v after replay froze its cgroup", FreezeWait)
 		}
-		time.Sleep(nap)
-		nap = min(2*nap, 200*time.Microsecond)
+		if i <= 20 {
+			unix.Syscall(unix.SYS_SCHED_YIELD, 0, 0, 0)
+		} else {
+			time.Sleep(nap)
+			nap = min(2*nap, 200*time.Microsecond)
+		}
 		if c.v2 {
 			continue
 		}
@@ -345,7 +374,7 @@ func (c *cgroup) remove() error {
 		// A frozen cgroup's processes cannot die: thaw it first.
 		c.thaw()
 	}
-	for _, dir := range []string{c.freezer, c.dir} {
+	for _, dir := range []string{c.freezer, c.keep, c.dir} {
 		if dir == "" {
 			continue
 		}

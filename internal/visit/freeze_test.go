@@ -2,6 +2,7 @@ package visit
 
 import (
 	"context"
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -32,6 +33,8 @@ setsid /bin/sh -c '` + counter + `' sh "$PWD/escaped" &
 	}
 	var frozen, thawed [2][2]string
 	var froze time.Duration
+	var dirs []string
+	keepState := ""
 	run, err := RunAll(context.Background(), Spec{Argv: []string{"/bin/sh", "-c", timer}, Env: []string{"PATH=/usr/bin:/bin"}, Dir: dir, Timeout: 20 * time.Second, Threads: 3, Limiter: l},
 		func(s *Session) ([]Sample, int64, error) {
 			// Both counters have started.
@@ -43,6 +46,11 @@ setsid /bin/sh -c '` + counter + `' sh "$PWD/escaped" &
 				return nil, 0, err
 			}
 			froze = time.Since(t0)
+			dirs = []string{s.cgroup.dir, s.cgroup.freezer, s.cgroup.keep}
+			if s.cgroup.keep != "" {
+				b, _ := os.ReadFile(filepath.Join(s.cgroup.keep, "freezer.state"))
+				keepState = strings.TrimSpace(string(b))
+			}
 			for i, name := range []string{"inner", "escaped"} {
 				frozen[i][0] = read(name)
 			}
@@ -72,6 +80,17 @@ setsid /bin/sh -c '` + counter + `' sh "$PWD/escaped" &
 		}
 		if thawed[i][0] == thawed[i][1] {
 			t.Errorf("%s counter after thaw: %q then %q, want it counting again", name, thawed[i][0], thawed[i][1])
+		}
+	}
+	// On v1 the visit's empty sibling is kept FROZEN (it holds the
+	// freezer's static key on, docs/results/2026-12-03-bracket), and
+	// every cgroup of the visit is gone once it ends.
+	if !l.v2 && keepState != "FROZEN" {
+		t.Errorf("v1 keeper cgroup %q: state %q, want FROZEN", dirs[2], keepState)
+	}
+	for _, d := range dirs {
+		if _, err := os.Stat(d); d != "" && !errors.Is(err, os.ErrNotExist) {
+			t.Errorf("cgroup %s still there after the visit (%v)", d, err)
 		}
 	}
 	// Both helpers were still running when the timer answered "end".
