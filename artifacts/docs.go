@@ -555,6 +555,11 @@ type NovelRecord struct {
 	Calls   int64       `json:"calls"`
 	Checked []int64     `json:"checked"`
 	Outputs []TensorRef `json:"outputs"`
+	// FreezeNs is the median of the idle visit's thaw-and-freeze cycles
+	// after its last novel sample (visit.FreezeCycle): with the channel,
+	// what each novel sample's span holds once beyond its calls. For the
+	// report only; absent in replays made before it.
+	FreezeNs int64 `json:"freezeNs,omitempty"`
 }
 
 // VisitResult is what one visit produced.

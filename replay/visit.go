@@ -265,16 +265,16 @@ func (b *buffers) afterValidation(vr *artifacts.VisitResult) error {
 // freeze, finds any output element still holding the fill, and draws the
 // calls it will judge in full, keeping their outputs; then it thaws the
 // visit.
-func (b *buffers) runNovel(sess *visit.Session, samples int, calls int64, clock string) ([]visit.Sample, error) {
+func (b *buffers) runNovel(sess *visit.Session, count int, calls int64, clock string) ([]visit.Sample, error) {
 	if err := sess.Freeze(); err != nil {
 		return nil, err
 	}
 	n := visit.NovelCalls(calls, b.slots())
-	b.novel = &artifacts.NovelRecord{Samples: samples, Calls: n}
+	b.novel = &artifacts.NovelRecord{Samples: count, Calls: n}
 	b.checked = make([][]byte, len(b.freshOut))
-	per := visit.ChecksPerSample(samples, n)
+	per := visit.ChecksPerSample(count, n)
 	var out []visit.Sample
-	for i := range samples {
+	for i := range count {
 		batch, err := b.in.novelSets(int64(i)*n, n)
 		if err != nil {
 			return nil, err
@@ -325,8 +325,19 @@ func (b *buffers) runNovel(sess *visit.Session, samples int, calls int64, clock 
 			}
 		}
 	}
-	// Thawed again as it was found: what follows (graph samples, the
-	// final report) talks to a running timer.
+	// Every sample's outputs are read. Where replay's span is the time
+	// (the CPU; a GPU's is the CUDA events', which hold no bracket), the
+	// idle visit's freeze cycles, for the report's bracket share
+	// (docs/protocol.md, "What a sample measures"). Then thawed again as
+	// it was found: what follows (graph samples, the final report) talks
+	// to a running timer.
+	if clock == samples.ClockReplay {
+		fz, err := sess.FreezeCycle(visit.FreezeCycles)
+		if err != nil {
+			return nil, err
+		}
+		b.novel.FreezeNs = fz.Nanoseconds()
+	}
 	return out, sess.Thaw()
 }
 

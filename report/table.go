@@ -45,6 +45,39 @@ func warm(sums []artifacts.Summary) string {
 	return b.String()
 }
 
+// bracket is each CPU novel row's bracket share. A novel sample's span
+// holds, beside its N calls, one thaw-and-freeze cycle of the visit
+// (novel.freezeNs: the median of the idle cycles after its last sample)
+// and one channel round trip (the row's channel), so (freeze + channel) /
+// (N × median per call) of the row's novel time is the protocol's own. ""
+// when no visit recorded its freeze cycles (GPU visits, whose CUDA-event
+// time holds no bracket, and replays made before it).
+func bracket(doc artifacts.ReplayDoc) string {
+	type key struct{ c, r string }
+	freeze, calls := map[key][]float64{}, map[key][]float64{}
+	for _, v := range doc.Visits {
+		if v.Status != artifacts.StatusPassed || v.Novel == nil || v.Novel.FreezeNs <= 0 {
+			continue
+		}
+		k := key{v.Case, v.Route}
+		freeze[k] = append(freeze[k], float64(v.Novel.FreezeNs))
+		calls[k] = append(calls[k], float64(v.Novel.Calls))
+	}
+	var b strings.Builder
+	for _, s := range doc.Summary {
+		k := key{s.Case, s.Route}
+		if s.Kind != "novel" || s.Status != artifacts.StatusPassed || len(freeze[k]) == 0 || s.MedianNs <= 0 {
+			continue
+		}
+		if b.Len() == 0 {
+			b.WriteString("\nNovel bracket (rows timed by replay's clock): each novel sample's span holds, beside its N calls, one thaw-and-freeze cycle of the visit (median of its idle cycles after the last sample) and one channel round trip; their share of the row's novel time is the protocol's own cost in the claim, larger where N is small and for a route with more to freeze (docs/protocol.md).\n\n| case | route | calls a sample (N) | freeze cycle | channel | share of novel time |\n|---|---|---:|---:|---:|---:|\n")
+		}
+		fz, n := stats.Median(freeze[k]), stats.Median(calls[k])
+		fmt.Fprintf(&b, "| %s | %s | %.0f | %s | %s | %.1f%% |\n", s.Case, s.Route, n, Duration(fz), Duration(s.ChannelNs), 100*(fz+s.ChannelNs)/(n*s.MedianNs))
+	}
+	return b.String()
+}
+
 // Table renders the summaries as a markdown table, for people.
 func Table(doc artifacts.ReplayDoc) string {
 	var b bytes.Buffer
@@ -86,6 +119,7 @@ func Table(doc artifacts.ReplayDoc) string {
 	}
 	b.WriteString(belowBest(doc.Summary))
 	b.WriteString(warm(doc.Summary))
+	b.WriteString(bracket(doc))
 	b.WriteString(shards(doc))
 	b.WriteString(gpuCeilings(doc))
 	b.WriteString(adaptiveRounds(doc))

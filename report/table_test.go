@@ -64,3 +64,33 @@ func TestTableTooFewRounds(t *testing.T) {
 		}
 	}
 }
+
+// TestBracket: a replay whose visits recorded no freeze cycles (GPU
+// visits, replays made before the field) renders no bracket section, so
+// their results.md render as they did; one that did gives each passed
+// novel row (freeze + channel) / (N × median per call), the median over
+// its passed visits, and leaves out failed visits and rows.
+func TestBracket(t *testing.T) {
+	v := func(i int, route, status string, freeze int64) artifacts.VisitResult {
+		return artifacts.VisitResult{Visit: artifacts.Visit{Index: i, Case: "c", Route: route}, Status: status,
+			Novel: &artifacts.NovelRecord{Samples: 5, Calls: 10, FreezeNs: freeze}}
+	}
+	row := func(route, status string) artifacts.Summary {
+		return artifacts.Summary{Case: "c", Route: route, Status: status, Kind: "novel", MedianNs: 10_000, ChannelNs: 10_000}
+	}
+	doc := artifacts.ReplayDoc{Summary: []artifacts.Summary{row("a", artifacts.StatusPassed), row("b", artifacts.StatusFailed)},
+		Visits: []artifacts.VisitResult{v(0, "a", artifacts.StatusPassed, 0), v(1, "b", artifacts.StatusFailed, 0)}}
+	if got := bracket(doc); got != "" {
+		t.Errorf("no freeze cycles recorded: %q, want nothing", got)
+	}
+	doc.Visits = []artifacts.VisitResult{v(0, "a", artifacts.StatusPassed, 30_000), v(1, "a", artifacts.StatusPassed, 40_000),
+		v(2, "a", artifacts.StatusPassed, 50_000), v(3, "a", artifacts.StatusFailed, 900_000), v(4, "b", artifacts.StatusFailed, 40_000)}
+	got := bracket(doc)
+	// (40 µs + 10 µs) / (10 × 10 µs) = 50%.
+	if want := "| c | a | 10 | 40 µs | 10 µs | 50.0% |\n"; !strings.HasSuffix(got, want) || strings.Contains(got, "| c | b |") {
+		t.Errorf("bracket section:\n%s\nwant it to end %q and leave the failed row out", got, want)
+	}
+	if !strings.Contains(Table(doc), got) {
+		t.Errorf("the table does not hold the bracket section")
+	}
+}

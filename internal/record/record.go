@@ -202,6 +202,9 @@ func novelRecord(v artifacts.VisitResult, cfg artifacts.ReplayConfig) []string {
 	if want := visit.NovelCalls(v.CallsPerSample, v.FreshSets); nr.Calls != want {
 		bad("calls %d: the warm samples' %d calls within %d slots (freshSets) give %d", nr.Calls, v.CallsPerSample, v.FreshSets, want)
 	}
+	if nr.FreezeNs < 0 {
+		bad("freezeNs %d: want a duration, 0 or more", nr.FreezeNs)
+	}
 	if v.FreshCalls != 0 || len(v.FreshOutputs) > 0 {
 		bad("record beside %d fresh calls and %d fresh output tensors: visit protocol 4 takes no fresh samples", v.FreshCalls, len(v.FreshOutputs))
 	}

@@ -213,6 +213,8 @@ func TestVisitNovel(t *testing.T) {
 			}
 			return rows
 		}, []string{"visit 3: novel calls 5: the warm samples' 64 calls within 10 slots (freshSets) give 10"}},
+		{"negative freeze cycle", func(v *artifacts.VisitResult, rows []samples.Row) []samples.Row { v.Novel.FreezeNs = -1; return rows },
+			[]string{"visit 3: novel freezeNs -1: want a duration, 0 or more"}},
 		{"record samples", func(v *artifacts.VisitResult, rows []samples.Row) []samples.Row { v.Novel.Samples = 3; return rows },
 			[]string{"visit 3: novel samples 3, config.samples 2"}},
 		{"a sample of other calls", func(v *artifacts.VisitResult, rows []samples.Row) []samples.Row { rows[6].Calls = 20; return rows },

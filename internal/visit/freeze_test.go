@@ -3,6 +3,7 @@ package visit
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -34,7 +35,7 @@ setsid /bin/sh -c '` + counter + `' sh "$PWD/escaped" &
 	var frozen, thawed [2][2]string
 	var froze time.Duration
 	var dirs []string
-	keepState := ""
+	keepState, cycleErr := "", ""
 	run, err := RunAll(context.Background(), Spec{Argv: []string{"/bin/sh", "-c", timer}, Env: []string{"PATH=/usr/bin:/bin"}, Dir: dir, Timeout: 20 * time.Second, Threads: 3, Limiter: l},
 		func(s *Session) ([]Sample, int64, error) {
 			// Both counters have started.
@@ -68,7 +69,16 @@ setsid /bin/sh -c '` + counter + `' sh "$PWD/escaped" &
 			for i, name := range []string{"inner", "escaped"} {
 				thawed[i][1] = read(name)
 			}
-			return nil, 0, nil
+			// The report's freeze cycles: only of a frozen visit, which
+			// they leave frozen.
+			if _, err := s.FreezeCycle(3); err == nil || err.Error() != "visit: a freeze cycle of a visit that is not frozen" {
+				cycleErr = fmt.Sprintf("freeze cycles of a running visit: %v", err)
+			} else if err := s.Freeze(); err != nil {
+				return nil, 0, err
+			} else if d, err := s.FreezeCycle(3); err != nil || d <= 0 || !s.frozen {
+				cycleErr = fmt.Sprintf("freeze cycles of a frozen visit: %v, %v, frozen after: %v", d, err, s.frozen)
+			}
+			return nil, 0, s.Thaw()
 		})
 	if err != nil {
 		t.Fatal(err)
@@ -81,6 +91,9 @@ setsid /bin/sh -c '` + counter + `' sh "$PWD/escaped" &
 		if thawed[i][0] == thawed[i][1] {
 			t.Errorf("%s counter after thaw: %q then %q, want it counting again", name, thawed[i][0], thawed[i][1])
 		}
+	}
+	if cycleErr != "" {
+		t.Error(cycleErr)
 	}
 	// On v1 the visit's empty sibling is kept FROZEN (it holds the
 	// freezer's static key on, docs/results/2026-12-03-bracket), and

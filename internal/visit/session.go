@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"slices"
 	"sync"
 	"syscall"
 	"time"
@@ -394,6 +395,39 @@ func (s *Session) Thaw() error {
 	}
 	s.frozen = false
 	return nil
+}
+
+// FreezeCycles is how many idle thaw-and-freeze cycles [Session.FreezeCycle]
+// times after a visit's last novel sample.
+const FreezeCycles = 5
+
+// FreezeCycle times k cycles of thawing the frozen visit and freezing it
+// again, with no command between (the timer waits for its next one), and
+// returns their median: the part of a novel sample's bracket that the
+// channel's round trip (the empty samples) does not hold. It is a figure
+// for the report (the bracket's share of a row's novel time), never part
+// of a time or a verdict, so a visit that makes its own freezes slow only
+// makes its own rows look more overhead-bound. The visit is left frozen.
+func (s *Session) FreezeCycle(k int) (time.Duration, error) {
+	if !s.frozen {
+		return 0, errors.New("visit: a freeze cycle of a visit that is not frozen")
+	}
+	ds := make([]time.Duration, 0, k)
+	for range k {
+		t0 := time.Now()
+		if err := s.Thaw(); err != nil {
+			return 0, err
+		}
+		if err := s.Freeze(); err != nil {
+			return 0, err
+		}
+		ds = append(ds, time.Since(t0))
+	}
+	if len(ds) == 0 {
+		return 0, nil
+	}
+	slices.Sort(ds)
+	return ds[len(ds)/2], nil
 }
 
 // Novel takes a novel sample (docs/protocol4-design.md) of a frozen
