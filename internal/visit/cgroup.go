@@ -222,6 +222,10 @@ func (c *cgroup) wrap(argv []string) []string {
 // FreezeWait bounds how long a freeze may take before the visit fails.
 const FreezeWait = 2 * time.Second
 
+// freezeWait is FreezeWait, lowered by a test that needs a freeze to miss
+// its deadline (no process found in user space holds a freeze off).
+var freezeWait = FreezeWait
+
 // freeze stops every process of the cgroup and returns once the kernel
 // says all of them are frozen: a frozen task runs no instruction, so
 // nothing of the visit (a thread, a helper process it forked) reads or
@@ -264,7 +268,7 @@ func (c *cgroup) freeze() error {
 	// during those 10 ms sees only what it saw before the freeze. v2
 	// freezes atomically and needs neither.
 	nap := 10 * time.Microsecond
-	for i, end := 1, time.Now().Add(FreezeWait); ; i++ {
+	for i, end := 1, time.Now().Add(freezeWait); ; i++ {
 		b, err := os.ReadFile(events)
 		if err != nil {
 			return fmt.Errorf("freeze: %w", err)
@@ -273,7 +277,7 @@ func (c *cgroup) freeze() error {
 			return nil
 		}
 		if time.Now().After(end) {
-			return fail("not_frozen: the visit's processes were not all frozen %v after replay froze its cgroup", FreezeWait)
+			return fail("not_frozen: the visit's processes were not all frozen %v after replay froze its cgroup", freezeWait)
 		}
 		if i <= 20 {
 			unix.Syscall(unix.SYS_SCHED_YIELD, 0, 0, 0)

@@ -1,6 +1,7 @@
 package visit
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -139,4 +140,93 @@ func TestFrozenTimeout(t *testing.T) {
 	if d := time.Since(start); d > 10*time.Second {
 		t.Errorf("the frozen visit took %v to end", d)
 	}
+}
+
+// TestFreezeDeadline: a visit whose processes are not all frozen by the
+// deadline fails not_frozen, and nothing of it is left: its processes are
+// thawed and killed, its cgroups removed. No process found in user space
+// holds a freeze off for FreezeWait (a fork loop only delays v1's, which
+// freeze retries), so the test lowers the deadline to 0 and keeps 20
+// processes spinning on two cores: a running or runnable task freezes
+// only once it next enters the kernel, and replay looks once, at once.
+// Even so about 1 visit in 30 here was frozen at that look (2 of 60), so
+// the test makes up to 5 visits: each must end not_frozen, or, frozen,
+// left_processes (the spinners outlive the timer), and be cleaned up;
+// at least one must miss the deadline.
+func TestFreezeDeadline(t *testing.T) {
+	l, err := ProbeLimiter()
+	if err != nil || !l.CanFreeze() {
+		t.Skipf("no freezer here (%v)", err)
+	}
+	defer func(w time.Duration) { freezeWait = w }(freezeWait)
+	freezeWait = 0
+	const spinners = 20
+	const missed = "not_frozen: the visit's processes were not all frozen 0s after replay froze its cgroup"
+	for attempt := 1; ; attempt++ {
+		reason := freezeDeadlineVisit(t, l, spinners)
+		if reason == missed {
+			return
+		}
+		if want := fmt.Sprintf("left_processes: %d other process(es) (sh, sh, sh, ...) still running at the final report", spinners); reason != want {
+			t.Fatalf("attempt %d: reason = %q, want %q (or, frozen at the first look, %q)", attempt, reason, missed, want)
+		}
+		if attempt == 5 {
+			t.Fatalf("5 visits of %d spinners were all frozen at replay's first look; want one to miss the deadline", spinners)
+		}
+	}
+}
+
+// freezeDeadlineVisit runs one visit of TestFreezeDeadline: it freezes
+// once its spinners run, checks that they and the visit's cgroups are gone
+// after it, and returns its reason.
+func freezeDeadlineVisit(t *testing.T, l *Limiter, spinners int) string {
+	t.Helper()
+	dir := t.TempDir()
+	timer := shPrelude + fmt.Sprintf(`
+for i in $(seq 1 %d); do /bin/sh -c 'echo $$ > "$0"; while :; do :; done' "$PWD/spin$i" & done
+`, spinners) + honest
+	pids := func() []string {
+		var out []string
+		for i := 1; i <= spinners; i++ {
+			// Whole only once it ends in a newline: echo truncates first.
+			b, err := os.ReadFile(filepath.Join(dir, fmt.Sprintf("spin%d", i)))
+			if err != nil || !bytes.HasSuffix(b, []byte("\n")) {
+				return nil
+			}
+			out = append(out, strings.TrimSpace(string(b)))
+		}
+		return out
+	}
+	var dirs, started []string
+	run, err := RunAll(context.Background(), Spec{Argv: []string{"/bin/sh", "-c", timer}, Env: []string{"PATH=/usr/bin:/bin"}, Dir: dir, Timeout: 20 * time.Second, Threads: spinners, Limiter: l},
+		func(s *Session) ([]Sample, int64, error) {
+			for end := time.Now().Add(5 * time.Second); started == nil && time.Now().Before(end); {
+				if started = pids(); started == nil {
+					time.Sleep(10 * time.Millisecond)
+				}
+			}
+			dirs = []string{s.cgroup.dir, s.cgroup.freezer, s.cgroup.keep}
+			return nil, 0, s.Freeze()
+		})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if started == nil {
+		t.Fatalf("the %d spinners did not all start in 5 s", spinners)
+	}
+	for i, pid := range started {
+		// Gone, or exited and waiting for its new parent (PID 1 or a
+		// subreaper, not this test) to reap it.
+		if st, err := os.ReadFile("/proc/" + pid + "/stat"); err == nil {
+			if f := strings.Fields(string(st[bytes.LastIndexByte(st, ')')+1:])); len(f) > 0 && f[0] != "Z" {
+				t.Errorf("spinner %d (pid %s) still running after the visit (%s): state %s", i+1, pid, run.Reason, f[0])
+			}
+		}
+	}
+	for _, d := range dirs {
+		if _, err := os.Stat(d); d != "" && !errors.Is(err, os.ErrNotExist) {
+			t.Errorf("cgroup %s still there after the visit (%v)", d, err)
+		}
+	}
+	return run.Reason
 }
