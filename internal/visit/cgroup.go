@@ -132,11 +132,55 @@ func ownCgroups() (map[string]string, error) {
 }
 
 func (l *Limiter) try() error {
+	l.sweep()
 	c, err := l.make("probe", 1)
 	if err != nil {
 		return err
 	}
 	return c.remove()
+}
+
+// staleAge is how old a cgroup left by a dead replay must be before
+// sweep removes it.
+const staleAge = time.Minute
+
+// sweep removes the empty cgroups (a visit's, its freezer and its v1
+// keeper) that replays killed before they could remove them left behind:
+// named tilepipe-PID-..., PID no process here, untouched for staleAge. It
+// only ever removes a directory (rmdir fails on a cgroup with a process
+// in it) and never writes a cgroup's state, so a cgroup of a replay in
+// another PID namespace that shares this hierarchy is at worst a keeper
+// gone (its freezes dearer), never a visit thawed.
+func (l *Limiter) sweep() {
+	for _, root := range []string{l.base, l.freezer} {
+		if root == "" {
+			continue
+		}
+		ents, err := os.ReadDir(root)
+		if err != nil {
+			continue
+		}
+		for _, e := range ents {
+			pid, ok := staleOwner(e.Name())
+			if !ok || !e.IsDir() || pid == os.Getpid() || syscall.Kill(pid, 0) != syscall.ESRCH {
+				continue
+			}
+			if info, err := e.Info(); err == nil && time.Since(info.ModTime()) >= staleAge {
+				os.Remove(filepath.Join(root, e.Name()))
+			}
+		}
+	}
+}
+
+// staleOwner is the replay PID in a cgroup name tilepipe-PID-NAME-SEQ.
+func staleOwner(name string) (int, bool) {
+	rest, ok := strings.CutPrefix(name, "tilepipe-")
+	if !ok {
+		return 0, false
+	}
+	digits, _, ok := strings.Cut(rest, "-")
+	pid, err := strconv.Atoi(digits)
+	return pid, ok && err == nil && pid > 0
 }
 
 var cgroupSeq atomic.Int64

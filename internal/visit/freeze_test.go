@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -229,4 +230,62 @@ for i in $(seq 1 %d); do /bin/sh -c 'echo $$ > "$0"; while :; do :; done' "$PWD/
 		}
 	}
 	return run.Reason
+}
+
+// TestSweep: the cgroups a killed replay left (an empty visit cgroup, its
+// v1 keeper, FROZEN) are removed once a minute old; a younger one, one of
+// a live process and one not named by tilepipe stay, and one with a
+// process in it cannot be removed at all (sweep only ever removes).
+func TestSweep(t *testing.T) {
+	l, err := ProbeLimiter()
+	if err != nil {
+		t.Skipf("no cgroup here (%v)", err)
+	}
+	dead := exec.Command("/bin/true")
+	if err := dead.Run(); err != nil {
+		t.Fatal(err)
+	}
+	pid := dead.Process.Pid
+	roots := []string{l.base}
+	if l.freezer != "" {
+		roots = append(roots, l.freezer)
+	}
+	old := time.Now().Add(-2 * staleAge)
+	mk := func(root, name string, mtime time.Time) string {
+		d := filepath.Join(root, name)
+		if err := os.Mkdir(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { os.Remove(d) })
+		if err := os.Chtimes(d, mtime, mtime); err != nil {
+			t.Fatal(err)
+		}
+		return d
+	}
+	var gone, kept []string
+	for _, root := range roots {
+		gone = append(gone, mk(root, fmt.Sprintf("tilepipe-%d-visit-1", pid), old))
+		kept = append(kept,
+			mk(root, fmt.Sprintf("tilepipe-%d-visit-2", pid), time.Now()),
+			mk(root, "tilepipe-1-visit-3", old),
+			mk(root, fmt.Sprintf("other-%d-visit-4", pid), old))
+	}
+	if l.freezer != "" {
+		k := mk(l.freezer, fmt.Sprintf("tilepipe-%d-visit-1-keep", pid), old)
+		if err := os.WriteFile(filepath.Join(k, "freezer.state"), []byte("FROZEN"), 0); err != nil {
+			t.Fatal(err)
+		}
+		gone = append(gone, k)
+	}
+	l.sweep()
+	for _, d := range gone {
+		if _, err := os.Stat(d); !errors.Is(err, os.ErrNotExist) {
+			t.Errorf("%s: still there after the sweep (%v), want it removed", d, err)
+		}
+	}
+	for _, d := range kept {
+		if _, err := os.Stat(d); err != nil {
+			t.Errorf("%s: %v after the sweep, want it kept", d, err)
+		}
+	}
 }
