@@ -19,7 +19,6 @@ import (
 	"github.com/tilepipe/tilepipe/artifacts/sign"
 	"github.com/tilepipe/tilepipe/artifacts/tensor"
 	"github.com/tilepipe/tilepipe/internal/adaptive"
-
 	"github.com/tilepipe/tilepipe/internal/progress"
 	"github.com/tilepipe/tilepipe/internal/record"
 	"github.com/tilepipe/tilepipe/internal/sets"
@@ -996,8 +995,7 @@ func recompute(doc artifacts.ReplayDoc, rows []samples.Row, device func(id strin
 		if r.Kind == visit.KindBatch && !failed[k] {
 			warm[k] = append(warm[k], float64(ns)/float64(r.Calls))
 		}
-		claim := visit.KindNovel
-		if r.Kind != claim || failed[k] {
+		if r.Kind != visit.KindNovel || failed[k] {
 			continue
 		}
 		all[k] = append(all[k], float64(ns)/float64(r.Calls))
