@@ -152,16 +152,11 @@ func Threads(pid int) []int {
 // so the first len(cores) threads are on distinct cores.
 func Spread(cores []int, i int) int { return cores[i%len(cores)] }
 
-// PinThreads puts the threads of process pid one to a core of cores, by
-// Spread, and returns their ids in that order. A thread that ends
-// meanwhile is skipped; threads made later inherit the one core of the
-// thread that makes them.
-func PinThreads(pid int, cores []int) ([]int, error) {
-	tids := Threads(pid)
-	for i, tid := range tids {
-		if err := unix.SchedSetaffinity(tid, setOf([]int{Spread(cores, i)})); err != nil && err != unix.ESRCH {
-			return nil, fmt.Errorf("sched_setaffinity thread %d of process %d: %w", tid, pid, err)
-		}
+// Pin puts thread tid on the one core core; a thread that has ended is
+// not an error. Threads it makes later inherit that core.
+func Pin(tid, core int) error {
+	if err := unix.SchedSetaffinity(tid, setOf([]int{core})); err != nil && err != unix.ESRCH {
+		return fmt.Errorf("sched_setaffinity thread %d: %w", tid, err)
 	}
-	return tids, nil
+	return nil
 }

@@ -68,10 +68,10 @@ func TestStartOn(t *testing.T) {
 	}
 }
 
-// TestPinThreads: a child of several threads gets one core per thread,
-// in turn, read back thread by thread, so its first threads are on
+// TestPin: a child of several threads, pinned thread by thread by Spread,
+// reads back one core per thread, in turn, so its first threads are on
 // distinct cores.
-func TestPinThreads(t *testing.T) {
+func TestPin(t *testing.T) {
 	self, err := Self()
 	if err != nil {
 		t.Fatal(err)
@@ -86,12 +86,14 @@ func TestPinThreads(t *testing.T) {
 	for deadline := time.Now().Add(5 * time.Second); len(Threads(pid)) < 5 && time.Now().Before(deadline); {
 		time.Sleep(10 * time.Millisecond)
 	}
-	tids, err := PinThreads(pid, self)
-	if err != nil {
-		t.Fatal(err)
-	}
+	tids := Threads(pid)
 	if len(tids) < 5 {
-		t.Fatalf("PinThreads(%d) pinned %v, want at least 5 threads (main and four locked)", pid, tids)
+		t.Fatalf("Threads(%d) = %v, want at least 5 threads (main and four locked)", pid, tids)
+	}
+	for i, tid := range tids {
+		if err := Pin(tid, Spread(self, i)); err != nil {
+			t.Fatal(err)
+		}
 	}
 	for i, tid := range tids {
 		if got, err := Of(tid); err != nil || !slices.Equal(got, []int{Spread(self, i)}) {
@@ -101,7 +103,7 @@ func TestPinThreads(t *testing.T) {
 	if got := []int{Spread([]int{4, 6}, 0), Spread([]int{4, 6}, 1), Spread([]int{4, 6}, 2)}; !slices.Equal(got, []int{4, 6, 4}) {
 		t.Errorf("Spread over 4,6 = %v, want [4 6 4]", got)
 	}
-	if tids, err := PinThreads(1<<22+1, self); err != nil || len(tids) != 0 {
-		t.Errorf("PinThreads of a process that is not there = %v, %v, want nothing pinned and no error", tids, err)
+	if err := Pin(1<<22+1, self[0]); err != nil {
+		t.Errorf("Pin of a thread that is not there = %v, want no error", err)
 	}
 }

@@ -13,22 +13,56 @@ import (
 // once the validation calls have made the kernel's thread pools: the
 // timed threads then run on distinct cores, and a thread made later
 // inherits its maker's one core. [Session.Pins] reads the masks back.
+//
+// One walk of /proc is not enough: a thread that was not yet pinned can
+// fork or clone while the walk goes on, and its new thread, listed after
+// the walk read its process (or not listed at all), keeps the wide mask.
+// So the walk repeats, pinning each thread it has not pinned yet, until a
+// walk finds none (at most pinPasses walks; a tree still changing after
+// that is Pins' to fail).
 func (s *Session) pinThreads() error {
 	cores := s.Cores
 	if len(cores) == 0 {
 		return fmt.Errorf("pin threads: the visit's mask was not read as it started")
 	}
 	s.pinned = map[int]int{}
-	for _, pid := range s.pids() {
-		tids, err := affinity.PinThreads(pid, cores)
-		if err != nil {
+	for pass := 0; pass < pinPasses; pass++ {
+		n, err := s.pinPass(cores)
+		if err != nil || n == 0 {
 			return err
 		}
-		for i, tid := range tids {
-			s.pinned[tid] = affinity.Spread(cores, i)
+		if pinPassHook != nil {
+			pinPassHook(pass)
 		}
 	}
 	return nil
+}
+
+// pinPasses bounds pinThreads' walks.
+const pinPasses = 8
+
+// pinPassHook, set by a test, runs after each walk that pinned a thread.
+var pinPassHook func(pass int)
+
+// pinPass pins the visit's threads it has not pinned yet, the i-th of a
+// process (ascending ids) on affinity.Spread(cores, i), and says how many
+// it pinned.
+func (s *Session) pinPass(cores []int) (int, error) {
+	n := 0
+	for _, pid := range s.pids() {
+		for i, tid := range affinity.Threads(pid) {
+			if _, done := s.pinned[tid]; done {
+				continue
+			}
+			core := affinity.Spread(cores, i)
+			if err := affinity.Pin(tid, core); err != nil {
+				return n, fmt.Errorf("pin thread %d of process %d: %w", tid, pid, err)
+			}
+			s.pinned[tid] = core
+			n++
+		}
+	}
+	return n, nil
 }
 
 // pids is the visit's top process and every live process below it.
