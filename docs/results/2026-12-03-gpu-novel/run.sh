@@ -7,8 +7,9 @@
 # static, bin/gpu/bwrap and the test binaries bin/gpu/tilepipe.test
 # (go test -c ./cmd/tilepipe) and bin/gpu/harness.test (./prepare/harness):
 #   bash docs/results/2026-12-03-gpu-novel/run.sh tests|default OUT
+#   bash docs/results/2026-12-03-gpu-novel/run.sh a|b OUT RUN
 set -u
-stage=${1:?tests or default}
+stage=${1:?tests, default, a or b}
 W=${2:?output directory}
 export TILEPIPE_ROUTES=$(pwd)/routes PATH=$(pwd)/bin/gpu:$PATH
 mkdir -p "$W"
@@ -27,8 +28,19 @@ if [ "$stage" = tests ]; then
   t0=$(date +%s)
   bin/tilepipe run --cohort gpu-quick --routes triton,cublas,torch-eager --baseline torch-eager --rounds 2 --target 0 --graph-batch 8 --jobs 8 --output "$W/gpu-quick" > "$W/gpu-quick.out" 2> "$W/gpu-quick.err"
   step "gpu-quick run" $? $t0
-else
+elif [ "$stage" = default ]; then
   t0=$(date +%s)
   bin/tilepipe run --cohort gpu-default --routes triton,cublas,torch-eager --baseline torch-eager --rounds 2 --target 0 --graph-batch 32 --sample-ms 10 --jobs 12 --output "$W/run" > "$W/run.out" 2> "$W/run.err"
   step "gpu-default run" $? $t0
+else
+  # gpu-default in two halves (gpu-default-a.json, -b.json: its cases
+  # unchanged), each one device call: the whole cohort's replay under
+  # protocol 4 does not fit one. Stages stay in RUN; the tables come to W.
+  here=$(dirname "$0")
+  R=${3:?run directory for the stages}
+  t0=$(date +%s)
+  bin/tilepipe run --cohort "$here/gpu-default-$stage.json" --routes triton,cublas,torch-eager --baseline torch-eager --rounds 2 --target 0 --graph-batch 32 --sample-ms 10 --jobs 12 --output "$R" > "$W/$stage-run.out" 2> "$W/$stage-run.err"
+  step "gpu-default-$stage run" $? $t0
+  cp "$R/results.md" "$W/$stage-results.md"; cp "$R/audit.md" "$W/$stage-audit.md"; cp "$R/audit.json" "$W/$stage-audit.json"
+  du -sb "$R"/* > "$W/$stage-bytes.txt"
 fi
