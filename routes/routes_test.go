@@ -1027,6 +1027,50 @@ func TestTorchEagerBuildCache(t *testing.T) {
 	}
 }
 
+// TestTorchEagerBuildCacheTemp: a build writing a probe into the shared
+// --cache never touches a name another build of the same capture may be
+// writing. Capture runs every build in a PID namespace of its own, where
+// each build's pid is 2, so the temporary once named by pid
+// (torch-cpu.json.2.tmp) was every concurrent build's: on the H200, 12
+// builds at once, one build's rename took the other's file and that build
+// failed with ENOENT. Here the other build's temporary is planted at that
+// name and the build runs as pid 2 (bwrap --unshare-pid): the planted file
+// must be left as it was, and the cache must hold the probe.
+func TestTorchEagerBuildCacheTemp(t *testing.T) {
+	if testing.Short() {
+		t.Skip("long: a torch process of seconds; make test runs it")
+	}
+	t.Parallel()
+	requireRoute(t, "torch-eager")
+	bwrap, err := exec.LookPath("bwrap")
+	if err != nil {
+		t.Skip("no bwrap on PATH (make deps installs it)")
+	}
+	dims := dimsFor("add")
+	_, work := build(t, "torch-eager", "add", dims, signature("add", dims))
+	casePath := filepath.Join(filepath.Dir(work), "case.json")
+	cache := t.TempDir()
+	other := filepath.Join(cache, "torch-cpu.json.2.tmp")
+	const planted = `{"another build": "still writing"}`
+	if err := os.WriteFile(other, []byte(planted), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	w := t.TempDir()
+	pid := run(t, w, nil, bwrap, "--dev-bind", "/", "/", "--unshare-pid", "--", "sh", "-c", "echo $$")
+	if strings.TrimSpace(string(pid)) != "2" {
+		t.Fatalf("a process under bwrap --unshare-pid has pid %q, want 2 (the build sandbox's)", pid)
+	}
+	run(t, w, nil, bwrap, "--dev-bind", "/", "/", "--unshare-pid", "--",
+		routeExe(t, "torch-eager"), "build", "--case", casePath, "--workdir", w, "--cache", cache)
+	got, err := os.ReadFile(other)
+	if err != nil || string(got) != planted {
+		t.Errorf("another build's temporary %s after the build: %q, %v; want it untouched", other, got, err)
+	}
+	if _, err := os.Stat(filepath.Join(cache, "torch-cpu.json")); err != nil {
+		t.Errorf("cache after the build: %v; want torch-cpu.json", err)
+	}
+}
+
 func TestOpenBLASBuildUnsupported(t *testing.T) {
 	t.Parallel()
 	requireRoute(t, "openblas")
