@@ -19,6 +19,7 @@ import (
 	"github.com/tilepipe/tilepipe/artifacts/sign"
 	"github.com/tilepipe/tilepipe/artifacts/tensor"
 	"github.com/tilepipe/tilepipe/internal/adaptive"
+	"github.com/tilepipe/tilepipe/internal/floors"
 	"github.com/tilepipe/tilepipe/internal/progress"
 	"github.com/tilepipe/tilepipe/internal/record"
 	"github.com/tilepipe/tilepipe/internal/sets"
@@ -1004,7 +1005,16 @@ func recompute(doc artifacts.ReplayDoc, rows []samples.Row, device func(id strin
 		}
 		rounds[k][r.Round] = append(rounds[k][r.Round], float64(ns)/float64(r.Calls))
 	}
+	// A row whose fastest sample beats its case's floor failed in replay
+	// (replay.Summaries): it keeps its statistics but gets no ratio, and
+	// neither does any row it is the baseline of.
+	var fs [][]artifacts.CaseFloor
+	for _, s := range doc.Sessions {
+		fs = append(fs, s.Floors)
+	}
+	fl := floors.Lowest(fs)
 	out := map[[2]string]artifacts.Summary{}
+	below := map[[2]string]bool{}
 	for k, xs := range all {
 		s := stats.Summarize(xs)
 		sum := artifacts.Summary{Case: k[0], Route: k[1], Samples: s.N, MedianNs: s.Median, MinNs: s.Min, MaxNs: s.Max, Q1Ns: s.Q1, Q3Ns: s.Q3, Flagged: flagged[k]}
@@ -1018,8 +1028,14 @@ func recompute(doc artifacts.ReplayDoc, rows []samples.Row, device func(id strin
 		if len(graph[k]) > 0 {
 			sum.GraphNs, sum.GraphMinNs = stats.Median(graph[k]), slices.Min(graph[k])
 		}
+		if f, ok := fl[k[0]]; ok {
+			below[k] = floors.Below(f, floors.Fastest(sum)) != ""
+		}
+		out[k] = sum
+	}
+	for k, sum := range out {
 		base := [2]string{k[0], doc.Config.Baseline}
-		if k[1] != doc.Config.Baseline && all[base] != nil {
+		if k[1] != doc.Config.Baseline && all[base] != nil && !below[k] && !below[base] {
 			var ids []int
 			for rd := range rounds[k] {
 				if _, ok := rounds[base][rd]; ok {

@@ -88,11 +88,7 @@ func (a *auditor) floors() {
 			p = append(p, fmt.Sprintf("%s/%s: timed, but no session recorded its floor", s.Case, s.Route))
 			continue
 		}
-		minNs := s.MinNs // the fastest stream or graph sample per call
-		if s.GraphMinNs > 0 && s.GraphMinNs < minNs {
-			minNs = s.GraphMinNs
-		}
-		why := floors.Below(f, minNs)
+		why := floors.Below(f, floors.Fastest(s))
 		switch {
 		case s.Status == artifacts.StatusPassed && why != "":
 			p = append(p, fmt.Sprintf("%s/%s passed in replay, but %s", s.Case, s.Route, why))

@@ -1,11 +1,13 @@
 package audit
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/tilepipe/tilepipe/artifacts"
 	"github.com/tilepipe/tilepipe/artifacts/samples"
 	"github.com/tilepipe/tilepipe/oracle"
+	"github.com/tilepipe/tilepipe/replay"
 )
 
 // TestRecomputeLoadRule: the audit's own recomputation leaves a round
@@ -68,5 +70,53 @@ func TestRecomputeEveryRoundLoaded(t *testing.T) {
 	r := recompute(d, rows, func(string) string { return oracle.DeviceCPU })[[2]string{"c", "r"}]
 	if r.Verdict != "too few rounds" || r.RatioExcluded != 2 || r.Ratio != 0 || r.RatioHi != 0 {
 		t.Errorf("recomputed %+v, want too few rounds, 2 left out, no ratio", r)
+	}
+}
+
+// TestRecomputeBelowFloor: a row whose fastest sample beats its case's
+// floor failed in replay (replay.Summaries) with its statistics kept and
+// no ratio, and neither gets a ratio the row it is the baseline of. The
+// audit's recomputation must agree, or every replay holding such a row
+// would be called tampered: in case c the route r (100 ns a call) is below
+// the 150 ns floor, in case d the baseline b is. What replay stores and
+// what the audit recomputes are compared field by field.
+func TestRecomputeBelowFloor(t *testing.T) {
+	d := artifacts.ReplayDoc{Config: replay.DefaultConfig.ReplayConfig}
+	d.Config.Baseline = "b"
+	d.Sessions = []artifacts.Session{{Floors: []artifacts.CaseFloor{
+		{Case: "c", Bytes: 1 << 20, WorkingSet: 1 << 21, Bandwidth: 7e12, MemoryNs: 150},
+		{Case: "d", Bytes: 1 << 20, WorkingSet: 1 << 21, Bandwidth: 7e12, MemoryNs: 150},
+	}}}
+	ns := map[[2]string]int64{{"c", "r"}: 100, {"c", "b"}: 200, {"d", "r"}: 300, {"d", "b"}: 100}
+	var entries []artifacts.Prepared
+	var rows []samples.Row
+	for _, c := range []string{"c", "d"} {
+		for _, rt := range []string{"r", "b"} {
+			entries = append(entries, artifacts.Prepared{Case: c, Route: rt, Status: artifacts.StatusPrepared})
+		}
+	}
+	for rd := range 6 {
+		for _, e := range entries {
+			v := artifacts.VisitResult{Visit: artifacts.Visit{Index: len(d.Visits), Round: rd, Case: e.Case, Route: e.Route}, Status: artifacts.StatusPassed, WallNs: 1e9}
+			d.Visits = append(d.Visits, v)
+			rows = append(rows, samples.Row{Visit: int32(v.Index), Round: int32(rd), Case: e.Case, Route: e.Route, Kind: "novel", Calls: 10, TotalNs: 10 * (ns[[2]string{e.Case, e.Route}] + int64(rd)), Clock: samples.ClockReplay})
+		}
+	}
+	stored := replay.Summaries([]string{"c", "d"}, []string{"r", "b"}, entries, d.Visits, rows, d.Config, replay.Floors(d.Sessions))
+	got := recompute(d, rows, func(string) string { return oracle.DeviceCPU })
+	for _, s := range stored {
+		k := [2]string{s.Case, s.Route}
+		r := got[k]
+		if r.MedianNs != s.MedianNs || r.MinNs != s.MinNs || r.Samples != s.Samples || r.Ratio != s.Ratio || r.RatioLo != s.RatioLo || r.RatioHi != s.RatioHi || r.Verdict != s.Verdict {
+			t.Errorf("%s/%s: replay stored median %g min %g samples %d ratio %g [%g, %g] %q; the audit recomputes %g %g %d %g [%g, %g] %q",
+				k[0], k[1], s.MedianNs, s.MinNs, s.Samples, s.Ratio, s.RatioLo, s.RatioHi, s.Verdict, r.MedianNs, r.MinNs, r.Samples, r.Ratio, r.RatioLo, r.RatioHi, r.Verdict)
+		}
+		below := k == [2]string{"c", "r"} || k == [2]string{"d", "b"}
+		if below != strings.HasPrefix(s.Reason, "below_physical_floor") || (k[1] == "r" && s.Ratio != 0) || (below && s.Samples != 6) {
+			t.Errorf("%s/%s: replay stored status %s %q, ratio %g, %d samples; want below the floor %v, no ratio for r, the statistics kept", k[0], k[1], s.Status, s.Reason, s.Ratio, s.Samples, below)
+		}
+	}
+	if len(stored) != 4 || len(got) != 4 {
+		t.Errorf("replay stored %d summaries, the audit recomputed %d; want 4 each", len(stored), len(got))
 	}
 }

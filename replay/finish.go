@@ -206,7 +206,7 @@ func Summaries(cases, routes []string, entries []artifacts.Prepared, visits []ar
 				}
 				s.Flagged = flagged[k]
 				if f, ok := fl[c]; ok {
-					if why := floors.Below(f, fastest(s)); why != "" {
+					if why := floors.Below(f, floors.Fastest(s)); why != "" {
 						s.Status, s.Reason = artifacts.StatusFailed, why
 					}
 				}
@@ -258,13 +258,4 @@ func Summaries(cases, routes []string, entries []artifacts.Prepared, visits []ar
 		}
 	}
 	return out
-}
-
-// fastest is a passed row's least time per call, stream or graph sample:
-// the one a physical floor judges.
-func fastest(s artifacts.Summary) float64 {
-	if s.GraphMinNs > 0 && s.GraphMinNs < s.MinNs {
-		return s.GraphMinNs
-	}
-	return s.MinNs
 }

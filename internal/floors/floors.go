@@ -245,6 +245,16 @@ func Below(f artifacts.CaseFloor, minNs float64) string {
 	return ""
 }
 
+// Fastest is the time per call a summary's floor check judges: its
+// fastest novel sample, or its fastest graph sample where that is faster
+// (replay's summaries and the audit's recomputation and floors check).
+func Fastest(s artifacts.Summary) float64 {
+	if s.GraphMinNs > 0 && s.GraphMinNs < s.MinNs {
+		return s.GraphMinNs
+	}
+	return s.MinNs
+}
+
 // Lowest is, per case, the most lenient of several sessions' floors.
 func Lowest(sessions [][]artifacts.CaseFloor) map[string]artifacts.CaseFloor {
 	out := map[string]artifacts.CaseFloor{}
