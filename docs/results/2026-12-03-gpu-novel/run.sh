@@ -43,4 +43,6 @@ else
   step "gpu-default-$stage run" $? $t0
   cp "$R/results.md" "$W/$stage-results.md"; cp "$R/audit.md" "$W/$stage-audit.md"; cp "$R/audit.json" "$W/$stage-audit.json"
   du -sb "$R"/* > "$W/$stage-bytes.txt"
+  # the replay's largest blobs (its tensors; the stage is an OCI layout)
+  find "$R/replay" -type f -size +20M -printf '%s %P\n' | sort -n | tail -12 >> "$W/$stage-bytes.txt"
 fi
