@@ -102,7 +102,7 @@ func (a *auditor) stops() []artifacts.CaseStop {
 				spent[v.Route] += v.WallNs
 				rows = append(rows, rowsOf[v.Index]...)
 			}
-			got := recompute(before, rows, a.device)
+			got := recompute(before, rows, a.device, nil) // replay decided without floors
 			var sums []artifacts.Summary
 			var routes []string
 			for _, rt := range d.Routes {

@@ -868,7 +868,7 @@ func (a *auditor) summaries() {
 // from rows, its sample table, and adds the summaries check with the
 // problems p found before.
 func (a *auditor) checkSummaries(rows []samples.Row, p []string) {
-	want := recompute(a.rdoc, rows, a.device)
+	want := recompute(a.rdoc, rows, a.device, sessionFloors(a.rdoc.Sessions))
 	for _, e := range a.pdoc.Entries { // the routes check holds each entry's note to its build's
 		if w, ok := want[[2]string{e.Case, e.Route}]; ok {
 			w.BelowBest = e.BelowBest
@@ -955,9 +955,23 @@ func readRows(st *artifacts.Stage, d artifacts.Digest) ([]samples.Row, error) {
 	return samples.ReadFile(st.Store.Path(d), nil)
 }
 
+// sessionFloors is, per case, the most lenient floor of the replay's
+// sessions: what replay's final summaries judged every row by
+// (replay.Floors). An adaptive replay's stopping decisions judged none
+// (replay/adaptive.go), so the audit's re-derivation of them passes nil.
+func sessionFloors(sessions []artifacts.Session) map[string]artifacts.CaseFloor {
+	var fs [][]artifacts.CaseFloor
+	for _, s := range sessions {
+		fs = append(fs, s.Floors)
+	}
+	return floors.Lowest(fs)
+}
+
 // recompute derives the timing summaries of passed (case, route) pairs
-// from raw rows, written independently of replay's code path.
-func recompute(doc artifacts.ReplayDoc, rows []samples.Row, device func(id string) string) map[[2]string]artifacts.Summary {
+// from raw rows, written independently of replay's code path, judging
+// rows by the floors fl as replay did (nil: by none, as an adaptive
+// replay's stopping decisions).
+func recompute(doc artifacts.ReplayDoc, rows []samples.Row, device func(id string) string, fl map[string]artifacts.CaseFloor) map[[2]string]artifacts.Summary {
 	failed := map[[2]string]bool{}
 	loaded := map[[3]string]bool{} // (case, route, round) left out of ratios
 	for _, v := range doc.Visits {
@@ -1005,14 +1019,9 @@ func recompute(doc artifacts.ReplayDoc, rows []samples.Row, device func(id strin
 		}
 		rounds[k][r.Round] = append(rounds[k][r.Round], float64(ns)/float64(r.Calls))
 	}
-	// A row whose fastest sample beats its case's floor failed in replay
-	// (replay.Summaries): it keeps its statistics but gets no ratio, and
-	// neither does any row it is the baseline of.
-	var fs [][]artifacts.CaseFloor
-	for _, s := range doc.Sessions {
-		fs = append(fs, s.Floors)
-	}
-	fl := floors.Lowest(fs)
+	// A row whose fastest sample beats its case's floor (fl) failed in
+	// replay (replay.Summaries): it keeps its statistics but gets no ratio,
+	// and neither does any row it is the baseline of.
 	out := map[[2]string]artifacts.Summary{}
 	below := map[[2]string]bool{}
 	for k, xs := range all {

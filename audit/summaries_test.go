@@ -48,7 +48,7 @@ func TestRecomputeLoadRule(t *testing.T) {
 		{"", 0, 1.5},
 	} {
 		d.Config.Load = tc.rule
-		r := recompute(d, rows, cpu)[[2]string{"c", "r"}]
+		r := recompute(d, rows, cpu, nil)[[2]string{"c", "r"}]
 		if r.RatioExcluded != tc.left || r.RatioMax != tc.ratioMax || r.Ratio != 0.5 || r.MaxNs != 300 {
 			t.Errorf("load %q: recomputed %d left out, ratio %g max %g, max %g ns; want %d, 0.5, %g, 300 ns (medians keep the round)", tc.rule, r.RatioExcluded, r.Ratio, r.RatioMax, r.MaxNs, tc.left, tc.ratioMax)
 		}
@@ -67,7 +67,7 @@ func TestRecomputeEveryRoundLoaded(t *testing.T) {
 			rows = append(rows, samples.Row{Visit: int32(2*rd + i), Round: int32(rd), Case: "c", Route: rt, Kind: "novel", Calls: 1, TotalNs: 100, Clock: samples.ClockReplay})
 		}
 	}
-	r := recompute(d, rows, func(string) string { return oracle.DeviceCPU })[[2]string{"c", "r"}]
+	r := recompute(d, rows, func(string) string { return oracle.DeviceCPU }, nil)[[2]string{"c", "r"}]
 	if r.Verdict != "too few rounds" || r.RatioExcluded != 2 || r.Ratio != 0 || r.RatioHi != 0 {
 		t.Errorf("recomputed %+v, want too few rounds, 2 left out, no ratio", r)
 	}
@@ -79,7 +79,8 @@ func TestRecomputeEveryRoundLoaded(t *testing.T) {
 // audit's recomputation must agree, or every replay holding such a row
 // would be called tampered: in case c the route r (100 ns a call) is below
 // the 150 ns floor, in case d the baseline b is. What replay stores and
-// what the audit recomputes are compared field by field.
+// what the audit recomputes are compared field by field, with the floors
+// and without them (an adaptive replay's stopping decisions use none).
 func TestRecomputeBelowFloor(t *testing.T) {
 	d := artifacts.ReplayDoc{Config: replay.DefaultConfig.ReplayConfig}
 	d.Config.Baseline = "b"
@@ -102,21 +103,27 @@ func TestRecomputeBelowFloor(t *testing.T) {
 			rows = append(rows, samples.Row{Visit: int32(v.Index), Round: int32(rd), Case: e.Case, Route: e.Route, Kind: "novel", Calls: 10, TotalNs: 10 * (ns[[2]string{e.Case, e.Route}] + int64(rd)), Clock: samples.ClockReplay})
 		}
 	}
-	stored := replay.Summaries([]string{"c", "d"}, []string{"r", "b"}, entries, d.Visits, rows, d.Config, replay.Floors(d.Sessions))
-	got := recompute(d, rows, func(string) string { return oracle.DeviceCPU })
-	for _, s := range stored {
-		k := [2]string{s.Case, s.Route}
-		r := got[k]
-		if r.MedianNs != s.MedianNs || r.MinNs != s.MinNs || r.Samples != s.Samples || r.Ratio != s.Ratio || r.RatioLo != s.RatioLo || r.RatioHi != s.RatioHi || r.Verdict != s.Verdict {
-			t.Errorf("%s/%s: replay stored median %g min %g samples %d ratio %g [%g, %g] %q; the audit recomputes %g %g %d %g [%g, %g] %q",
-				k[0], k[1], s.MedianNs, s.MinNs, s.Samples, s.Ratio, s.RatioLo, s.RatioHi, s.Verdict, r.MedianNs, r.MinNs, r.Samples, r.Ratio, r.RatioLo, r.RatioHi, r.Verdict)
+	cpu := func(string) string { return oracle.DeviceCPU }
+	// With the sessions' floors, as replay's final summaries; without, as
+	// an adaptive replay's stopping decisions (replay/adaptive.go), which
+	// the audit's stopping-rule check re-derives with none.
+	for _, fl := range []map[string]artifacts.CaseFloor{replay.Floors(d.Sessions), nil} {
+		stored := replay.Summaries([]string{"c", "d"}, []string{"r", "b"}, entries, d.Visits, rows, d.Config, fl)
+		got := recompute(d, rows, cpu, fl)
+		for _, s := range stored {
+			k := [2]string{s.Case, s.Route}
+			r := got[k]
+			if r.MedianNs != s.MedianNs || r.MinNs != s.MinNs || r.Samples != s.Samples || r.Ratio != s.Ratio || r.RatioLo != s.RatioLo || r.RatioHi != s.RatioHi || r.Verdict != s.Verdict {
+				t.Errorf("floors %v: %s/%s: replay stored median %g min %g samples %d ratio %g [%g, %g] %q; the audit recomputes %g %g %d %g [%g, %g] %q",
+					fl != nil, k[0], k[1], s.MedianNs, s.MinNs, s.Samples, s.Ratio, s.RatioLo, s.RatioHi, s.Verdict, r.MedianNs, r.MinNs, r.Samples, r.Ratio, r.RatioLo, r.RatioHi, r.Verdict)
+			}
+			below := fl != nil && (k == [2]string{"c", "r"} || k == [2]string{"d", "b"})
+			if below != strings.HasPrefix(s.Reason, "below_physical_floor") || (k[1] == "r" && (s.Ratio == 0) != (fl != nil)) || s.Samples != 6 {
+				t.Errorf("floors %v: %s/%s: replay stored status %s %q, ratio %g, %d samples; want below the floor %v, a ratio for r only without floors, the statistics kept", fl != nil, k[0], k[1], s.Status, s.Reason, s.Ratio, s.Samples, below)
+			}
 		}
-		below := k == [2]string{"c", "r"} || k == [2]string{"d", "b"}
-		if below != strings.HasPrefix(s.Reason, "below_physical_floor") || (k[1] == "r" && s.Ratio != 0) || (below && s.Samples != 6) {
-			t.Errorf("%s/%s: replay stored status %s %q, ratio %g, %d samples; want below the floor %v, no ratio for r, the statistics kept", k[0], k[1], s.Status, s.Reason, s.Ratio, s.Samples, below)
+		if len(stored) != 4 || len(got) != 4 {
+			t.Errorf("floors %v: replay stored %d summaries, the audit recomputed %d; want 4 each", fl != nil, len(stored), len(got))
 		}
-	}
-	if len(stored) != 4 || len(got) != 4 {
-		t.Errorf("replay stored %d summaries, the audit recomputed %d; want 4 each", len(stored), len(got))
 	}
 }
