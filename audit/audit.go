@@ -868,7 +868,7 @@ func (a *auditor) summaries() {
 // from rows, its sample table, and adds the summaries check with the
 // problems p found before.
 func (a *auditor) checkSummaries(rows []samples.Row, p []string) {
-	want := recompute(a.rdoc, rows, a.device, sessionFloors(a.rdoc.Sessions))
+	want := recompute(a.rdoc, rows, a.device, floors.OfSessions(a.rdoc.Sessions))
 	for _, e := range a.pdoc.Entries { // the routes check holds each entry's note to its build's
 		if w, ok := want[[2]string{e.Case, e.Route}]; ok {
 			w.BelowBest = e.BelowBest
@@ -953,18 +953,6 @@ func readRows(st *artifacts.Stage, d artifacts.Digest) ([]samples.Row, error) {
 		return nil, fmt.Errorf("sample table %s is not a layer of the replay", artifacts.Short(d))
 	}
 	return samples.ReadFile(st.Store.Path(d), nil)
-}
-
-// sessionFloors is, per case, the most lenient floor of the replay's
-// sessions: what replay's final summaries judged every row by
-// (replay.Floors). An adaptive replay's stopping decisions judged none
-// (replay/adaptive.go), so the audit's re-derivation of them passes nil.
-func sessionFloors(sessions []artifacts.Session) map[string]artifacts.CaseFloor {
-	var fs [][]artifacts.CaseFloor
-	for _, s := range sessions {
-		fs = append(fs, s.Floors)
-	}
-	return floors.Lowest(fs)
 }
 
 // recompute derives the timing summaries of passed (case, route) pairs

@@ -35,7 +35,6 @@ func (a *auditor) floors() {
 	if r, err := a.rep.Receipt(); err == nil {
 		flags = r.Predicate.Environment.CPUFlags
 	}
-	var all [][]artifacts.CaseFloor
 	var gpus []string
 	noGPU := map[string]bool{} // why sessions measured no GPU ceilings
 	for _, s := range a.rdoc.Sessions {
@@ -69,9 +68,8 @@ func (a *auditor) floors() {
 				p = append(p, fmt.Sprintf("session %d floor of %s: %s", s.Index, f.Case, why))
 			}
 		}
-		all = append(all, s.Floors)
 	}
-	fl := floors.Lowest(all)
+	fl := floors.OfSessions(a.rdoc.Sessions)
 	n := 0
 	for _, s := range a.rdoc.Summary {
 		if s.Samples == 0 {

@@ -1,11 +1,13 @@
 package audit
 
 import (
+	"slices"
 	"strings"
 	"testing"
 
 	"github.com/tilepipe/tilepipe/artifacts"
 	"github.com/tilepipe/tilepipe/artifacts/samples"
+	"github.com/tilepipe/tilepipe/internal/floors"
 	"github.com/tilepipe/tilepipe/oracle"
 	"github.com/tilepipe/tilepipe/replay"
 )
@@ -73,15 +75,10 @@ func TestRecomputeEveryRoundLoaded(t *testing.T) {
 	}
 }
 
-// TestRecomputeBelowFloor: a row whose fastest sample beats its case's
-// floor failed in replay (replay.Summaries) with its statistics kept and
-// no ratio, and neither gets a ratio the row it is the baseline of. The
-// audit's recomputation must agree, or every replay holding such a row
-// would be called tampered: in case c the route r (100 ns a call) is below
-// the 150 ns floor, in case d the baseline b is. What replay stores and
-// what the audit recomputes are compared field by field, with the floors
-// and without them (an adaptive replay's stopping decisions use none).
-func TestRecomputeBelowFloor(t *testing.T) {
+// belowFloorFixture is 6 rounds of routes r and b (the baseline) on cases
+// c and d, every visit passed, with a 150 ns floor on both cases: c's r
+// (100 ns a call) and d's b are below it.
+func belowFloorFixture() (artifacts.ReplayDoc, []artifacts.Prepared, []samples.Row) {
 	d := artifacts.ReplayDoc{Config: replay.DefaultConfig.ReplayConfig}
 	d.Config.Baseline = "b"
 	d.Sessions = []artifacts.Session{{Floors: []artifacts.CaseFloor{
@@ -103,11 +100,24 @@ func TestRecomputeBelowFloor(t *testing.T) {
 			rows = append(rows, samples.Row{Visit: int32(v.Index), Round: int32(rd), Case: e.Case, Route: e.Route, Kind: "novel", Calls: 10, TotalNs: 10 * (ns[[2]string{e.Case, e.Route}] + int64(rd)), Clock: samples.ClockReplay})
 		}
 	}
+	return d, entries, rows
+}
+
+// TestRecomputeBelowFloor: a row whose fastest sample beats its case's
+// floor failed in replay (replay.Summaries) with its statistics kept and
+// no ratio, and neither gets a ratio the row it is the baseline of. The
+// audit's recomputation must agree, or every replay holding such a row
+// would be called tampered: in case c the route r (100 ns a call) is below
+// the 150 ns floor, in case d the baseline b is. What replay stores and
+// what the audit recomputes are compared field by field, with the floors
+// and without them (an adaptive replay's stopping decisions use none).
+func TestRecomputeBelowFloor(t *testing.T) {
+	d, entries, rows := belowFloorFixture()
 	cpu := func(string) string { return oracle.DeviceCPU }
 	// With the sessions' floors, as replay's final summaries; without, as
 	// an adaptive replay's stopping decisions (replay/adaptive.go), which
 	// the audit's stopping-rule check re-derives with none.
-	for _, fl := range []map[string]artifacts.CaseFloor{replay.Floors(d.Sessions), nil} {
+	for _, fl := range []map[string]artifacts.CaseFloor{floors.OfSessions(d.Sessions), nil} {
 		stored := replay.Summaries([]string{"c", "d"}, []string{"r", "b"}, entries, d.Visits, rows, d.Config, fl)
 		got := recompute(d, rows, cpu, fl)
 		for _, s := range stored {
@@ -124,6 +134,40 @@ func TestRecomputeBelowFloor(t *testing.T) {
 		}
 		if len(stored) != 4 || len(got) != 4 {
 			t.Errorf("floors %v: replay stored %d summaries, the audit recomputed %d; want 4 each", fl != nil, len(stored), len(got))
+		}
+	}
+}
+
+// TestSummariesCheckBelowFloor: the summaries check holds replay's
+// summaries of a checkpoint with floor-failed rows to be right (nothing
+// else of the checkpoint is failed by them), and a ratio forged onto the
+// row below its floor, or onto the row whose baseline is below it, is
+// caught with the field and both values.
+func TestSummariesCheckBelowFloor(t *testing.T) {
+	d, entries, rows := belowFloorFixture()
+	honest := replay.Summaries([]string{"c", "d"}, []string{"r", "b"}, entries, d.Visits, rows, d.Config, floors.OfSessions(d.Sessions))
+	for _, tc := range []struct {
+		forge string // the (case) whose r row gets a ratio of 0.5; "" none
+		want  string
+	}{
+		{"", ""},
+		{"c", "summary c/r ratio: stored 0.5, recomputed 0"},
+		{"d", "summary d/r ratio: stored 0.5, recomputed 0"},
+	} {
+		d.Summary = slices.Clone(honest)
+		for i := range d.Summary {
+			if d.Summary[i].Case == tc.forge && d.Summary[i].Route == "r" {
+				d.Summary[i].Ratio = 0.5
+			}
+		}
+		a := &auditor{rdoc: d, pdoc: artifacts.PreparedDoc{Entries: entries}}
+		a.checkSummaries(rows, nil)
+		c := a.checks[0]
+		switch {
+		case tc.want == "" && c.Status != Passed:
+			t.Errorf("honest summaries with floor-failed rows: %s %q, want PASSED", c.Status, c.Evidence)
+		case tc.want != "" && (c.Status != Failed || !slices.Contains(c.Evidence, tc.want)):
+			t.Errorf("ratio forged on %s/r: %s %q, want FAILED with %q", tc.forge, c.Status, c.Evidence, tc.want)
 		}
 	}
 }

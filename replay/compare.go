@@ -6,6 +6,7 @@ import (
 
 	"github.com/tilepipe/tilepipe/artifacts"
 	"github.com/tilepipe/tilepipe/artifacts/samples"
+	"github.com/tilepipe/tilepipe/internal/floors"
 )
 
 // Compare recomputes a finished replay's summaries against another
@@ -48,6 +49,6 @@ func Compare(preparedDir, replayDir, baseline string) (artifacts.ReplayDoc, erro
 		return doc, fmt.Errorf("replay %s: samples.arrow: %w", replayDir, err)
 	}
 	doc.Config.Baseline = baseline
-	doc.Summary = Summaries(doc.Cases, doc.Routes, pdoc.Entries, doc.Visits, rows, doc.Config, Floors(doc.Sessions))
+	doc.Summary = Summaries(doc.Cases, doc.Routes, pdoc.Entries, doc.Visits, rows, doc.Config, floors.OfSessions(doc.Sessions))
 	return doc, nil
 }

@@ -47,7 +47,7 @@ func (r *replayer) finish(pr artifacts.PlanRecord, done map[int]*artifacts.Visit
 	}
 	r.s.Name("samples.arrow", sd)
 	doc.Samples = sd.Digest
-	doc.Summary = Summaries(pr.Cases, pr.Routes, r.pdoc.Entries, doc.Visits, all, pr.Config, Floors(r.sessions))
+	doc.Summary = Summaries(pr.Cases, pr.Routes, r.pdoc.Entries, doc.Visits, all, pr.Config, floors.OfSessions(r.sessions))
 	res.Failed = failures(doc)
 	md, err := r.s.PutBytes([]byte(report.Table(doc)), artifacts.MediaMarkdown)
 	if err != nil {
@@ -105,15 +105,6 @@ func failures(doc artifacts.ReplayDoc) int {
 		}
 	}
 	return n
-}
-
-// Floors is, per case, the most lenient floor any session measured.
-func Floors(sessions []artifacts.Session) map[string]artifacts.CaseFloor {
-	var all [][]artifacts.CaseFloor
-	for _, s := range sessions {
-		all = append(all, s.Floors)
-	}
-	return floors.Lowest(all)
 }
 
 // Summaries summarizes every (case, route) of the prepared stage: timing

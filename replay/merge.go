@@ -13,6 +13,7 @@ import (
 	"github.com/tilepipe/tilepipe/artifacts"
 	"github.com/tilepipe/tilepipe/artifacts/samples"
 	"github.com/tilepipe/tilepipe/artifacts/sign"
+	"github.com/tilepipe/tilepipe/internal/floors"
 	"github.com/tilepipe/tilepipe/internal/progress"
 	"github.com/tilepipe/tilepipe/internal/shard"
 	"github.com/tilepipe/tilepipe/report"
@@ -120,7 +121,7 @@ func Merge(ctx context.Context, cfg MergeConfig) (*Result, error) {
 	}
 	s.Name("samples.arrow", sd)
 	doc.Samples = sd.Digest
-	doc.Summary = Summaries(all, routes, r.pdoc.Entries, doc.Visits, rows, doc.Config, Floors(doc.Sessions))
+	doc.Summary = Summaries(all, routes, r.pdoc.Entries, doc.Visits, rows, doc.Config, floors.OfSessions(doc.Sessions))
 	res := &Result{Failed: failures(doc)}
 	md, err := s.PutBytes([]byte(report.Table(doc)), artifacts.MediaMarkdown)
 	if err != nil {

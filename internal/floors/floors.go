@@ -255,6 +255,17 @@ func Fastest(s artifacts.Summary) float64 {
 	return s.MinNs
 }
 
+// OfSessions is, per case, the most lenient floor any of a replay's
+// sessions measured: what replay's summaries judge every row by, and the
+// audit's recomputation of them.
+func OfSessions(sessions []artifacts.Session) map[string]artifacts.CaseFloor {
+	var all [][]artifacts.CaseFloor
+	for _, s := range sessions {
+		all = append(all, s.Floors)
+	}
+	return Lowest(all)
+}
+
 // Lowest is, per case, the most lenient of several sessions' floors.
 func Lowest(sessions [][]artifacts.CaseFloor) map[string]artifacts.CaseFloor {
 	out := map[string]artifacts.CaseFloor{}
