@@ -7,7 +7,7 @@
 # static, bin/gpu/bwrap and the test binaries bin/gpu/tilepipe.test
 # (go test -c ./cmd/tilepipe) and bin/gpu/harness.test (./prepare/harness):
 #   bash docs/results/2026-12-03-gpu-novel/run.sh tests|default OUT
-#   bash docs/results/2026-12-03-gpu-novel/run.sh a|b OUT RUN
+#   bash docs/results/2026-12-03-gpu-novel/run.sh a|b|a2 OUT RUN (gpu-default-STAGE.json)
 set -u
 stage=${1:?tests, default, a or b}
 W=${2:?output directory}
