@@ -355,6 +355,13 @@ type ReplayConfig struct {
 	// sets.NovelSlots); replay still records it. Absent (replays made
 	// before it): a case of a few MiB got one fresh set, so one sample.
 	FreshMin int `json:"freshMin,omitempty"`
+	// NovelRule is the rule by which replay sized every visit's novel
+	// slots and the novel calls it judged (sets.Rule, docs/protocol.md
+	// "Novel samples"): 2, a CUDA case's slots in device memory's budget
+	// and the judged calls bounded by their outputs and oracle work.
+	// Absent (replays made before it): rule 1, 8 MiB of slots on every
+	// device and 700 judged calls a visit.
+	NovelRule int `json:"novelRule,omitempty"`
 	// Pin is what replay does with a visit's threads once its validation
 	// calls have made the kernel's thread pools: "threads" (PinThreads) pins each of
 	// them to one core of the visit's mask, in turn, and reads every
@@ -719,6 +726,12 @@ type Summary struct {
 	// samples, the same inputs called again and again: a secondary
 	// figure (MLPerf's cache benefit is WarmNs / MedianNs), never a claim.
 	WarmNs float64 `json:"warmNs,omitempty"`
+	// SingleNs is the median of a row's single-call samples (each one
+	// call timed alone, on a warm set), under novel rule 2: with WarmNs it
+	// gives the fixed cost of a sample, single − warm, whose share of the
+	// novel time the results table shows for GPU rows. Absent in replays
+	// made under rule 1.
+	SingleNs float64 `json:"singleNs,omitempty"`
 	// ChannelNs is the median span of the empty samples: replay's round
 	// trip to the timer, which every batch sample's span includes once.
 	ChannelNs float64 `json:"channelNs"`

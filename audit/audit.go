@@ -594,6 +594,11 @@ func (a *auditor) outputs() {
 		a.add("outputs", []string{fmt.Sprintf("config.freshMin %d: want %d (or absent, in a replay made before it)", m, sets.MinFresh)}, nil, "")
 		return
 	}
+	rule, err := sets.RuleOf(a.rdoc.Config.NovelRule)
+	if err != nil {
+		a.add("outputs", []string{err.Error()}, nil, "")
+		return
+	}
 	// Visit a (round, case) at a time, so its sets are generated once.
 	var order []artifacts.VisitResult
 	for _, v := range a.rdoc.Visits {
@@ -632,8 +637,8 @@ func (a *auditor) outputs() {
 		case v.Novel == nil:
 			p = append(p, fmt.Sprintf("visit %d: no novel record (every visit takes novel samples)", v.Index))
 			continue
-		case v.FreshSets != sets.NovelSlots(c.Signature):
-			p = append(p, fmt.Sprintf("visit %d: %d novel slots, want %d for case %s", v.Index, v.FreshSets, sets.NovelSlots(c.Signature), v.Case))
+		case v.FreshSets != rule.Slots(c.Case.DeviceOf(), c.Signature):
+			p = append(p, fmt.Sprintf("visit %d: %d novel slots, want %d for case %s under novel rule %d", v.Index, v.FreshSets, rule.Slots(c.Case.DeviceOf(), c.Signature), v.Case, rule))
 			continue
 		case len(v.Outputs) != len(outs) || len(v.Novel.Outputs) != len(outs):
 			p = append(p, fmt.Sprintf("visit %d: %d warm and %d novel output tensors, want %d of each", v.Index, len(v.Outputs), len(v.Novel.Outputs), len(outs)))
@@ -826,12 +831,20 @@ func (a *auditor) validations(p *[]string) int {
 // device is the device case id runs on ("cpu" for a case the capture
 // does not have: its rows fail elsewhere).
 func (a *auditor) device(id string) string {
-	for _, c := range a.cdoc.Cases {
-		if c.Case.ID == id {
-			return c.Case.DeviceOf()
-		}
+	if c := a.capturedCase(id); c != nil {
+		return c.Case.DeviceOf()
 	}
 	return oracle.DeviceCPU
+}
+
+// capturedCase is the capture's case id, or nil.
+func (a *auditor) capturedCase(id string) *artifacts.CapturedCase {
+	for i := range a.cdoc.Cases {
+		if a.cdoc.Cases[i].Case.ID == id {
+			return &a.cdoc.Cases[i]
+		}
+	}
+	return nil
 }
 
 func (a *auditor) readCapture(d artifacts.Digest, limit int64) ([]byte, error) {
@@ -888,7 +901,7 @@ func (a *auditor) checkSummaries(rows []samples.Row, p []string) {
 		for _, f := range []struct {
 			name   string
 			hv, wv float64
-		}{{"medianNs", h.MedianNs, w.MedianNs}, {"minNs", h.MinNs, w.MinNs}, {"maxNs", h.MaxNs, w.MaxNs}, {"q1Ns", h.Q1Ns, w.Q1Ns}, {"q3Ns", h.Q3Ns, w.Q3Ns}, {"channelNs", h.ChannelNs, w.ChannelNs}, {"graphNs", h.GraphNs, w.GraphNs}, {"graphMinNs", h.GraphMinNs, w.GraphMinNs}, {"warmNs", h.WarmNs, w.WarmNs}, {"ratio", h.Ratio, w.Ratio}, {"ratioMin", h.RatioMin, w.RatioMin}, {"ratioMax", h.RatioMax, w.RatioMax}, {"ratioLo", h.RatioLo, w.RatioLo}, {"ratioHi", h.RatioHi, w.RatioHi}, {"precision", h.Precision, w.Precision}} {
+		}{{"medianNs", h.MedianNs, w.MedianNs}, {"minNs", h.MinNs, w.MinNs}, {"maxNs", h.MaxNs, w.MaxNs}, {"q1Ns", h.Q1Ns, w.Q1Ns}, {"q3Ns", h.Q3Ns, w.Q3Ns}, {"channelNs", h.ChannelNs, w.ChannelNs}, {"graphNs", h.GraphNs, w.GraphNs}, {"graphMinNs", h.GraphMinNs, w.GraphMinNs}, {"warmNs", h.WarmNs, w.WarmNs}, {"singleNs", h.SingleNs, w.SingleNs}, {"ratio", h.Ratio, w.Ratio}, {"ratioMin", h.RatioMin, w.RatioMin}, {"ratioMax", h.RatioMax, w.RatioMax}, {"ratioLo", h.RatioLo, w.RatioLo}, {"ratioHi", h.RatioHi, w.RatioHi}, {"precision", h.Precision, w.Precision}} {
 			if !near(f.hv, f.wv) {
 				p = append(p, fmt.Sprintf("summary %s/%s %s: stored %g, recomputed %g", k[0], k[1], f.name, f.hv, f.wv))
 			}
@@ -975,7 +988,7 @@ func recompute(doc artifacts.ReplayDoc, rows []samples.Row, device func(id strin
 	channel := map[[2]string][]float64{}
 	graph := map[[2]string][]float64{}
 	flagged := map[[2]string]int{}
-	warm := map[[2]string][]float64{}
+	warm, single := map[[2]string][]float64{}, map[[2]string][]float64{}
 	for _, r := range rows {
 		k := [2]string{r.Case, r.Route}
 		if r.Flags != "" && !failed[k] {
@@ -997,6 +1010,9 @@ func recompute(doc artifacts.ReplayDoc, rows []samples.Row, device func(id strin
 		}
 		if r.Kind == visit.KindBatch && !failed[k] {
 			warm[k] = append(warm[k], float64(ns)/float64(r.Calls))
+		}
+		if r.Kind == visit.KindSingle && !failed[k] {
+			single[k] = append(single[k], float64(ns)/float64(r.Calls))
 		}
 		if r.Kind != visit.KindNovel || failed[k] {
 			continue
@@ -1021,6 +1037,9 @@ func recompute(doc artifacts.ReplayDoc, rows []samples.Row, device func(id strin
 		sum.Kind = visit.KindNovel
 		if len(warm[k]) > 0 {
 			sum.WarmNs = stats.Median(warm[k])
+		}
+		if len(single[k]) > 0 && doc.Config.NovelRule >= int(sets.Rule2) {
+			sum.SingleNs = stats.Median(single[k])
 		}
 		if len(graph[k]) > 0 {
 			sum.GraphNs, sum.GraphMinNs = stats.Median(graph[k]), slices.Min(graph[k])

@@ -11,6 +11,8 @@ import (
 	"github.com/tilepipe/tilepipe/artifacts"
 	"github.com/tilepipe/tilepipe/artifacts/samples"
 	"github.com/tilepipe/tilepipe/internal/record"
+	"github.com/tilepipe/tilepipe/internal/sets"
+	"github.com/tilepipe/tilepipe/oracle"
 )
 
 // records checks what the replay recorded in more than one place: its
@@ -32,8 +34,17 @@ func (a *auditor) records() {
 	}
 	visits, rows, unread := a.passedRows()
 	p = append(p, unread...)
+	rule, err := sets.RuleOf(a.rdoc.Config.NovelRule)
+	if err != nil {
+		p = append(p, err.Error())
+		visits = nil // no rule to hold them to
+	}
 	for i, v := range visits {
-		p = append(p, record.Visit(v, rows[i], a.rdoc.Config, a.device(v.Case))...)
+		device, limit := oracle.DeviceCPU, int64(sets.NovelChecks)
+		if c := a.capturedCase(v.Case); c != nil { // a case not captured is the outputs check's
+			device, limit = c.Case.DeviceOf(), rule.Checks(c.Case, c.Signature)
+		}
+		p = append(p, record.Visit(v, rows[i], a.rdoc.Config, device, limit)...)
 	}
 	// Calibration is judged on timings, which a loaded machine bends:
 	// an honest replay under a parallel make test missed it. A warning,

@@ -100,6 +100,9 @@ func (c Config) Validate() error {
 	if c.Load != artifacts.LoadExclude && c.Load != artifacts.LoadAllow {
 		return fmt.Errorf("load %q: want %q (the default) or %q (--allow-load)", c.Load, artifacts.LoadExclude, artifacts.LoadAllow)
 	}
+	if c.NovelRule != int(sets.CurrentRule) {
+		return fmt.Errorf("novelRule %d: replay times by rule %d", c.NovelRule, sets.CurrentRule)
+	}
 	if c.FreshMin != 0 && c.FreshMin != sets.MinFresh {
 		return fmt.Errorf("freshMin %d: want %d (or 0 in a replay made before it)", c.FreshMin, sets.MinFresh)
 	}
@@ -160,7 +163,7 @@ func (r *replayer) checkConfig(routes []string) error {
 	for _, id := range slices.Sorted(maps.Keys(r.cases)) {
 		cc := r.cases[id]
 		for _, p := range cc.Signature {
-			if n := max(c.Sets, sets.NovelSlots(cc.Signature)); p.Role == "output" && int64(n)*int64(p.Elems()) > tensor.MaxElems {
+			if n := max(int64(c.Sets), sets.CurrentRule.Checks(cc.Case, cc.Signature), int64(c.Samples)); p.Role == "output" && n*int64(p.Elems()) > tensor.MaxElems {
 				return fmt.Errorf("case %s: output %s of %d elements in %d buffer sets is more than a tensor file holds (%d elements): give fewer --sets", id, p.Name, p.Elems(), n, int64(tensor.MaxElems))
 			}
 		}

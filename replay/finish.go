@@ -12,6 +12,7 @@ import (
 	"github.com/tilepipe/tilepipe/internal/adaptive"
 	"github.com/tilepipe/tilepipe/internal/crashpoint"
 	"github.com/tilepipe/tilepipe/internal/floors"
+	"github.com/tilepipe/tilepipe/internal/sets"
 	"github.com/tilepipe/tilepipe/internal/visit"
 	"github.com/tilepipe/tilepipe/report"
 	"github.com/tilepipe/tilepipe/stats"
@@ -120,7 +121,7 @@ func Summaries(cases, routes []string, entries []artifacts.Prepared, visits []ar
 	channel := map[key][]float64{}
 	graph := map[key][]float64{}
 	flagged := map[key]int{}
-	warm := map[key][]float64{}
+	warm, single := map[key][]float64{}, map[key][]float64{}
 	for _, row := range rows {
 		if row.Flags != "" {
 			flagged[key{row.Case, row.Route}]++
@@ -137,6 +138,8 @@ func Summaries(cases, routes []string, entries []artifacts.Prepared, visits []ar
 		switch row.Kind {
 		case visit.KindBatch:
 			warm[k] = append(warm[k], row.PerOpNs())
+		case visit.KindSingle:
+			single[k] = append(single[k], row.PerOpNs())
 		case visit.KindNovel:
 			perop[k] = append(perop[k], row.PerOpNs())
 			if perRound[k] == nil {
@@ -187,6 +190,9 @@ func Summaries(cases, routes []string, entries []artifacts.Prepared, visits []ar
 				s.Kind = visit.KindNovel
 				if len(warm[k]) > 0 {
 					s.WarmNs = stats.Median(warm[k])
+				}
+				if len(single[k]) > 0 && cfg.NovelRule >= int(sets.Rule2) {
+					s.SingleNs = stats.Median(single[k])
 				}
 				s.Samples, s.MedianNs, s.MinNs, s.MaxNs, s.Q1Ns, s.Q3Ns = sum.N, sum.Median, sum.Min, sum.Max, sum.Q1, sum.Q3
 				if len(channel[k]) > 0 {

@@ -63,7 +63,7 @@ type Config struct {
 // [DefaultMaxRounds] (or the rounds, if more).
 var DefaultConfig = Config{ReplayConfig: artifacts.ReplayConfig{
 	Samples: 5, Singles: 5, SampleMs: 20, WarmupMs: 50, TimeoutS: 300,
-	Threads: runtime.NumCPU(), Baseline: "torch-eager", Seed: 1, Bootstrap: 2000, Interval: artifacts.IntervalSign, Load: artifacts.LoadExclude, Sets: sets.DefaultWarm, FreshMin: sets.MinFresh, Pin: artifacts.PinThreads,
+	Threads: runtime.NumCPU(), Baseline: "torch-eager", Seed: 1, Bootstrap: 2000, Interval: artifacts.IntervalSign, Load: artifacts.LoadExclude, Sets: sets.DefaultWarm, FreshMin: sets.MinFresh, NovelRule: int(sets.CurrentRule), Pin: artifacts.PinThreads,
 	L2: artifacts.L2Warm, Target: 0.015, BudgetS: 60,
 }}
 
@@ -1091,7 +1091,8 @@ func (r *replayer) checkJournaled(v *artifacts.VisitResult) error {
 	if err != nil {
 		return fmt.Errorf("visit %d: %w", v.Index, err)
 	}
-	if p := record.Visit(*v, rows, r.cfg.ReplayConfig, r.cases[v.Case].Case.DeviceOf()); len(p) > 0 {
+	cc := r.cases[v.Case]
+	if p := record.Visit(*v, rows, r.cfg.ReplayConfig, cc.Case.DeviceOf(), sets.CurrentRule.Checks(cc.Case, cc.Signature)); len(p) > 0 {
 		return errors.New(p[0])
 	}
 	return nil

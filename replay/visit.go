@@ -153,6 +153,7 @@ type buffers struct {
 	fill              uint64
 	novel             *artifacts.NovelRecord
 	checked           [][]byte // per output: the checked novel calls' outputs, in novel.Checked's order
+	checkLimit        int64    // the most novel calls the rule judges (sets.Rule.Checks)
 }
 
 // slots is the visit's novel sets.
@@ -177,7 +178,7 @@ func (b *buffers) close() {
 
 // newBuffers makes a visit's files: the outputs of the round's warm sets,
 // and novel slots, as many as one novel sample of the case holds
-// ([sets.NovelSlots]).
+// ([sets.Rule.Slots]).
 func (r *replayer) newBuffers(in *roundInputs, e *artifacts.Prepared) (*buffers, error) {
 	b := &buffers{in: in}
 	var draw [16]byte
@@ -185,7 +186,9 @@ func (r *replayer) newBuffers(in *roundInputs, e *artifacts.Prepared) (*buffers,
 		return nil, err
 	}
 	b.fill = binary.LittleEndian.Uint64(draw[:])
-	fresh := sets.NovelSlots(r.cases[e.Case].Signature)
+	cc := r.cases[e.Case]
+	fresh := sets.CurrentRule.Slots(cc.Case.DeviceOf(), cc.Signature)
+	b.checkLimit = sets.CurrentRule.Checks(cc.Case, cc.Signature)
 	for _, p := range r.cases[e.Case].Signature {
 		if p.Role != "input" {
 			continue
@@ -272,7 +275,7 @@ func (b *buffers) runNovel(sess *visit.Session, count int, calls int64, clock st
 	n := visit.NovelCalls(calls, b.slots())
 	b.novel = &artifacts.NovelRecord{Samples: count, Calls: n}
 	b.checked = make([][]byte, len(b.freshOut))
-	per := visit.ChecksPerSample(count, n)
+	per := visit.ChecksPerSample(count, n, b.checkLimit)
 	var out []visit.Sample
 	for i := range count {
 		batch, err := b.in.novelSets(int64(i)*n, n)

@@ -78,6 +78,79 @@ func bracket(doc artifacts.ReplayDoc) string {
 	return b.String()
 }
 
+// fixedCost is each GPU novel row's launch fixed cost under novel rule 2
+// (rows with singleNs): a single-call sample from an idle GPU takes
+// singleNs, a call in a batch warmNs, so a sample pays about singleNs −
+// warmNs once beside its N calls (host time to the first kernel, the
+// synchronisation before the second event); its share of the row's novel
+// time says how far the claim is a latency rather than a throughput.
+func fixedCost(doc artifacts.ReplayDoc) string {
+	type key struct{ c, r string }
+	gpu := map[string]bool{}
+	for _, s := range doc.Sessions {
+		for _, f := range s.Floors {
+			if f.Device == oracle.DeviceCUDA {
+				gpu[f.Case] = true
+			}
+		}
+	}
+	calls := map[key][]float64{}
+	for _, v := range doc.Visits {
+		if v.Status == artifacts.StatusPassed && v.Novel != nil {
+			k := key{v.Case, v.Route}
+			calls[k] = append(calls[k], float64(v.Novel.Calls))
+		}
+	}
+	var b strings.Builder
+	for _, s := range doc.Summary {
+		k := key{s.Case, s.Route}
+		if s.Kind != "novel" || s.Status != artifacts.StatusPassed || !gpu[s.Case] || s.SingleNs <= 0 || s.WarmNs <= 0 || s.MedianNs <= 0 || len(calls[k]) == 0 {
+			continue
+		}
+		if b.Len() == 0 {
+			b.WriteString("\nLaunch fixed cost (GPU rows): a novel sample of N calls pays once what a call alone from an idle GPU costs beyond a call in a batch (single − warm: host time to the first kernel, the synchronisation before the second event); its share of the row's novel time is how far the row's claim is one launch's latency rather than N calls' throughput (docs/protocol.md, novel rule 2).\n\n| case | route | calls a sample (N) | single call | warm call | fixed cost | share of novel time |\n|---|---|---:|---:|---:|---:|---:|\n")
+		}
+		n, f := stats.Median(calls[k]), max(0, s.SingleNs-s.WarmNs)
+		fmt.Fprintf(&b, "| %s | %s | %.0f | %s | %s | %s | %.1f%% |\n", s.Case, s.Route, n, Duration(s.SingleNs), Duration(s.WarmNs), Duration(f), 100*min(1, f/(n*s.MedianNs)))
+	}
+	return b.String()
+}
+
+// judged is each novel row's judged calls: c, the novel calls of its
+// passed visits replay judged in full, drawn after each sample; a route
+// that fakes a fraction f of the row's novel calls escapes every one of
+// them with probability at most e^(−c·f) (docs/threat-model.md, "Each
+// call's own output"), and is caught with probability 99% or more from
+// f = ln(100)/c. Replays made under novel rule 1 (every visit judged up
+// to 700 calls) render without it, as they did.
+func judged(doc artifacts.ReplayDoc) string {
+	if doc.Config.NovelRule < 2 {
+		return ""
+	}
+	type key struct{ c, r string }
+	checked, timed := map[key]int64{}, map[key]int64{}
+	for _, v := range doc.Visits {
+		if v.Status == artifacts.StatusPassed && v.Novel != nil {
+			k := key{v.Case, v.Route}
+			checked[k] += int64(len(v.Novel.Checked))
+			timed[k] += int64(v.Novel.Samples) * v.Novel.Calls
+		}
+	}
+	var b strings.Builder
+	for _, s := range doc.Summary {
+		k := key{s.Case, s.Route}
+		c := checked[k]
+		if s.Kind != "novel" || s.Status != artifacts.StatusPassed || c == 0 {
+			continue
+		}
+		if b.Len() == 0 {
+			b.WriteString("\nJudged calls: each row's novel calls judged in full against the FP64 oracle (c, over its passed visits, drawn after each sample), of those timed; a route faking a fraction f of them escapes every check with probability at most e^(−c·f) (docs/threat-model.md).\n\n| case | route | judged (c) | timed | escape at f = 10% | f caught at 99% |\n|---|---|---:|---:|---:|---:|\n")
+		}
+		fmt.Fprintf(&b, "| %s | %s | %d | %d | %.2g | %.3g%% |\n", s.Case, s.Route, c, timed[k], math.Exp(-0.1*float64(c)), min(100, 100*math.Log(100)/float64(c)))
+	}
+	return b.String()
+}
+
 // Table renders the summaries as a markdown table, for people.
 func Table(doc artifacts.ReplayDoc) string {
 	var b bytes.Buffer
@@ -120,6 +193,8 @@ func Table(doc artifacts.ReplayDoc) string {
 	b.WriteString(belowBest(doc.Summary))
 	b.WriteString(warm(doc.Summary))
 	b.WriteString(bracket(doc))
+	b.WriteString(fixedCost(doc))
+	b.WriteString(judged(doc))
 	b.WriteString(shards(doc))
 	b.WriteString(gpuCeilings(doc))
 	b.WriteString(adaptiveRounds(doc))

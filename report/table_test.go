@@ -94,3 +94,44 @@ func TestBracket(t *testing.T) {
 		t.Errorf("the table does not hold the bracket section")
 	}
 }
+
+// TestRuleTwoSections: under novel rule 2 the table lists every novel
+// row's judged calls over its passed visits with the escape bound, and
+// each GPU row's launch fixed cost (single − warm) as a share of its
+// novel time; a rule-1 replay (no novelRule, no singleNs: the committed
+// checkpoints) renders neither, so its results.md renders as it did. A
+// failed row and a CPU row get no fixed-cost line.
+func TestRuleTwoSections(t *testing.T) {
+	visit := func(i int, c, r string, checked int, status string) artifacts.VisitResult {
+		return artifacts.VisitResult{Visit: artifacts.Visit{Index: i, Case: c, Route: r}, Status: status,
+			Novel: &artifacts.NovelRecord{Samples: 5, Calls: 20, Checked: make([]int64, checked)}}
+	}
+	row := func(c, r, status string) artifacts.Summary {
+		return artifacts.Summary{Case: c, Route: r, Status: status, Kind: "novel", MedianNs: 10_000, WarmNs: 8_000, SingleNs: 28_000}
+	}
+	doc := artifacts.ReplayDoc{
+		Config:   artifacts.ReplayConfig{Rounds: 2, Baseline: "r", NovelRule: 2},
+		Sessions: []artifacts.Session{{Floors: []artifacts.CaseFloor{{Case: "g", Device: "cuda"}, {Case: "cpu"}}}},
+		Visits: []artifacts.VisitResult{visit(0, "g", "r", 10, artifacts.StatusPassed), visit(1, "g", "r", 10, artifacts.StatusPassed),
+			visit(2, "cpu", "r", 100, artifacts.StatusPassed), visit(3, "g", "bad", 10, artifacts.StatusFailed)},
+		Summary: []artifacts.Summary{row("g", "r", artifacts.StatusPassed), row("cpu", "r", artifacts.StatusPassed), row("g", "bad", artifacts.StatusFailed)},
+	}
+	got := Table(doc)
+	for _, want := range []string{
+		// c = 20: e^(−2) = 0.14; ln(100)/20 = 23%
+		"| case | route | judged (c) | timed | escape at f = 10% | f caught at 99% |\n|---|---|---:|---:|---:|---:|\n| g | r | 20 | 200 | 0.14 | 23% |\n| cpu | r | 100 | 100 | 4.5e-05 | 4.61% |\n\n",
+		// 20 µs of fixed cost over 20 calls of 10 µs: 10%
+		"| case | route | calls a sample (N) | single call | warm call | fixed cost | share of novel time |\n|---|---|---:|---:|---:|---:|---:|\n| g | r | 20 | 28 µs | 8 µs | 20 µs | 10.0% |\n\n",
+	} {
+		if !strings.Contains(got, want) {
+			t.Errorf("rule 2 table: want\n%s\nin\n%s", want, got)
+		}
+	}
+	doc.Config.NovelRule = 0
+	for i := range doc.Summary {
+		doc.Summary[i].SingleNs = 0
+	}
+	if got := Table(doc); strings.Contains(got, "Judged calls") || strings.Contains(got, "Launch fixed cost") {
+		t.Errorf("a rule 1 table holds a rule 2 section:\n%s", got)
+	}
+}

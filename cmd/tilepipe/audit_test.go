@@ -624,6 +624,13 @@ func TestAuditRehashed(t *testing.T) {
 			})
 			return []string{"config.freshMin 1: want 3 (or absent, in a replay made before it)"}
 		}, "outputs", "FAILED", []string{"outputs"}},
+		{"novelRule unknown everywhere", func(t *testing.T, dir string) []string {
+			// A rule this tilepipe does not know: nothing can be held to it.
+			forgeReplay(t, dir, func(st *artifacts.Stage, d *replayDoc, r *artifacts.Receipt) {
+				reconfigure(t, st, d, r, func(c *artifacts.ReplayConfig) { c.NovelRule = 3 })
+			})
+			return []string{"config.novelRule 3: want 2 (or absent, in a replay made before it)"}
+		}, "outputs", "FAILED", []string{"outputs", "records"}},
 		{"novel slots cut", func(t *testing.T, dir string) []string {
 			// One slot fewer than the run had; its samples' calls stay
 			// within it.
@@ -639,7 +646,7 @@ func TestAuditRehashed(t *testing.T) {
 					}
 				})
 			})
-			return []string{ev("visit 0: %d novel slots, want %d for case %s", v.FreshSets-1, v.FreshSets, v.Case)}
+			return []string{ev("visit 0: %d novel slots, want %d for case %s under novel rule 2", v.FreshSets-1, v.FreshSets, v.Case)}
 		}, "outputs", "FAILED", []string{"outputs"}},
 		{"callsPerSample", func(t *testing.T, dir string) []string {
 			forgeReplay(t, dir, func(st *artifacts.Stage, d *replayDoc, _ *artifacts.Receipt) {

@@ -167,6 +167,33 @@ func TestGPUCheckpointAudits(t *testing.T) {
 	}
 }
 
+// TestGPUCheckpointRule: the committed GPU checkpoint was made under
+// novel rule 1 (no novelRule: 8 MiB of slots on every device) and audits
+// under it (TestGPUCheckpointAudits). Relabelled as rule 2, re-hashed
+// consistently, its visits' slots are not rule 2's 256 MiB for a CUDA
+// case, and its summaries lack rule 2's single-call medians: the audit
+// names both.
+func TestGPUCheckpointRule(t *testing.T) {
+	dir := copyCheckpoint(t)
+	forgeStage(t, filepath.Join(dir, "replay"), artifacts.ReplayType, nil, func(st *artifacts.Stage, d *artifacts.ReplayDoc, r *artifacts.Receipt) {
+		if d.Config.NovelRule != 0 {
+			t.Fatalf("the GPU checkpoint records novelRule %d, want it absent (rule 1)", d.Config.NovelRule)
+		}
+		reconfigure(t, st, d, r, func(c *artifacts.ReplayConfig) { c.NovelRule = 2 })
+	})
+	out := filepath.Join(t.TempDir(), "audit.json")
+	code, stdout, errs := tp(t, "audit", "--capture", filepath.Join(dir, "capture"), "--prepared", filepath.Join(dir, "prepared"), "--replay", filepath.Join(dir, "replay"), "--output", out)
+	for _, want := range []string{
+		"audit: FAILED outputs: ",
+		"- visit 0: 5461 novel slots, want 32768 for case add-2x64-cuda under novel rule 2\n",
+		"singleNs: stored 0, recomputed ",
+	} {
+		if code != 1 || !strings.Contains(stdout+errs, want) {
+			t.Errorf("audit of the GPU checkpoint relabelled rule 2 = exit %d, want 1 and %q\n%s%s", code, want, stdout, errs)
+		}
+	}
+}
+
 // TestGPUTelemetryForged: the committed GPU checkpoint with visit 0's
 // sample table rewritten and the replay re-hashed consistently, the way a
 // tool hiding the GPU's state would. Readings removed fail the telemetry
@@ -428,7 +455,10 @@ func TestGPUNovelAdversaries(t *testing.T) {
 	add := `{"op": "add", "dims": {"M": 64, "N": 1000}, "seed": 7, "device": "cuda"}`
 	gemm := `{"op": "gemm", "dims": {"M": 256, "N": 256, "K": 256}, "seed": 8, "device": "cuda"}`
 	for _, tc := range []struct{ route, variant, caseJSON, want string }{
-		{"cuda-adversary", "block_memo", add, "oracle: novel sample 2 call 0: "},
+		// Every call of sample 2 copies a saved result; the first of the
+		// calls drawn to be judged names it (under novel rule 2, 88 of
+		// each sample's calls are judged, not all).
+		{"cuda-adversary", "block_memo", add, "oracle: novel sample 2 call "},
 		{"cuda-adversary", "block_skip", add, "output_not_overwritten: C novel sample 2 call 0 element 0"},
 		// Slot 0's A starts at byte 64 (visit.FreshGap); its C ends at
 		// 64 + 256000, where the first canary byte it overwrites sits.

@@ -40,10 +40,11 @@ func Clock(device, kind string) string {
 }
 
 // Visit checks a passed visit's record v against its own sample table
-// rows and the replay's configuration cfg (see the package doc). Each
-// problem names the visit and the field; none means the record is one
-// replay's drive could have written.
-func Visit(v artifacts.VisitResult, rows []samples.Row, cfg artifacts.ReplayConfig, device string) []string {
+// rows and the replay's configuration cfg (see the package doc), for a
+// case on device whose novel rule (sets.Rule.Checks) lets a visit judge
+// at most limit novel calls. Each problem names the visit and the field;
+// none means the record is one replay's drive could have written.
+func Visit(v artifacts.VisitResult, rows []samples.Row, cfg artifacts.ReplayConfig, device string, limit int64) []string {
 	var p []string
 	bad := func(format string, args ...any) {
 		p = append(p, fmt.Sprintf("visit %d: ", v.Index)+fmt.Sprintf(format, args...))
@@ -136,7 +137,7 @@ func Visit(v artifacts.VisitResult, rows []samples.Row, cfg artifacts.ReplayConf
 			bad("%d %s samples, %s %d", count[c.kind], c.kind, c.field, c.want)
 		}
 	}
-	p = append(p, novelRecord(v, cfg)...)
+	p = append(p, novelRecord(v, cfg, limit)...)
 	if len(p) > 0 || len(batch) == 0 {
 		return p
 	}
@@ -189,8 +190,9 @@ func order(v artifacts.VisitResult, rows []samples.Row, cfg artifacts.ReplayConf
 // novelRecord checks a visit's novel record against its calibration
 // and the configuration: config.samples samples of as many calls as the
 // warm samples' calibration, within the slots, and in each sample
-// visit.ChecksPerSample calls checked, in increasing order.
-func novelRecord(v artifacts.VisitResult, cfg artifacts.ReplayConfig) []string {
+// visit.ChecksPerSample calls checked (of limit for the visit), in
+// increasing order.
+func novelRecord(v artifacts.VisitResult, cfg artifacts.ReplayConfig, limit int64) []string {
 	var p []string
 	bad := func(format string, args ...any) {
 		p = append(p, fmt.Sprintf("visit %d: novel ", v.Index)+fmt.Sprintf(format, args...))
@@ -211,9 +213,9 @@ func novelRecord(v artifacts.VisitResult, cfg artifacts.ReplayConfig) []string {
 	if len(p) > 0 {
 		return p
 	}
-	per := visit.ChecksPerSample(nr.Samples, nr.Calls)
+	per := visit.ChecksPerSample(nr.Samples, nr.Calls, limit)
 	if int64(len(nr.Checked)) != int64(nr.Samples)*per {
-		bad("checked: %d calls, want %d (%d in each of %d samples of %d calls)", len(nr.Checked), int64(nr.Samples)*per, per, nr.Samples, nr.Calls)
+		bad("checked: %d calls, want %d (%d in each of %d samples of %d calls; the case's rule judges %d a visit)", len(nr.Checked), int64(nr.Samples)*per, per, nr.Samples, nr.Calls, limit)
 		return p
 	}
 	for c, g := range nr.Checked {

@@ -7,6 +7,7 @@ import (
 
 	"github.com/tilepipe/tilepipe/artifacts"
 	"github.com/tilepipe/tilepipe/artifacts/samples"
+	"github.com/tilepipe/tilepipe/internal/sets"
 	"github.com/tilepipe/tilepipe/internal/visit"
 	"github.com/tilepipe/tilepipe/oracle"
 )
@@ -159,7 +160,7 @@ func TestVisit(t *testing.T) {
 				if device == oracle.DeviceCUDA {
 					rows = onCUDA(rows)
 				}
-				if got := Visit(v, rows, c, device); !reflect.DeepEqual(got, tt.want) {
+				if got := Visit(v, rows, c, device, sets.NovelChecks); !reflect.DeepEqual(got, tt.want) {
 					t.Errorf("Visit(%s, %s) =\n%q\nwant\n%q", tt.name, device, got, tt.want)
 				}
 			})
@@ -228,7 +229,7 @@ func TestVisitNovel(t *testing.T) {
 		{"a checked call dropped", func(v *artifacts.VisitResult, rows []samples.Row) []samples.Row {
 			v.Novel.Checked = v.Novel.Checked[1:]
 			return rows
-		}, []string{"visit 3: novel checked: 19 calls, want 20 (10 in each of 2 samples of 10 calls)"}},
+		}, []string{"visit 3: novel checked: 19 calls, want 20 (10 in each of 2 samples of 10 calls; the case's rule judges 700 a visit)"}},
 		{"a checked call moved to another sample", func(v *artifacts.VisitResult, rows []samples.Row) []samples.Row {
 			v.Novel.Checked[9] = 10
 			return rows
@@ -247,10 +248,33 @@ func TestVisitNovel(t *testing.T) {
 				if device == oracle.DeviceCUDA {
 					rows = onCUDA(rows)
 				}
-				if got := Visit(v, rows, cfg, device); !reflect.DeepEqual(got, tc.want) {
+				if got := Visit(v, rows, cfg, device, sets.NovelChecks); !reflect.DeepEqual(got, tc.want) {
 					t.Errorf("Visit(%s, %s) =\n%q\nwant\n%q", tc.name, device, got, tc.want)
 				}
 			})
+		}
+	}
+}
+
+// TestVisitJudgedLimit: under rule 2 a large case's visit judges fewer
+// calls (sets.Rule.Checks): 2 of each sample's 10 where the rule allows 4
+// a visit. A record of rule 1's 10 a sample is refused for such a case, as
+// is one with fewer than the rule gives; the honest record passes.
+func TestVisitJudgedLimit(t *testing.T) {
+	for _, device := range devices {
+		v, rows := cpu()
+		if device == oracle.DeviceCUDA {
+			rows = onCUDA(rows)
+		}
+		if got, want := Visit(v, rows, cfg, device, 4), []string{"visit 3: novel checked: 20 calls, want 4 (2 in each of 2 samples of 10 calls; the case's rule judges 4 a visit)"}; !reflect.DeepEqual(got, want) {
+			t.Errorf("%s: rule 1's checks under a limit of 4: %q, want %q", device, got, want)
+		}
+		v.Novel.Checked = []int64{v.Novel.Checked[0], v.Novel.Checked[1], v.Novel.Checked[10], v.Novel.Checked[11]}
+		if got := Visit(v, rows, cfg, device, 4); got != nil {
+			t.Errorf("%s: 2 a sample under a limit of 4: %q, want none", device, got)
+		}
+		if got, want := Visit(v, rows, cfg, device, 8), []string{"visit 3: novel checked: 4 calls, want 8 (4 in each of 2 samples of 10 calls; the case's rule judges 8 a visit)"}; !reflect.DeepEqual(got, want) {
+			t.Errorf("%s: 2 a sample under a limit of 8: %q, want %q", device, got, want)
 		}
 	}
 }
@@ -262,8 +286,8 @@ func TestVisitNovel(t *testing.T) {
 // as much as warm ones'.
 func TestVisitClock(t *testing.T) {
 	for _, device := range devices {
-		if v, rows := fixture(device); Visit(v, rows, cfg, device) != nil {
-			t.Errorf("Visit(honest %s visit) = %q, want none", device, Visit(v, rows, cfg, device))
+		if v, rows := fixture(device); Visit(v, rows, cfg, device, sets.NovelChecks) != nil {
+			t.Errorf("Visit(honest %s visit) = %q, want none", device, Visit(v, rows, cfg, device, sets.NovelChecks))
 		}
 	}
 	for _, tc := range []struct {
@@ -281,7 +305,7 @@ func TestVisitClock(t *testing.T) {
 	} {
 		v, rows := fixture(tc.device)
 		rows[tc.row].Clock = tc.clock
-		if got, want := Visit(v, rows, cfg, tc.device), []string{tc.want}; !reflect.DeepEqual(got, want) {
+		if got, want := Visit(v, rows, cfg, tc.device, sets.NovelChecks), []string{tc.want}; !reflect.DeepEqual(got, want) {
 			t.Errorf("Visit(%s) = %q, want %q", tc.name, got, want)
 		}
 	}
@@ -409,7 +433,7 @@ func TestVisitGraph(t *testing.T) {
 			if tc.cfg != nil {
 				tc.cfg(&c)
 			}
-			if got := Visit(v, rows, c, tc.device); !reflect.DeepEqual(got, tc.want) {
+			if got := Visit(v, rows, c, tc.device, sets.NovelChecks); !reflect.DeepEqual(got, tc.want) {
 				t.Errorf("Visit(%s) =\n%q\nwant\n%q", tc.name, got, tc.want)
 			}
 		})

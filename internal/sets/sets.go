@@ -12,6 +12,7 @@ import (
 	"fmt"
 
 	"github.com/tilepipe/tilepipe/artifacts"
+	"github.com/tilepipe/tilepipe/internal/floors"
 	"github.com/tilepipe/tilepipe/oracle"
 )
 
@@ -30,7 +31,7 @@ const DefaultWarm = 2
 // MinFresh is the config.freshMin a replay records: visit protocol 3
 // drew at least that many fresh sets for a case, one per fresh sample
 // (docs/results/2026-12-01-fresh-floor). Protocol 4 draws its novel slots
-// by [NovelSlots] and takes no fresh samples; replay still records the
+// by [Rule.Slots] and takes no fresh samples; replay still records the
 // value and the audit checks it, so a document keeps one meaning.
 const MinFresh = 3
 
@@ -68,22 +69,113 @@ func (sd Seeds) Seed(id, pool string, round, s int) (uint64, error) {
 	return binary.LittleEndian.Uint64(h[:8]), nil
 }
 
-// NovelBytes bounds the bytes (inputs and outputs) of one novel sample's
-// sets, MaxNovel their number: a sample of more calls than that is cut to
-// as many calls as there are slots.
+// Rule is how replay sizes a visit's novel samples and the calls of them
+// it judges in full (ReplayConfig.NovelRule, docs/protocol.md "Novel
+// samples"). A replay records the rule it used, and the audit holds every
+// visit to the rule its replay recorded, so checkpoints made under an
+// earlier rule still audit.
+type Rule int
+
 const (
-	NovelBytes = 8 << 20
-	MaxNovel   = 1 << 15
+	// Rule1 (novelRule absent: replays made before rule 2): every
+	// device's slots hold NovelBytes of sets; a visit judges NovelChecks
+	// of its novel calls.
+	Rule1 Rule = 1
+	// Rule2: a CUDA case's slots hold GPUNovelBytes of sets (a CPU's still
+	// NovelBytes), and a visit judges at most as many novel calls as
+	// CheckBytes of outputs and CheckWork of oracle work hold (at least
+	// one a sample), and at most NovelChecks.
+	Rule2 Rule = 2
+	// CurrentRule is the rule replay uses.
+	CurrentRule = Rule2
 )
 
-// NovelSlots is how many novel sets one sample of a case holds: as many as
-// NovelBytes holds, at least 1, at most MaxNovel.
-func NovelSlots(sig []oracle.Param) int {
+// RuleOf is the rule of a replay that recorded config.novelRule n: 0
+// (absent) is Rule1; anything but 0 and 2 is refused.
+func RuleOf(n int) (Rule, error) {
+	switch n {
+	case 0:
+		return Rule1, nil
+	case int(Rule2):
+		return Rule2, nil
+	}
+	return 0, fmt.Errorf("config.novelRule %d: want %d (or absent, in a replay made before it)", n, Rule2)
+}
+
+// The bounds of the rules.
+const (
+	// NovelBytes bounds the bytes (inputs and outputs) of one novel
+	// sample's sets, sized for a CPU's last-level cache; MaxNovel their
+	// number. A sample of more calls than that is cut to as many calls as
+	// there are slots.
+	NovelBytes = 8 << 20
+	MaxNovel   = 1 << 15
+	// GPUNovelBytes is Rule2's bound for a CUDA case: its slots live in
+	// device memory and are copied outside the CUDA events, and a sample
+	// needs enough calls that the launch's fixed cost (host time to the
+	// first kernel, the synchronisation before the second event) is a
+	// small share of it (docs/results/2026-12-04-gpu-slots).
+	GPUNovelBytes = 256 << 20
+	// NovelChecks is the most novel calls a visit judges in full against
+	// the oracle, spread evenly over its samples and drawn after each
+	// sample (every call where the samples have fewer). A route that
+	// fakes a fraction f of its novel calls escapes c checks with
+	// probability at most e^(-f·c) (docs/threat-model.md, "Each call's own
+	// output").
+	NovelChecks = 700
+	// CheckBytes and CheckWork bound a visit's judged calls under Rule2:
+	// their outputs, which the replay stores, and their oracle work
+	// ([OracleWork]), which replay does in FP64 and the audit again.
+	CheckBytes = 64 << 20
+	CheckWork  = 2e10
+)
+
+// OracleWork models what judging one call of case c costs the FP64
+// oracle: the matrix work the op cannot avoid (floors.Flops) and 256 per
+// element of its signature (the reference, its bound and the comparison
+// touch every element, some ops with an exp or a log each). Measured on
+// this project's 2-core VM, one unit is 0.05 to 2 ns (gemm 1024³: 2.1e9
+// flops, 0.12 s; cross_entropy 1024×8192: 8.4e6 elements, 1.1 s).
+func OracleWork(c oracle.Case, sig []oracle.Param) float64 {
+	n := 0
+	for _, p := range sig {
+		n += p.Elems()
+	}
+	return floors.Flops(c) + 256*float64(n)
+}
+
+// Slots is how many novel sets one sample of a case on device holds: as
+// many as the rule's bytes for the device hold, at least 1, at most
+// MaxNovel.
+func (r Rule) Slots(device string, sig []oracle.Param) int {
+	budget := NovelBytes
+	if r >= Rule2 && device == oracle.DeviceCUDA {
+		budget = GPUNovelBytes
+	}
 	n := 0
 	for _, p := range sig {
 		n += p.Bytes()
 	}
-	return max(1, min(MaxNovel, NovelBytes/max(n, 1)))
+	return max(1, min(MaxNovel, budget/max(n, 1)))
+}
+
+// Checks is the most novel calls of a visit of case c (signature sig) the
+// rule judges in full; visit.ChecksPerSample spreads them over the
+// samples, at least one a sample.
+func (r Rule) Checks(c oracle.Case, sig []oracle.Param) int64 {
+	limit := int64(NovelChecks)
+	if r < Rule2 {
+		return limit
+	}
+	out := 0
+	for _, p := range Outputs(sig) {
+		out += p.Bytes()
+	}
+	limit = min(limit, int64(CheckBytes/max(out, 1)))
+	if w := OracleWork(c, sig); w > 0 {
+		limit = min(limit, int64(CheckWork/w))
+	}
+	return max(1, limit)
 }
 
 // Set is one buffer set's inputs and, once asked for, their oracle.

@@ -1,6 +1,7 @@
 package sets
 
 import (
+	"fmt"
 	"testing"
 
 	"github.com/tilepipe/tilepipe/oracle"
@@ -50,26 +51,95 @@ func TestPerturb(t *testing.T) {
 	}
 }
 
-// TestNovelSlots: as many as NovelBytes holds, at least 1, at most
-// MaxNovel.
-func TestNovelSlots(t *testing.T) {
+// TestRuleSlots: as many sets as the rule's bytes for the device hold, at
+// least 1, at most MaxNovel: 8 MiB on every device under rule 1 and on a
+// CPU under rule 2, 256 MiB for a CUDA case under rule 2.
+func TestRuleSlots(t *testing.T) {
 	sig := func(shape ...int) []oracle.Param {
 		return []oracle.Param{{Name: "X", Role: "input", Dtype: "f32", Shape: shape}, {Name: "Y", Role: "output", Dtype: "f32", Shape: shape}}
 	}
 	for _, tc := range []struct {
-		sig  []oracle.Param
-		want int
+		rule   Rule
+		device string
+		sig    []oracle.Param
+		want   int
 	}{
-		{sig(2), MaxNovel},
-		{sig(16), MaxNovel}, // 128 B a set: exactly MaxNovel in NovelBytes
-		{sig(64), NovelBytes / 512},
-		{sig(256, 1024), 4},
-		{sig(512, 1000), 2},  // 4 MB a set
-		{sig(1024, 1536), 1}, // 12 MiB: past NovelBytes
-		{sig(4096, 4096), 1},
+		{Rule1, oracle.DeviceCPU, sig(2), MaxNovel},
+		{Rule1, oracle.DeviceCPU, sig(16), MaxNovel}, // 128 B a set: exactly MaxNovel in NovelBytes
+		{Rule1, oracle.DeviceCPU, sig(64), NovelBytes / 512},
+		{Rule1, oracle.DeviceCPU, sig(256, 1024), 4},
+		{Rule1, oracle.DeviceCPU, sig(512, 1000), 2},  // 4 MB a set
+		{Rule1, oracle.DeviceCPU, sig(1024, 1536), 1}, // 12 MiB: past NovelBytes
+		{Rule1, oracle.DeviceCPU, sig(4096, 4096), 1},
+		{Rule1, oracle.DeviceCUDA, sig(1024, 1536), 1}, // rule 1: the same 8 MiB on a GPU
+		{Rule2, oracle.DeviceCPU, sig(1024, 1536), 1},
+		{Rule2, oracle.DeviceCPU, sig(256, 1024), 4},
+		{Rule2, oracle.DeviceCUDA, sig(1024, 1536), 21}, // 12 MiB a set in 256 MiB
+		{Rule2, oracle.DeviceCUDA, sig(4096, 4096), 2},  // 128 MiB a set
+		{Rule2, oracle.DeviceCUDA, sig(8192, 8192), 1},  // 512 MiB: past the budget, one
+		{Rule2, oracle.DeviceCUDA, sig(64), MaxNovel},   // 512 B a set: capped
+		{Rule2, oracle.DeviceCUDA, sig(64, 1000), 524},  // 512,000 B a set
 	} {
-		if got := NovelSlots(tc.sig); got != tc.want {
-			t.Errorf("NovelSlots(%v) = %d, want %d", tc.sig[0].Shape, got, tc.want)
+		if got := tc.rule.Slots(tc.device, tc.sig); got != tc.want {
+			t.Errorf("rule %d Slots(%s, %v) = %d, want %d", tc.rule, tc.device, tc.sig[0].Shape, got, tc.want)
+		}
+	}
+}
+
+// TestRuleChecks: rule 1 judges NovelChecks calls a visit whatever the
+// case; rule 2 at most as many as CheckBytes of outputs and CheckWork of
+// oracle work hold, at least 1.
+func TestRuleChecks(t *testing.T) {
+	sigOf := func(c oracle.Case) []oracle.Param {
+		sig, err := oracle.Signature(c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return sig
+	}
+	gemm := func(n int) oracle.Case {
+		return oracle.Case{ID: "g", Op: "gemm", Dims: map[string]int{"M": n, "N": n, "K": n}, Dtype: "f32", Pattern: "normal", Policy: "strict"}
+	}
+	add := func(m, n int) oracle.Case {
+		return oracle.Case{ID: "a", Op: "add", Dims: map[string]int{"M": m, "N": n}, Dtype: "f32", Pattern: "normal", Policy: "strict"}
+	}
+	for _, tc := range []struct {
+		name string
+		rule Rule
+		c    oracle.Case
+		want int64
+	}{
+		{"rule 1 gemm 1024³", Rule1, gemm(1024), NovelChecks},
+		{"rule 1 add 2048²", Rule1, add(2048, 2048), NovelChecks},
+		// 2.1e9 flops and 3·2^20 elements: 2e10 / (2^31 + 256·3·2^20) = 6.8
+		{"gemm 1024³ (work)", Rule2, gemm(1024), 6},
+		// 2·64³ flops and 3·64² elements: 2e10 / (524288 + 3145728) = 5450
+		{"gemm 64³ (capped)", Rule2, gemm(64), NovelChecks},
+		// a 16 MiB output: 64 MiB holds 4
+		{"add 2048² (bytes)", Rule2, add(2048, 2048), 4},
+		// 64 elements: every limit far off
+		{"add 8x8", Rule2, add(8, 8), NovelChecks},
+		// 512 MiB output: none fits, one is judged
+		{"add 8192x16384 (at least one)", Rule2, add(8192, 16384), 1},
+	} {
+		if got := tc.rule.Checks(tc.c, sigOf(tc.c)); got != tc.want {
+			t.Errorf("%s: Checks = %d, want %d", tc.name, got, tc.want)
+		}
+	}
+}
+
+// TestRuleOf: absent is rule 1, 2 is rule 2, any other value is refused
+// with the field and what is expected.
+func TestRuleOf(t *testing.T) {
+	for n, want := range map[int]Rule{0: Rule1, 2: Rule2} {
+		if r, err := RuleOf(n); err != nil || r != want {
+			t.Errorf("RuleOf(%d) = %d, %v; want %d", n, r, err, want)
+		}
+	}
+	for _, n := range []int{1, 3, -1} {
+		want := fmt.Sprintf("config.novelRule %d: want 2 (or absent, in a replay made before it)", n)
+		if _, err := RuleOf(n); err == nil || err.Error() != want {
+			t.Errorf("RuleOf(%d) = %v, want %q", n, err, want)
 		}
 	}
 }

@@ -10,14 +10,6 @@ import (
 // visit was frozen; the claim's samples on a CPU.
 const KindNovel = "novel"
 
-// NovelChecks is the calls of a visit's novel samples that replay judges
-// in full against the oracle, spread evenly over its samples and drawn
-// after each sample (fewer where the samples have fewer calls: then
-// every call). A route that fakes a fraction f of its novel calls escapes
-// them with probability at most e^(-f·NovelChecks): 0.0009 at f = 1%
-// (docs/threat-model.md, "Each call's own output").
-const NovelChecks = 700
-
 // NovelCalls is the calls of each novel sample of a visit whose warm
 // samples were calibrated to calls per sample, with slots novel sets.
 func NovelCalls(calls int64, slots int) int64 {
@@ -25,10 +17,12 @@ func NovelCalls(calls int64, slots int) int64 {
 }
 
 // ChecksPerSample is how many calls of each of samples novel samples of
-// calls calls replay judges in full.
-func ChecksPerSample(samples int, calls int64) int64 {
-	per := int64((NovelChecks + samples - 1) / max(samples, 1))
-	return min(calls, per)
+// calls calls replay judges in full, for a visit that may judge limit
+// calls (sets.Rule.Checks): limit spread evenly, at least one a sample,
+// every call where a sample has fewer.
+func ChecksPerSample(samples int, calls, limit int64) int64 {
+	s := int64(max(samples, 1))
+	return min(calls, max(1, (limit+s-1)/s))
 }
 
 // FirstEqual is the first element of set s equal to pattern (one

@@ -3,8 +3,8 @@ package visit
 import "testing"
 
 // TestNovelSizes: a sample's calls are the calibrated calls within the
-// slots, at least one; its checks spread NovelChecks over the samples,
-// every call where a sample has fewer.
+// slots, at least one; its checks spread the visit's limit over the
+// samples, at least one a sample, every call where a sample has fewer.
 func TestNovelSizes(t *testing.T) {
 	for _, c := range []struct {
 		calls int64
@@ -16,12 +16,13 @@ func TestNovelSizes(t *testing.T) {
 		}
 	}
 	for _, c := range []struct {
-		samples int
-		calls   int64
-		want    int64
-	}{{5, 1000, 140}, {5, 100, 100}, {3, 1000, 234}, {2, 16, 16}} {
-		if got := ChecksPerSample(c.samples, c.calls); got != c.want {
-			t.Errorf("ChecksPerSample(%d, %d) = %d, want %d", c.samples, c.calls, got, c.want)
+		samples      int
+		calls, limit int64
+		want         int64
+	}{{5, 1000, 700, 140}, {5, 100, 700, 100}, {3, 1000, 700, 234}, {2, 16, 700, 16},
+		{5, 42, 9, 2}, {5, 42, 10, 2}, {5, 42, 11, 3}, {5, 42, 1, 1}, {5, 1, 9, 1}} {
+		if got := ChecksPerSample(c.samples, c.calls, c.limit); got != c.want {
+			t.Errorf("ChecksPerSample(%d, %d, %d) = %d, want %d", c.samples, c.calls, c.limit, got, c.want)
 		}
 	}
 }
