@@ -465,6 +465,9 @@ func TestGPUNovelAdversaries(t *testing.T) {
 		{"cuda-adversary", "input_late", add, "input_written: A fresh byte 64 (device) (novel sample 2)"},
 		{"cuda-adversary", "guard_late", add, "guard_overwritten: C fresh byte 256064 (device) (novel sample 2)"},
 		{"cublas-adversary", "memo_buffers", gemm, "output_not_overwritten: C novel sample 2 call 0 element 0"},
+		// Skips every warm call after validation, computes every novel
+		// one: only the warm outputs' fill on the device shows it.
+		{"cuda-adversary", "warm_skip", add, "timed_output_mismatch: set 0 output C element 0"},
 	} {
 		t.Run(tc.variant, func(t *testing.T) {
 			t.Setenv("TILEPIPE_TEST_GPU_ADVERSARY", tc.variant)

@@ -107,6 +107,10 @@ TEST_OPS = {
     "_late_overrun": {"cuda": ("final", "guard_overwritten: C warm byte 8895 (device) (after timing)", (F, N, N, N)),
                       "cpu": ("final", "guard_overwritten: C warm byte 8895 (after timing)", (F, N, N, N))},
     "_late_raise": ("final", "entry_failed: raised RuntimeError: _late_raise: first timed call (during timing)", (P, P, P, P)),
+    # The final report passes; the driver, as replay, finds the fill it
+    # wrote after validation still in the warm outputs (on the GPU only
+    # because the wrapper uploads that fill before the first sample).
+    "_skip_warm": ("after", "warm set 0 C after timing differs from the validated output", None),
 }
 
 
@@ -414,9 +418,15 @@ def drive(tm, op, sig_op, dims, tol, ranking, device, sets, files, sig, closure)
         return problems, info
     if r is None or r.get("type") != "final" or r.get("status") != "ok":
         return problems + ["final %r, want ok" % r], info
+    after = []
     for (n, s), b in validated.items():
         if files[n, "warm"].read(s) != b:
-            problems.append("warm set %d %s after timing differs from the validated output" % (s, n))
+            after.append("warm set %d %s after timing differs from the validated output" % (s, n))
+    if want and want[0] == "after":
+        if want[1] not in after:
+            problems.append("after timing %r, want %r among them" % (after, want[1]))
+    else:
+        problems += after
     for m in files.values():
         e = m.canary_error()
         if e:

@@ -122,6 +122,11 @@ OPS = ("gemm", "gemm_relu", "gemm_gelu", "bmm", "gemv", "add", "gelu_add",
 #   _fake_fresh      on the fresh (novel) sets, writes A into C (finite,
 #                    not the answer) on one call in 50; the warm sets stay
 #                    right (a novel call's oracle)
+#   _skip_warm       computes add on validation and every fresh (novel)
+#                    set, writes nothing on a warm set after validation:
+#                    the warm outputs hold replay's fill when timing starts
+#                    (on a GPU, Device.warm_fill), so replay's comparison
+#                    after timing names the set (timed_output_mismatch)
 #   _slow_warm       computes add, 50 us slower on the warm sets: passes,
 #                    and gains nothing (the claim rests on novel samples)
 #   _read_ahead      a helper thread computes every fresh set's answer from
@@ -131,7 +136,7 @@ OPS = ("gemm", "gemm_relu", "gemm_gelu", "bmm", "gemv", "add", "gelu_add",
 #                    a novel call's oracle)
 TEST_OPS = ("_mutate_input", "_overrun_output", "_skip_output",
             "_unrepeatable", "_realloc_output", "_late_overrun",
-            "_late_raise", "_liar", "_chatty", "_skip_fresh", "_fake_fresh", "_slow_warm",
+            "_late_raise", "_liar", "_chatty", "_skip_fresh", "_fake_fresh", "_slow_warm", "_skip_warm",
             "_read_ahead", "_memo_content", "_precompute", "_paced_memo")
 #   _paced_memo      _memo_content with every hit paced to 40 us: above the
 #                    floors, below an honest call; gains nothing, as
@@ -653,6 +658,15 @@ def make_entry(op, t, o, torch, buffers):
             add(A, B, out=C)
             MEMO[key] = C.clone()
         return memo_content
+    if op == "_skip_warm":
+        warm = o.get("pool") == "warm"
+
+        def skip_warm():
+            calls[0] += 1
+            if warm and calls[0] >= first_timed:
+                return
+            add(A, B, out=C)
+        return skip_warm
     if op == "_slow_warm":
         spin, warm = time.perf_counter_ns, o.get("pool") == "warm"
 
@@ -942,6 +956,19 @@ class Device:
         to the mirror: the poison before a validation call."""
         for b in outs:
             b.dev.data.copy_(b.data)
+
+    def warm_fill(self):
+        """Copies every warm output memory file, whole, up to its mirror:
+        serve calls it before the first timed command, when replay has read
+        the validated outputs and written its fill over them, so the timed
+        calls start from the fill on the device too (backend.c's
+        gpu_warm_fill); a call that stops writing after validation leaves
+        it, and replay's after-timing comparison names the set."""
+        for per_pool in self.files:
+            f = per_pool["warm"]
+            if f.role == "output":
+                f.mirror.copy_(f.host)
+        self.torch.cuda.synchronize()
 
     def download(self, outs):
         """Copies these outputs (one set's Buffers) from the mirror down
@@ -1426,10 +1453,16 @@ def serve(warm, fresh, divisor, gpu=None, graph_batch=0):
     cursor, novel = 0, 0
     cmds = Commands(CMD_FD)
     failure, failed_check = "", None
+    filled = gpu is None  # the warm outputs' fill is on the device
     while True:
         line = cmds.next()
         if line == b"end":
             return failure, failed_check
+        if not filled:
+            # Replay wrote its fill over the warm outputs before its first
+            # command (docs/protocol.md, step 3).
+            gpu.warm_fill()
+            filled = True
         kind, seq, n = parse_command(line, graph_batch > 0)
         if kind == b"graph":
             if not 1 <= n <= MAX_GRAPH_REPLAYS or n * graph_batch > MAX_GRAPH_CALLS:

@@ -407,6 +407,23 @@ static void gpu_outputs(struct visit *v, int k, uint64_t s, int up)
 	}
 }
 
+/* gpu_warm_fill copies every warm output memory file, whole, up to its
+ * mirror. serve calls it before the first timed command: replay has by
+ * then read the validated outputs and written its fill over them, so the
+ * timed calls start from the fill on the device as on the host, and a
+ * kernel that stops writing after validation leaves the fill, which the
+ * after-timing comparison catches (without it the mirrors kept the
+ * validated answers through every sample). */
+static void gpu_warm_fill(struct visit *v)
+{
+	for (size_t i = 0; i < v->nparams; i++) {
+		struct param *p = &v->params[i];
+		if (p->role == ROLE_OUTPUT)
+			cu_must(cu.MemcpyHtoD(gpu.mirror[WARM][i], p->reg[WARM].map, p->reg[WARM].size), "upload the warm outputs' fill");
+	}
+	cu_must(cu.CtxSynchronize(), "cuCtxSynchronize");
+}
+
 /* gpu_call is one synchronous call on set s of pool k, as the CPU entry
  * is: launch, then wait for the whole device (work the kernel left on
  * another stream too). 0 on success, else the reason in r. */
