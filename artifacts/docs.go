@@ -230,9 +230,14 @@ type CaptureDoc struct {
 	Threads int      `json:"threads"`
 	// Oracle is the oracle.Version that computed the packets' references
 	// and bounds (empty in captures made before versions were recorded).
-	Oracle string         `json:"oracle,omitempty"`
-	Routes []Route        `json:"routes"`
-	Cases  []CapturedCase `json:"cases"`
+	Oracle string `json:"oracle,omitempty"`
+	// CohortRules is the cohort.Rules the cohort was parsed by: 2, a
+	// strict f32 matrix case takes the exact pattern (its default, and no
+	// other). Absent (captures made before it): rule 1, every case's
+	// default pattern normal. The audit parses cohort.json again by it.
+	CohortRules int            `json:"cohortRules,omitempty"`
+	Routes      []Route        `json:"routes"`
+	Cases       []CapturedCase `json:"cases"`
 	// External is what --ir and --abi gave, absent without them.
 	External *External `json:"external,omitempty"`
 }

@@ -19,12 +19,17 @@ func (a *auditor) cohort() {
 	a.add("cohort", p, nil, fmt.Sprintf("cohort.json parsed again: its name, rounds, target and %d cases are the capture document's", len(a.cdoc.Cases)))
 }
 
-// cohortAgrees parses the cohort as capture was given it (b) and compares
+// cohortAgrees parses the cohort as capture was given it (b), by the
+// cohort rules the capture recorded, and compares
 // it with the capture document: the cohort's name, rounds and target, and every
 // case, field for field and in order (the JSON of each, so an absent map
 // and an empty one are the same, as they are on disk).
 func cohortAgrees(b []byte, d artifacts.CaptureDoc) []string {
-	co, err := cohort.Parse("cohort.json", b)
+	rules, err := cohort.RulesOf(d.CohortRules)
+	if err != nil {
+		return []string{err.Error()}
+	}
+	co, err := cohort.ParseRules("cohort.json", b, rules)
 	if err != nil {
 		return []string{err.Error()}
 	}

@@ -45,6 +45,27 @@ func TestCohortAgrees(t *testing.T) {
 		// reverse, must change the cohort the audit parses.
 		{"a target added", artifacts.CaptureDoc{Cohort: "small", Rounds: 2, Target: &zero, Cases: capture(gemm, add).Cases}, []string{"cohort.json target absent, the capture document 0"}},
 	}
+	// Cohort rules 2 (captures since the exact pattern): the same file
+	// gives the strict f32 gemm the exact pattern; a capture document that
+	// records rule 2 beside a normal gemm (a rule-1 capture relabelled) is
+	// named, and a rules number this tilepipe does not know is refused.
+	exact := gemm
+	exact.Pattern = oracle.PatternExact
+	rule2 := func(n int, cases ...oracle.Case) artifacts.CaptureDoc {
+		d := capture(cases...)
+		d.CohortRules = n
+		return d
+	}
+	tests = append(tests, []struct {
+		name string
+		d    artifacts.CaptureDoc
+		want []string
+	}{
+		{"rule 2, the same", rule2(2, exact, add), nil},
+		{"rule 2 beside a normal gemm", rule2(2, gemm, add), []string{
+			`case 0: cohort.json has {"id":"gemm-16x16x16","op":"gemm","dims":{"K":16,"M":16,"N":16},"dtype":"f32","pattern":"exact","seed":1,"policy":"strict"}, the capture document {"id":"gemm-16x16x16","op":"gemm","dims":{"K":16,"M":16,"N":16},"dtype":"f32","pattern":"normal","seed":1,"policy":"strict"}`}},
+		{"rules unknown", rule2(3, exact, add), []string{"capture document cohortRules 3: want 2 (or absent, in a capture made before it)"}},
+	}...)
 	for _, tt := range tests {
 		if got := cohortAgrees([]byte(file), tt.d); !reflect.DeepEqual(got, tt.want) {
 			t.Errorf("cohortAgrees(%s) =\n%q\nwant\n%q", tt.name, got, tt.want)

@@ -177,7 +177,7 @@ func Run(ctx context.Context, cfg Config) (_ *Result, err error) {
 	}
 	s.Name("cohort.json", cd)
 
-	doc := artifacts.CaptureDoc{Schema: artifacts.DocSchema, Cohort: co.Name, Rounds: co.Rounds, Target: co.Target, Threads: cfg.Threads, Oracle: oracle.Version}
+	doc := artifacts.CaptureDoc{Schema: artifacts.DocSchema, Cohort: co.Name, Rounds: co.Rounds, Target: co.Target, Threads: cfg.Threads, Oracle: oracle.Version, CohortRules: cohort.Rules}
 	var ir *caseIR
 	if irs != nil {
 		rec.Parameters["ir"], rec.Parameters["abi"] = irs, abi

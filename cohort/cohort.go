@@ -108,7 +108,30 @@ func lineOf(b []byte, off int64) int {
 }
 
 // Parse decodes and validates a cohort. Errors name file and line.
-func Parse(file string, b []byte) (*Cohort, error) {
+func Parse(file string, b []byte) (*Cohort, error) { return ParseRules(file, b, Rules) }
+
+// Rules is the cohort rules Parse applies, recorded in the capture
+// document (artifacts.CaptureDoc.CohortRules): under 2, a strict f32
+// matrix case (oracle.StrictMatrix) takes the exact pattern, by default
+// and refusing any other; under 1 (captures made before rule 2) every
+// case's default pattern is normal and any pattern the oracle knows is
+// accepted.
+const Rules = 2
+
+// RulesOf is the cohort rules a capture document that recorded n was
+// parsed by: 0 (absent) is 1; anything but 0 and Rules is refused.
+func RulesOf(n int) (int, error) {
+	switch n {
+	case 0:
+		return 1, nil
+	case Rules:
+		return Rules, nil
+	}
+	return 0, fmt.Errorf("capture document cohortRules %d: want %d (or absent, in a capture made before it)", n, Rules)
+}
+
+// ParseRules is Parse under the given cohort rules (1 or Rules).
+func ParseRules(file string, b []byte, rules int) (*Cohort, error) {
 	var raw struct {
 		Schema      int               `json:"schema"`
 		Name        string            `json:"name"`
@@ -163,17 +186,21 @@ func Parse(file string, b []byte) (*Cohort, error) {
 		if cs.Dtype == "" {
 			cs.Dtype = "f32"
 		}
-		if cs.Pattern == "" {
-			cs.Pattern = "normal"
-		}
 		if cs.Policy == "" {
 			cs.Policy = "strict"
+		}
+		explicit := cs.Pattern
+		if cs.Pattern == "" {
+			cs.Pattern = defaultPattern(cs, rules)
 		}
 		if cs.ID == "" {
 			cs.ID = DefaultID(cs)
 		}
 		if err := cs.Validate(); err != nil {
 			return nil, &SyntaxError{file, line, err.Error()}
+		}
+		if rules >= 2 && oracle.StrictMatrix(cs) && cs.Pattern != oracle.PatternExact {
+			return nil, &SyntaxError{file, line, fmt.Sprintf("case %s: pattern: %s: a TF32 or BF16 evaluation of a strict f32 %s can pass the strict bound on these inputs (a 1x1 gemm from K = 128, any gemm from K = 1536: docs/inputs.md, \"exact\"); give pattern exact (the default here) or policy tf32", cs.ID, explicit, cs.Op)}
 		}
 		if prev, dup := seen[cs.ID]; dup {
 			return nil, &SyntaxError{file, line, fmt.Sprintf("id: %q already used at line %d", cs.ID, prev)}
@@ -182,6 +209,16 @@ func Parse(file string, b []byte) (*Cohort, error) {
 		c.Cases = append(c.Cases, cs)
 	}
 	return c, nil
+}
+
+// defaultPattern is a case's pattern when the cohort gives none: under
+// rules 2, exact for a strict f32 matrix case (oracle.StrictMatrix);
+// normal otherwise.
+func defaultPattern(c oracle.Case, rules int) string {
+	if rules >= 2 && oracle.StrictMatrix(c) {
+		return oracle.PatternExact
+	}
+	return "normal"
 }
 
 // DefaultID names a case op-AxBx…[-dtype][-ranking][-pattern][-policy][-device],
@@ -202,7 +239,11 @@ func DefaultID(c oracle.Case) string {
 		}
 	}
 	id := c.Op + "-" + strings.Join(dims, "x")
-	for _, s := range []string{c.Dtype, c.Ranking, c.Pattern, c.Policy, c.Device} {
+	pattern := c.Pattern
+	if pattern == defaultPattern(c, Rules) {
+		pattern = "" // the default pattern for the case is not named
+	}
+	for _, s := range []string{c.Dtype, c.Ranking, pattern, c.Policy, c.Device} {
 		if s != "" && s != "f32" && s != "normal" && s != oracle.PolicyStrict {
 			id += "-" + s
 		}

@@ -91,7 +91,8 @@ func TestLoadFile(t *testing.T) {
 func TestParseDefaults(t *testing.T) {
 	in := `{"schema": 1, "name": "d", "cases": [
   {"op": "gemm", "dims": {"M": 64, "N": 64, "K": 64}, "seed": 1},
-  {"op": "gemm", "dims": {"K": 64, "N": 64, "M": 64}, "pattern": "dyadic"},
+  {"op": "gemm", "dims": {"K": 64, "N": 64, "M": 64}, "pattern": "dyadic", "policy": "tf32"},
+  {"op": "gemm", "dims": {"M": 64, "N": 64, "K": 64}, "dtype": "f16"},
   {"op": "add", "dims": {"M": 64, "N": 1000}},
   {"id": "mine", "op": "rmsnorm", "dims": {"M": 2, "N": 8}, "params": {"eps": 0.001}}
 ]}`
@@ -100,8 +101,10 @@ func TestParseDefaults(t *testing.T) {
 		t.Fatalf("Parse = %v", err)
 	}
 	want := []oracle.Case{
-		{ID: "gemm-64x64x64", Op: "gemm", Dims: map[string]int{"M": 64, "N": 64, "K": 64}, Dtype: "f32", Pattern: "normal", Seed: 1, Policy: "strict"},
-		{ID: "gemm-64x64x64-dyadic", Op: "gemm", Dims: map[string]int{"M": 64, "N": 64, "K": 64}, Dtype: "f32", Pattern: "dyadic", Policy: "strict"},
+		// A strict f32 matrix case's default pattern is exact, and not named.
+		{ID: "gemm-64x64x64", Op: "gemm", Dims: map[string]int{"M": 64, "N": 64, "K": 64}, Dtype: "f32", Pattern: "exact", Seed: 1, Policy: "strict"},
+		{ID: "gemm-64x64x64-dyadic-tf32", Op: "gemm", Dims: map[string]int{"M": 64, "N": 64, "K": 64}, Dtype: "f32", Pattern: "dyadic", Policy: "tf32"},
+		{ID: "gemm-64x64x64-f16", Op: "gemm", Dims: map[string]int{"M": 64, "N": 64, "K": 64}, Dtype: "f16", Pattern: "normal", Policy: "strict"},
 		{ID: "add-64x1000", Op: "add", Dims: map[string]int{"M": 64, "N": 1000}, Dtype: "f32", Pattern: "normal", Policy: "strict"},
 		{ID: "mine", Op: "rmsnorm", Dims: map[string]int{"M": 2, "N": 8}, Dtype: "f32", Pattern: "normal", Policy: "strict", Params: map[string]float64{"eps": 0.001}},
 	}
@@ -240,7 +243,18 @@ func TestParseErrors(t *testing.T) {
 		{
 			name: "unknown pattern",
 			in:   "{\"schema\": 1, \"cases\": [\n{\"op\": \"sum\", \"dims\": {\"M\": 1, \"N\": 8}, \"pattern\": \"ones\"}]}",
-			want: `2: case sum-1x8-ones: pattern: unknown pattern "ones" (known: normal, dyadic, ties, adversarial)`,
+			want: `2: case sum-1x8-ones: pattern: unknown pattern "ones" (known: normal, dyadic, ties, adversarial, exact)`,
+		},
+		{
+			// TF32 passes the strict bound on normal inputs (docs/inputs.md).
+			name: "strict f32 gemm on normal inputs",
+			in:   "{\"schema\": 1, \"cases\": [\n{\"op\": \"bmm\", \"dims\": {\"B\": 2, \"M\": 1, \"N\": 1, \"K\": 2048}, \"pattern\": \"normal\"}]}",
+			want: `2: case bmm-2x1x1x2048: pattern: normal: a TF32 or BF16 evaluation of a strict f32 bmm can pass the strict bound on these inputs (a 1x1 gemm from K = 128, any gemm from K = 1536: docs/inputs.md, "exact"); give pattern exact (the default here) or policy tf32`,
+		},
+		{
+			name: "exact pattern for softmax",
+			in:   "{\"schema\": 1, \"cases\": [\n{\"op\": \"softmax\", \"dims\": {\"M\": 1, \"N\": 8}, \"pattern\": \"exact\"}]}",
+			want: `2: case softmax-1x8-exact: pattern: exact is for gemm, gemm_relu, gemm_gelu, bmm and gemv in f32 storage, not softmax in f32`,
 		},
 		{
 			name: "rounds negative",
@@ -331,4 +345,27 @@ func FuzzParse(f *testing.F) {
 			seen[cs.ID] = true
 		}
 	})
+}
+
+// TestRules: a capture made before cohort rules 2 recorded none and was
+// parsed by rule 1, under which a strict f32 gemm's default pattern is
+// normal and an explicit normal is accepted; rule 2 gives it exact and
+// refuses normal; an unknown rules number is refused naming the field.
+func TestRules(t *testing.T) {
+	in := []byte(`{"schema": 1, "cases": [{"op": "gemm", "dims": {"M": 2, "N": 2, "K": 2}}, {"op": "gemv", "dims": {"M": 2, "K": 300}, "pattern": "normal"}]}`)
+	for n, want := range map[int]int{0: 1, Rules: Rules} {
+		if r, err := RulesOf(n); err != nil || r != want {
+			t.Errorf("RulesOf(%d) = %d, %v, want %d", n, r, err, want)
+		}
+	}
+	if _, err := RulesOf(3); err == nil || err.Error() != "capture document cohortRules 3: want 2 (or absent, in a capture made before it)" {
+		t.Errorf("RulesOf(3) = %v", err)
+	}
+	c, err := ParseRules("c.json", in, 1)
+	if err != nil || c.Cases[0].Pattern != "normal" || c.Cases[1].Pattern != "normal" || c.Cases[0].ID != "gemm-2x2x2" {
+		t.Fatalf("ParseRules(rule 1) = %+v, %v, want both cases normal, gemm-2x2x2", c, err)
+	}
+	if _, err := ParseRules("c.json", in, Rules); err == nil || !strings.Contains(err.Error(), "c.json:1: case gemv-2x300: pattern: normal: a TF32 or BF16 evaluation of a strict f32 gemv can pass the strict bound") {
+		t.Errorf("ParseRules(rule 2) = %v, want gemv's normal pattern refused", err)
+	}
 }

@@ -93,6 +93,19 @@ const (
 	PolicyTF32   = "tf32"
 )
 
+// PatternExact is the input pattern on which a strict f32 matrix case has
+// one exact answer that no TF32 or BF16 evaluation gives (docs/inputs.md).
+const PatternExact = "exact"
+
+// StrictMatrix reports whether c is a strict f32 matrix case (gemm,
+// gemm_relu, gemm_gelu, bmm, gemv): one whose inputs a reduced-precision
+// evaluation can pass the strict bound on unless they are the exact
+// pattern (docs/inputs.md, "exact"). A cohort gives such a case the exact
+// pattern by default and refuses any other (cohort.Parse).
+func StrictMatrix(c Case) bool {
+	return tf32Ops[c.Op] && (c.Dtype == "f32" || c.Dtype == "") && (c.Policy == PolicyStrict || c.Policy == "")
+}
+
 // tf32Ops are the ops the tf32 policy applies to.
 var tf32Ops = map[string]bool{"gemm": true, "gemm_relu": true, "gemm_gelu": true, "bmm": true, "gemv": true}
 
@@ -334,6 +347,9 @@ func (c Case) Validate() error {
 	}
 	if !knownPattern(c.Pattern) {
 		return fmt.Errorf("case %s: pattern: unknown pattern %q (known: %s)", c.ID, c.Pattern, strings.Join(Patterns(), ", "))
+	}
+	if c.Pattern == PatternExact && !(tf32Ops[c.Op] && c.Dtype == "f32") {
+		return fmt.Errorf("case %s: pattern: exact is for gemm, gemm_relu, gemm_gelu, bmm and gemv in f32 storage, not %s in %s", c.ID, c.Op, c.Dtype)
 	}
 	if err := spec.checkParams(c); err != nil {
 		return err

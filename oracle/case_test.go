@@ -69,7 +69,7 @@ func TestValidate(t *testing.T) {
 			"case x: policy: tf32 applies to gemm, gemm_relu, gemm_gelu, bmm and gemv in f32 storage, not softmax in f32"},
 		{"tf32 dtype", with(func(c *Case) { c.Policy, c.Dtype = "tf32", "bf16" }),
 			"case x: policy: tf32 applies to gemm, gemm_relu, gemm_gelu, bmm and gemv in f32 storage, not gemm in bf16"},
-		{"pattern", with(func(c *Case) { c.Pattern = "uniform" }), `case x: pattern: unknown pattern "uniform" (known: normal, dyadic, ties, adversarial)`},
+		{"pattern", with(func(c *Case) { c.Pattern = "uniform" }), `case x: pattern: unknown pattern "uniform" (known: normal, dyadic, ties, adversarial, exact)`},
 		{"eps", norm("rmsnorm", map[string]float64{"eps": 0}), "case x: params.eps: want 0 < eps < 1, got 0"},
 		{"eps 1", norm("layernorm", map[string]float64{"eps": 1}), "case x: params.eps: want 0 < eps < 1, got 1"},
 		{"eps NaN", norm("rmsnorm", map[string]float64{"eps": math.NaN()}), "case x: params.eps: want 0 < eps < 1, got NaN"},

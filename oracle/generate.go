@@ -20,7 +20,7 @@ const Generator = "tilepipe-splitmix64/1"
 const Version = "tilepipe-oracle/1"
 
 // patterns lists the input patterns [Generate] knows, in documentation order.
-var patterns = []string{"normal", "dyadic", "ties", "adversarial"}
+var patterns = []string{"normal", "dyadic", "ties", "adversarial", "exact"}
 
 // Patterns lists the input patterns [Generate] knows (docs/inputs.md).
 func Patterns() []string { return append([]string(nil), patterns...) }
@@ -90,6 +90,8 @@ func Generate(c Case) ([]Tensor, error) {
 		fill = fillTies
 	case "adversarial":
 		fill, align = fillAdversarial, 2
+	case "exact":
+		fill = fillExactA
 	default:
 		// Validate rejects unknown patterns; this guards a new pattern that
 		// was added to patterns but not here.
@@ -116,6 +118,10 @@ func Generate(c Case) ([]Tensor, error) {
 			continue
 		}
 		x := make([]float32, p.Elems())
+		fill := fill
+		if c.Pattern == "exact" && i == 1 { // B (gemv's x): ±1, at most ExactTerms nonzero a dot product
+			fill = fillExactB(c.Dims["K"])
+		}
 		parallel(len(x), align, func(lo, hi int) {
 			r := r.skip(lo * draws)
 			fill(&r, x[lo:hi])
@@ -152,6 +158,51 @@ func fillDyadic(r *splitmix, x []float32) {
 	for i := range x {
 		k := int64((r.next()>>32)*65>>32) - 32
 		x[i] = float32(k) / 8
+	}
+}
+
+// ExactTerms is the most nonzero terms of a dot product under the exact
+// pattern: A's values are multiples of 2^-12 below 1 and B's are ±1 or 0,
+// so a dot product of at most 4096 nonzero terms is a multiple of 2^-12
+// below 2^12 at every partial sum, exact in binary32 in every order.
+const ExactTerms = 4096
+
+// fillExactA writes the exact pattern's A (docs/inputs.md): ±k/4096 for
+// an odd k in [2049, 4095], 12 significant bits with the last one set, so
+// neither TF32 (11 bits) nor BF16 (8) holds any of them.
+func fillExactA(r *splitmix, x []float32) {
+	for i := range x {
+		z := r.next()
+		v := float32(2049+2*((z>>32)&0x3FF)) / 4096
+		if z&1 == 1 {
+			v = -v
+		}
+		x[i] = v
+	}
+}
+
+// fillExactB is the exact pattern's B for a K-term dot product: ±1 by the
+// draw's lowest bit, and where K exceeds ExactTerms, 0 unless the draw's
+// top 32 bits fall below 3584/K of their range, so a dot product has 3584
+// nonzero terms on average and more than ExactTerms almost never (an
+// element that has them just gets a bound above 0).
+func fillExactB(K int) func(*splitmix, []float32) {
+	keep := uint64(1) << 32
+	if K > ExactTerms {
+		keep = (3584 << 32) / uint64(K)
+	}
+	return func(r *splitmix, x []float32) {
+		for i := range x {
+			z := r.next()
+			switch {
+			case z>>32 >= keep:
+				x[i] = 0
+			case z&1 == 1:
+				x[i] = -1
+			default:
+				x[i] = 1
+			}
+		}
 	}
 }
 

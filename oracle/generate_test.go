@@ -34,6 +34,23 @@ func TestTensorStream(t *testing.T) {
 // TestGenerateVectors pins the first values of each pattern; the same
 // vectors are printed in docs/inputs.md for other implementations.
 func TestGenerateVectors(t *testing.T) {
+	t.Run("exact", func(t *testing.T) { // gemm 2x2x4, seed 42: A then B
+		c := Case{ID: "gemm-2x2x4", Op: "gemm", Dims: map[string]int{"M": 2, "N": 2, "K": 4}, Dtype: "f32", Pattern: PatternExact, Seed: 42, Policy: "strict"}
+		in, err := Generate(c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for k, want := range [][]uint32{
+			{0x3f575000, 0xbf287000, 0x3f671000, 0x3f3d9000, 0xbf321000, 0xbf731000, 0x3f6a1000, 0x3f7a9000},
+			{0x3f800000, 0xbf800000, 0x3f800000, 0xbf800000, 0x3f800000, 0x3f800000, 0xbf800000, 0xbf800000},
+		} {
+			for i, w := range want {
+				if got := math.Float32bits(in[k].F[i]); got != w {
+					t.Errorf("exact tensor %d element %d = %08x, want %08x", k, i, got, w)
+				}
+			}
+		}
+	})
 	for _, tc := range []struct {
 		pattern string
 		want    [][]uint32 // binary32 bits per input tensor
@@ -144,7 +161,7 @@ func TestGenerateDistinct(t *testing.T) {
 func TestGenerateInvalid(t *testing.T) {
 	c := Case{ID: "x", Op: "add", Dims: map[string]int{"M": 1, "N": 1}, Dtype: "f32", Pattern: "uniform", Policy: "strict"}
 	_, err := Generate(c)
-	if want := `case x: pattern: unknown pattern "uniform" (known: normal, dyadic, ties, adversarial)`; err == nil || err.Error() != want {
+	if want := `case x: pattern: unknown pattern "uniform" (known: normal, dyadic, ties, adversarial, exact)`; err == nil || err.Error() != want {
 		t.Errorf("Generate(%+v) error = %v, want %s", c, err, want)
 	}
 }

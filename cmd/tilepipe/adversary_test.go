@@ -57,6 +57,11 @@ const add5x33 = `{"op": "add", "dims": {"M": 5, "N": 33}, "seed": 3}`
 // samples whatever their cost.
 const gemm64 = `{"op": "gemm", "dims": {"M": 64, "N": 64, "K": 64}, "seed": 3}`
 
+// gemmLongK is a strict f32 gemm whose dot products are long enough that
+// a TF32 evaluation passes the strict bound on normal inputs (docs/inputs.md,
+// "exact"); a cohort gives it the exact pattern.
+const gemmLongK = `{"op": "gemm", "dims": {"M": 4, "N": 4, "K": 2048}, "seed": 3}`
+
 const allowlist = "(-lm, -lpthread, -ldl, -lrt, -lstdc++, -lopenblas, -lcublas, -lcublasLt, -lcudart)"
 
 // answersFile is where tmp_answers looks (kernels.c).
@@ -206,6 +211,13 @@ var adversaries = []adversary{
 		reason: "timed_output_mismatch: set 0 output C element 0"},
 	{name: "uninit_scratch", class: "uninitialised reads", stage: "replay", flags: []string{"--rounds", "2"},
 		reason: "nondeterministic: warm set 0's outputs differ from visit 0's ..."},
+	// A gemm on TF32 or BF16 inputs claimed as strict f32: on the exact
+	// pattern, the default of every strict f32 matrix case, no such
+	// evaluation gives the one exact answer (bound 0).
+	{name: "tf32", class: "reduced precision claimed as strict", stage: "replay", cases: gemmLongK,
+		reason: "oracle: warm set 0: bound: C[0] = ..."},
+	{name: "bf16", class: "reduced precision claimed as strict", stage: "replay", cases: gemmLongK,
+		reason: "oracle: warm set 0: bound: C[0] = ..."},
 	{name: "baked", class: "answers baked at build time", stage: "replay", env: map[string]string{"TILEPIPE_TEST_VALIDATES": "1"},
 		reason: "oracle: warm set 0: ..."},
 	{name: "baked_partial", class: "answers baked at build time", stage: "replay", env: map[string]string{"TILEPIPE_TEST_VALIDATES": "1"},

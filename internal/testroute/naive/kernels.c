@@ -23,9 +23,30 @@
 #define N TP_N
 #define K TP_K
 
+#if defined(ADVERSARY_TF32) || defined(ADVERSARY_BF16)
+/* reduce rounds a binary32 value to nearest even at the significant bits
+ * a tensor core's TF32 (11) or BF16 (8) inputs keep: a reduced-precision
+ * gemm claimed as strict f32. */
+#if defined(ADVERSARY_TF32)
+#define KEEP_BITS 11
+#else
+#define KEEP_BITS 8
+#endif
+static float reduce(float x) {
+  union { float f; uint32_t u; } v = {x};
+  const uint32_t drop = 24 - KEEP_BITS, half = 1u << (drop - 1), mask = (1u << drop) - 1;
+  uint32_t low = v.u & mask;
+  v.u &= ~mask;
+  if (low > half || (low == half && ((v.u >> drop) & 1))) v.u += 1u << drop;
+  return v.f;
+}
+#else
+#define reduce(x) (x)
+#endif
+
 static float naive_dot(const float *a, const float *b, int n, int stride) {
   float s = 0.0f;
-  for (int k = 0; k < n; k++) s += a[k] * b[k * stride];
+  for (int k = 0; k < n; k++) s += reduce(a[k]) * reduce(b[k * stride]);
   return s;
 }
 
