@@ -3,6 +3,10 @@ package audit
 import (
 	"reflect"
 	"testing"
+
+	"github.com/tilepipe/tilepipe/artifacts"
+	"github.com/tilepipe/tilepipe/internal/floors"
+	"github.com/tilepipe/tilepipe/oracle"
 )
 
 func TestClockAgrees(t *testing.T) {
@@ -42,5 +46,34 @@ func TestFlagsAgree(t *testing.T) {
 	}
 	if got := vectorFlags([]string{"sse2", "fma", "avx2"}); got != "avx2 fma" {
 		t.Errorf("vectorFlags = %q, want avx2 fma", got)
+	}
+}
+
+// TestAboveCeiling: a passed GPU row faster than its binding ceiling (but
+// not below its floor, the ceiling over the slack) is named with the
+// fraction and the ceiling; one within its ceiling, and a CPU row, are not.
+func TestAboveCeiling(t *testing.T) {
+	mem := artifacts.CaseFloor{Case: "add", Device: oracle.DeviceCUDA, Bytes: 12 << 20, Bandwidth: 4e12, MemoryNs: float64(12<<20) / 4e12 * 1e9 / floors.Slack}
+	comp := artifacts.CaseFloor{Case: "gemm", Device: oracle.DeviceCUDA, Bytes: 12 << 20, Bandwidth: 4e12, MemoryNs: float64(12<<20) / 4e12 * 1e9 / floors.Slack,
+		Flops: 2 << 30, PeakFlops: 50e12, ComputeNs: float64(2<<30) / 50e12 * 1e9 / floors.Slack, ISA: "cuBLAS GemmEx f32 strict 8192^3 on NVIDIA H200"}
+	row := func(c string, minNs float64) artifacts.Summary {
+		return artifacts.Summary{Case: c, Route: "r", Status: artifacts.StatusPassed, MinNs: minNs}
+	}
+	for _, tc := range []struct {
+		name string
+		f    artifacts.CaseFloor
+		s    artifacts.Summary
+		want string
+	}{
+		// 12 MiB at 4 TB/s is 3146 ns: 2500 ns is 126% of it.
+		{"memory", mem, row("add", 2500), "add/r: fastest sample 2500 ns per call is 126% of its memory ceiling, 4.00 TB/s copy bandwidth measured by its session: faster than the GPU measured possible (a ceiling measured low, a clock, or calls that did less)"},
+		// 2^31 flop at 50 TFLOP/s is 42950 ns: 35000 ns is 123% of it.
+		{"compute", comp, row("gemm", 35000), "gemm/r: fastest sample 35000 ns per call is 123% of its compute ceiling, 50 TFLOP/s (cuBLAS GemmEx f32 strict 8192^3 on NVIDIA H200) measured by its session: faster than the GPU measured possible (a ceiling measured low, a clock, or calls that did less)"},
+		{"within", comp, row("gemm", 43000), ""},
+		{"a CPU row", artifacts.CaseFloor{Case: "add", Bytes: 12 << 20, Bandwidth: 4e12, MemoryNs: mem.MemoryNs}, row("add", 2500), ""},
+	} {
+		if got := aboveCeiling(tc.f, tc.s); got != tc.want {
+			t.Errorf("%s: aboveCeiling =\n%q\nwant\n%q", tc.name, got, tc.want)
+		}
 	}
 }
