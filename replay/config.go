@@ -11,6 +11,7 @@ import (
 	"github.com/tilepipe/tilepipe/cohort"
 	"github.com/tilepipe/tilepipe/internal/sets"
 	"github.com/tilepipe/tilepipe/internal/shard"
+	"github.com/tilepipe/tilepipe/internal/visit"
 )
 
 // Limits of a replay (docs/limits.md gives the reason for each bound).
@@ -158,13 +159,23 @@ func (r *replayer) checkConfig(routes []string) error {
 	if n := c.PlannedRounds() * pairs; n > MaxVisits {
 		return fmt.Errorf("plan: %d rounds x %d prepared (case, route) pairs = %d visits, limit %d (give fewer --rounds or --max-rounds, cases or routes)", c.PlannedRounds(), pairs, n, MaxVisits)
 	}
-	// A visit keeps its outputs as one tensor per output, its sets
-	// stacked: more than a tensor file holds fails before any timing.
+	// A visit keeps its outputs as one tensor per output and pool, the
+	// warm sets stacked in one, the judged novel calls in the other (at
+	// most --samples times visit.ChecksPerSample of the slots): more than
+	// a tensor file holds fails before any timing.
 	for _, id := range slices.Sorted(maps.Keys(r.cases)) {
 		cc := r.cases[id]
+		slots := sets.CurrentRule.Slots(cc.Case.DeviceOf(), cc.Signature)
+		judged := int64(c.Samples) * visit.ChecksPerSample(c.Samples, int64(slots), sets.CurrentRule.Checks(cc.Case, cc.Signature))
 		for _, p := range cc.Signature {
-			if n := max(int64(c.Sets), sets.CurrentRule.Checks(cc.Case, cc.Signature), int64(c.Samples)); p.Role == "output" && n*int64(p.Elems()) > tensor.MaxElems {
-				return fmt.Errorf("case %s: output %s of %d elements in %d buffer sets is more than a tensor file holds (%d elements): give fewer --sets", id, p.Name, p.Elems(), n, int64(tensor.MaxElems))
+			if p.Role != "output" {
+				continue
+			}
+			switch n := int64(p.Elems()); {
+			case int64(c.Sets)*n > tensor.MaxElems:
+				return fmt.Errorf("case %s: output %s of %d elements in %d buffer sets is more than a tensor file holds (%d elements): give fewer --sets", id, p.Name, n, c.Sets, int64(tensor.MaxElems))
+			case judged*n > tensor.MaxElems:
+				return fmt.Errorf("case %s: output %s of %d elements in %d judged novel calls is more than a tensor file holds (%d elements): give fewer --samples", id, p.Name, n, judged, int64(tensor.MaxElems))
 			}
 		}
 	}

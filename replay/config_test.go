@@ -40,6 +40,8 @@ func TestValidate(t *testing.T) {
 		{"sets 2", func(c *Config) { c.Sets = 2 }, ""},
 		{"sets 64", func(c *Config) { c.Sets = 64 }, ""},
 		{"sets 65", func(c *Config) { c.Sets = 65 }, "--sets: want 2 to 64, got 65"},
+		{"novel rule 1", func(c *Config) { c.NovelRule = 1 }, "novelRule 1: replay times by rule 2"},
+		{"novel rule absent", func(c *Config) { c.NovelRule = 0 }, "novelRule 0: replay times by rule 2"},
 		{"l2 flush", func(c *Config) { c.L2 = "flush" }, ""},
 		{"graph batch", func(c *Config) { c.GraphBatch = 100 }, ""},
 		{"graph batch negative", func(c *Config) { c.GraphBatch = -1 }, "--graph-batch: want 0 to 10000, got -1"},
@@ -166,18 +168,22 @@ func TestCheckConfigStackedOutputs(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, tc := range []struct {
-		sets int
-		want string
+		sets, samples int
+		want          string
 	}{
-		{2, ""},
-		{8, "case add-16384x16384-cuda: output C of 268435456 elements in 8 buffer sets is more than a tensor file holds (2147483647 elements): give fewer --sets"},
+		{2, 5, ""},
+		{8, 5, "case add-16384x16384-cuda: output C of 268435456 elements in 8 buffer sets is more than a tensor file holds (2147483647 elements): give fewer --sets"},
+		// One judged novel call a sample (a 1 GiB output: sets.CheckBytes
+		// holds none): 7 fit, 8 are 2^31 elements.
+		{2, 7, ""},
+		{2, 8, "case add-16384x16384-cuda: output C of 268435456 elements in 8 judged novel calls is more than a tensor file holds (2147483647 elements): give fewer --samples"},
 	} {
 		cfg := DefaultConfig
-		cfg.Threads, cfg.Baseline, cfg.Rounds, cfg.Sets = 2, "a", 2, tc.sets
+		cfg.Threads, cfg.Baseline, cfg.Rounds, cfg.Sets, cfg.Samples = 2, "a", 2, tc.sets, tc.samples
 		r := stagedReplayer(cfg, 0, 0, nil)
 		r.cases = map[string]*artifacts.CapturedCase{add.ID: {Case: add, Signature: sig}}
 		if got := errText(r.checkConfig([]string{"a"})); got != tc.want {
-			t.Errorf("--sets %d: checkConfig() = %q, want %q", tc.sets, got, tc.want)
+			t.Errorf("--sets %d --samples %d: checkConfig() = %q, want %q", tc.sets, tc.samples, got, tc.want)
 		}
 	}
 }

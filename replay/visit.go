@@ -189,7 +189,7 @@ func (r *replayer) newBuffers(in *roundInputs, e *artifacts.Prepared) (*buffers,
 	cc := r.cases[e.Case]
 	fresh := sets.CurrentRule.Slots(cc.Case.DeviceOf(), cc.Signature)
 	b.checkLimit = sets.CurrentRule.Checks(cc.Case, cc.Signature)
-	for _, p := range r.cases[e.Case].Signature {
+	for _, p := range cc.Signature {
 		if p.Role != "input" {
 			continue
 		}
