@@ -1,7 +1,6 @@
 package main
 
 import (
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -18,13 +17,10 @@ import (
 // returns the run directory and its replay document.
 func adaptiveRun(t *testing.T, flags ...string) (string, artifacts.ReplayDoc) {
 	t.Helper()
-	second := filepath.Join(t.TempDir(), "naive2")
-	if out, err := exec.Command("cp", "-a", filepath.Dir(testroute.Path(t)), second).CombinedOutput(); err != nil {
-		t.Fatalf("cp: %v %s", err, out)
-	}
+	second := secondNaive(t)
 	dir := filepath.Join(t.TempDir(), "run")
 	args := append([]string{"run", "--cohort", tinyCohort(t, gemm16+", "+add3x7), "--routes", "", "--route-exec", testroute.Path(t),
-		"--route-exec", filepath.Join(second, "route"), "--baseline", "naive", "--rounds", "2", "--output", dir}, fast[:len(fast)-2]...)
+		"--route-exec", second, "--baseline", "naive", "--rounds", "2", "--output", dir}, fast[:len(fast)-2]...)
 	if code, out, errs := tp(t, append(args, flags...)...); code != exitOK {
 		t.Fatalf("run = exit %d:\n%s%s", code, out, errs)
 	}

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -464,13 +463,10 @@ func TestAuditMarksNoSandbox(t *testing.T) {
 // order; the audit says so (WARNED), and replay warns when it starts.
 func TestAuditWarnsOnScreen(t *testing.T) {
 	long(t)
-	second := filepath.Join(t.TempDir(), "naive2")
-	if out, err := exec.Command("cp", "-a", filepath.Dir(testroute.Path(t)), second).CombinedOutput(); err != nil {
-		t.Fatalf("cp: %v %s", err, out)
-	}
+	second := secondNaive(t)
 	dir := filepath.Join(t.TempDir(), "run")
 	args := append([]string{"run", "--cohort", tinyCohort(t, gemm16), "--routes", "", "--route-exec", testroute.Path(t),
-		"--route-exec", filepath.Join(second, "route"), "--baseline", "naive", "--rounds", "1", "--output", dir}, fast...)
+		"--route-exec", second, "--baseline", "naive", "--rounds", "1", "--output", dir}, fast...)
 	code, out, errs := tp(t, args...)
 	if code != exitOK {
 		t.Fatalf("run = exit %d:\n%s%s", code, out, errs)

@@ -2,7 +2,6 @@ package main
 
 import (
 	"encoding/json"
-	"os/exec"
 	"path/filepath"
 	"reflect"
 	"strings"
@@ -18,13 +17,10 @@ import (
 // baselines, another prepared stage and a tampered sample table are refused.
 func TestCompare(t *testing.T) {
 	long(t)
-	second := filepath.Join(t.TempDir(), "naive2")
-	if out, err := exec.Command("cp", "-a", filepath.Dir(testroute.Path(t)), second).CombinedOutput(); err != nil {
-		t.Fatalf("cp: %v %s", err, out)
-	}
+	second := secondNaive(t)
 	dir := filepath.Join(t.TempDir(), "run")
 	args := append([]string{"run", "--cohort", tinyCohort(t, gemm16), "--routes", "", "--route-exec", testroute.Path(t),
-		"--route-exec", filepath.Join(second, "route"), "--baseline", "naive", "--rounds", "2", "--allow-load", "--output", dir}, fast...) // every round paired, however busy the machine
+		"--route-exec", second, "--baseline", "naive", "--rounds", "2", "--allow-load", "--output", dir}, fast...) // every round paired, however busy the machine
 	if code, out, errs := tp(t, args...); code != exitOK {
 		t.Fatalf("run = exit %d:\n%s%s", code, out, errs)
 	}

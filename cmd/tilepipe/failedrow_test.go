@@ -2,7 +2,6 @@ package main
 
 import (
 	"bytes"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -28,13 +27,10 @@ import (
 // rows' claims supported, the add rows' not, with the floor's reason.
 func TestAuditFloorFailedRow(t *testing.T) {
 	long(t)
-	second := filepath.Join(t.TempDir(), "naive2")
-	if out, err := exec.Command("cp", "-a", filepath.Dir(testroute.Path(t)), second).CombinedOutput(); err != nil {
-		t.Fatalf("cp: %v %s", err, out)
-	}
+	second := secondNaive(t)
 	dir := filepath.Join(t.TempDir(), "run")
 	args := append([]string{"run", "--cohort", tinyCohort(t, gemm16+", "+add3x7), "--routes", "", "--route-exec", testroute.Path(t),
-		"--route-exec", filepath.Join(second, "route"), "--baseline", "naive", "--rounds", "2", "--allow-load", "--output", dir}, fast...)
+		"--route-exec", second, "--baseline", "naive", "--rounds", "2", "--allow-load", "--output", dir}, fast...)
 	if code, out, errs := tp(t, args...); code != exitOK {
 		t.Fatalf("run = exit %d:\n%s%s", code, out, errs)
 	}

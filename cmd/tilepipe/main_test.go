@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -52,6 +53,18 @@ func tinyCohort(t *testing.T, cases string) string {
 		t.Fatal(err)
 	}
 	return p
+}
+
+// secondNaive is a copy of the naive test route in a directory of its
+// own, so a run can time two routes with the same kernels (its name is
+// the directory's, naive2): the path of its route program.
+func secondNaive(t *testing.T) string {
+	t.Helper()
+	dir := filepath.Join(t.TempDir(), "naive2")
+	if out, err := exec.Command("cp", "-a", filepath.Dir(testroute.Path(t)), dir).CombinedOutput(); err != nil {
+		t.Fatalf("cp: %v %s", err, out)
+	}
+	return filepath.Join(dir, "route")
 }
 
 const gemm16 = `{"op": "gemm", "dims": {"M": 16, "N": 16, "K": 16}, "seed": 3}`

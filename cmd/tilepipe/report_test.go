@@ -53,13 +53,10 @@ func headless(t *testing.T, bin, file string, args ...string) []byte {
 func TestReportInChromium(t *testing.T) {
 	long(t)
 	bin := chromium(t)
-	second := filepath.Join(t.TempDir(), "naive2")
-	if out, err := exec.Command("cp", "-a", filepath.Dir(testroute.Path(t)), second).CombinedOutput(); err != nil {
-		t.Fatalf("cp: %v %s", err, out)
-	}
+	second := secondNaive(t)
 	dir := filepath.Join(t.TempDir(), "run")
 	args := append([]string{"run", "--cohort", tinyCohort(t, gemm16+", "+add3x7), "--routes", "", "--route-exec", testroute.Path(t),
-		"--route-exec", filepath.Join(second, "route"), "--baseline", "naive", "--rounds", "6", "--allow-load", "--output", dir}, fast...) // every round paired, however busy the machine: a fresh-clone CI run lost all 6 to load and drew no ratio plot
+		"--route-exec", second, "--baseline", "naive", "--rounds", "6", "--allow-load", "--output", dir}, fast...) // every round paired, however busy the machine: a fresh-clone CI run lost all 6 to load and drew no ratio plot
 	if code, out, errs := tp(t, args...); code != exitOK {
 		t.Fatalf("run = exit %d:\n%s%s", code, out, errs)
 	}

@@ -23,13 +23,10 @@ const shardCases = gemm16 + `, {"op": "add", "dims": {"M": 4, "N": 10}, "seed": 
 // and an inputs file for shards.
 func shardedPrepared(t *testing.T) (prep, capDir, inputs string) {
 	t.Helper()
-	second := filepath.Join(t.TempDir(), "naive2")
-	if out, err := exec.Command("cp", "-a", filepath.Dir(testroute.Path(t)), second).CombinedOutput(); err != nil {
-		t.Fatalf("cp: %v %s", err, out)
-	}
+	second := secondNaive(t)
 	root := t.TempDir()
 	capDir, prep, inputs = filepath.Join(root, "capture"), filepath.Join(root, "prepared"), filepath.Join(root, sets.InputsFile)
-	if code, out, errs := tp(t, "capture", "--cohort", tinyCohort(t, shardCases), "--routes", "", "--route-exec", testroute.Path(t), "--route-exec", filepath.Join(second, "route"), "--output", capDir); code != exitOK {
+	if code, out, errs := tp(t, "capture", "--cohort", tinyCohort(t, shardCases), "--routes", "", "--route-exec", testroute.Path(t), "--route-exec", second, "--output", capDir); code != exitOK {
 		t.Fatalf("capture = exit %d:\n%s%s", code, out, errs)
 	}
 	if code, out, errs := tp(t, "prepare", "--capture", capDir, "--output", prep); code != exitOK {
