@@ -723,6 +723,10 @@ func (r *replayer) createOrResume(pr *artifacts.PlanRecord) (map[int]*artifacts.
 		return nil, nil, fmt.Errorf("--resume %s: %s records no config.load (a replay begun before the load rule, docs/statistics.md): a replay begun by another version cannot be resumed, start a new one",
 			r.cfg.Output, planFile)
 	}
+	if old.Config.NovelRule != pr.Config.NovelRule {
+		return nil, nil, fmt.Errorf("--resume %s: %s records config.novelRule %d; this tilepipe times by novel rule %d (docs/protocol.md, step 5): a replay begun by another version cannot be resumed, start a new one",
+			r.cfg.Output, planFile, old.Config.NovelRule, pr.Config.NovelRule)
+	}
 	if old.Prepared != pr.Prepared || old.Capture != pr.Capture || !reflect.DeepEqual(old.Plan, pr.Plan) || old.Config != pr.Config {
 		return nil, nil, fmt.Errorf("--resume %s: %s records prepared %s with config %+v; this run asks for prepared %s with config %+v: resume with the same flags",
 			r.cfg.Output, planFile, artifacts.Short(old.Prepared), old.Config, artifacts.Short(pr.Prepared), pr.Config)

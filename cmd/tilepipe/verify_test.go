@@ -397,6 +397,17 @@ func TestReplayResumesAfterKill(t *testing.T) {
 	if code, _, errs := tp(t, append(args, "--resume")...); code != exitFailure || !strings.Contains(errs, `plan.json records no config.load (a replay begun before the load rule, docs/statistics.md): a replay begun by another version cannot be resumed, start a new one`) {
 		t.Errorf("resume of a replay begun before the load rule = exit %d, stderr %q; want exit 1 saying it cannot be resumed", code, errs)
 	}
+	// Nor one begun under novel rule 1 (no config.novelRule): its visits
+	// had other slots and judged calls than this tilepipe's.
+	plan["config"].(map[string]any)["load"] = "exclude"
+	delete(plan["config"].(map[string]any), "novelRule")
+	older, _ = json.Marshal(plan)
+	if err := os.WriteFile(planPath, older, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if code, _, errs := tp(t, append(args, "--resume")...); code != exitFailure || !strings.Contains(errs, `plan.json records config.novelRule 0; this tilepipe times by novel rule 2 (docs/protocol.md, step 5): a replay begun by another version cannot be resumed, start a new one`) {
+		t.Errorf("resume of a replay begun under novel rule 1 = exit %d, stderr %q; want exit 1 saying it cannot be resumed", code, errs)
+	}
 	if err := os.WriteFile(planPath, orig, 0o644); err != nil {
 		t.Fatal(err)
 	}
