@@ -511,47 +511,61 @@ type CorePlan struct {
 // GPUCeilings is one GPU's measured ceilings (docs/gpu.md, "Ceilings"):
 // the device-to-device copy bandwidth over CopyBytes (read plus written)
 // and the cublasGemmEx rate per dtype and policy. GemmError says why no
-// rate was measured (cuBLAS not found or failing).
+// rate was measured (cuBLAS not found or failing). CopyWorstNs (and each
+// rate's WorstNs) is the slowest of the five timed runs whose best is
+// CopyNs: the ceiling's own spread, from which its floor's slack follows
+// (internal/floors.GPUSlack); 0 in ceilings recorded before it was kept,
+// whose floors keep slack 2.
 type GPUCeilings struct {
 	Device        string     `json:"device"`
 	L2Bytes       int64      `json:"l2Bytes"`
 	CopyBytes     int64      `json:"copyBytes"`
 	CopyReps      int64      `json:"copyReps"`
 	CopyNs        float64    `json:"copyNs"`
+	CopyWorstNs   float64    `json:"copyWorstNs,omitempty"`
 	CopyBandwidth float64    `json:"copyBandwidth"` // bytes/s
 	Gemm          []GemmRate `json:"gemm"`
 	GemmError     string     `json:"gemmError,omitempty"`
 }
 
 // GemmRate is the rate of an N^3 cublasGemmEx (Reps of them in Ns, the
-// best of five) in one dtype and policy ("strict" or "tf32" for f32, ""
-// for the half types).
+// best of five; WorstNs the slowest of them) in one dtype and policy
+// ("strict" or "tf32" for f32, "" for the half types).
 type GemmRate struct {
-	Dtype  string  `json:"dtype"`
-	Policy string  `json:"policy"`
-	N      int     `json:"n"`
-	Reps   int64   `json:"reps"`
-	Ns     float64 `json:"ns"`
-	Flops  float64 `json:"flops"` // flop/s
+	Dtype   string  `json:"dtype"`
+	Policy  string  `json:"policy"`
+	N       int     `json:"n"`
+	Reps    int64   `json:"reps"`
+	Ns      float64 `json:"ns"`
+	WorstNs float64 `json:"worstNs,omitempty"`
+	Flops   float64 `json:"flops"` // flop/s
 }
 
 // CaseFloor is how fast one case can possibly run on the replay machine
 // (internal/floors): its bytes at the bandwidth measured for its warm
 // working set, its flops at the measured clock times the flags' vector
 // width, each divided by a slack. A row faster than either fails.
+// MemorySlack and ComputeSlack are a GPU floor's slacks, derived from its
+// ceilings' spread, and L2Bytes the cache it leaves free of charge
+// (internal/floors.GPUCase); all three absent where the slack is
+// floors.Slack and no cache is left out (every CPU floor, and a GPU floor
+// from ceilings that kept no spread).
 type CaseFloor struct {
 	Case string `json:"case"`
 	// Device is "cuda" for a GPU case's floor, from the session's GPU
 	// ceilings (internal/floors.GPUCase); absent for the CPU's.
-	Device     string  `json:"device,omitempty"`
-	Bytes      int     `json:"bytes"`      // what one call must read and write
-	WorkingSet int     `json:"workingSet"` // every warm set's bytes
-	Bandwidth  float64 `json:"bandwidth"`  // bytes/s, measured for the working set
-	MemoryNs   float64 `json:"memoryNs"`
-	Flops      float64 `json:"flops,omitempty"`
-	PeakFlops  float64 `json:"peakFlops,omitempty"`
-	ISA        string  `json:"isa,omitempty"`
-	ComputeNs  float64 `json:"computeNs,omitempty"`
+	Device       string  `json:"device,omitempty"`
+	Bytes        int     `json:"bytes"`      // what one call must read and write
+	WorkingSet   int     `json:"workingSet"` // every warm set's bytes
+	Bandwidth    float64 `json:"bandwidth"`  // bytes/s, measured for the working set
+	MemoryNs     float64 `json:"memoryNs"`
+	Flops        float64 `json:"flops,omitempty"`
+	PeakFlops    float64 `json:"peakFlops,omitempty"`
+	ISA          string  `json:"isa,omitempty"`
+	ComputeNs    float64 `json:"computeNs,omitempty"`
+	L2Bytes      int64   `json:"l2Bytes,omitempty"`
+	MemorySlack  float64 `json:"memorySlack,omitempty"`
+	ComputeSlack float64 `json:"computeSlack,omitempty"`
 }
 
 // NovelRecord is how a visit's novel samples were taken: Samples samples

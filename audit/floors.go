@@ -132,6 +132,21 @@ func (a *auditor) floors() {
 	if len(gpus) > 0 {
 		gpu = "; GPU ceilings as recorded (not measured here): " + strings.Join(slices.Compact(gpus), ", ")
 	}
+	// A GPU floor's own slacks, from its ceilings' spread.
+	var slacks []string
+	for _, c := range slices.Sorted(maps.Keys(fl)) {
+		f := fl[c]
+		if f.MemorySlack > 0 || f.ComputeSlack > 0 {
+			slacks = append(slacks, fmt.Sprintf("%.3g", floors.MemorySlack(f)))
+			if f.ComputeNs > 0 {
+				slacks = append(slacks, fmt.Sprintf("%.3g", floors.ComputeSlack(f)))
+			}
+		}
+	}
+	if len(slacks) > 0 {
+		slices.Sort(slacks)
+		gpu += " (GPU floor slacks from the ceilings' spread: " + strings.Join(slices.Compact(slacks), ", ") + ")"
+	}
 	a.add("physical floor", p, w, fmt.Sprintf("%d timed rows against the floors replay measured (memory bandwidth per working set, clock x vector width), slack %d; clock: recorded %s, this machine %.2f GHz; vector flags: recorded %s, this machine %s%s",
 		n, floors.Slack, ghz(recorded), clock/1e9, vectorFlags(flags), vectorFlags(own), gpu))
 }
@@ -152,6 +167,8 @@ func checkGPUFloor(f, want artifacts.CaseFloor) string {
 		return fmt.Sprintf("device %q, want %q", f.Device, want.Device)
 	case f.Bytes != want.Bytes || f.WorkingSet != want.WorkingSet:
 		return fmt.Sprintf("bytes %d, working set %d; the case gives %d and %d", f.Bytes, f.WorkingSet, want.Bytes, want.WorkingSet)
+	case f.L2Bytes != want.L2Bytes || f.MemorySlack != want.MemorySlack || f.ComputeSlack != want.ComputeSlack:
+		return fmt.Sprintf("L2 %d bytes, slacks %g (memory) and %g (compute); the session's GPU ceilings give %d bytes, %g and %g", f.L2Bytes, f.MemorySlack, f.ComputeSlack, want.L2Bytes, want.MemorySlack, want.ComputeSlack)
 	case f.Bandwidth != want.Bandwidth || !close(f.MemoryNs, want.MemoryNs):
 		return fmt.Sprintf("memory floor %g ns at %g B/s; the session's GPU ceilings give %g ns at %g B/s", f.MemoryNs, f.Bandwidth, want.MemoryNs, want.Bandwidth)
 	case f.Flops != want.Flops || f.PeakFlops != want.PeakFlops || !close(f.ComputeNs, want.ComputeNs) || f.ISA != want.ISA:
@@ -270,19 +287,20 @@ func checkFloor(f artifacts.CaseFloor, c artifacts.CapturedCase, cfg artifacts.R
 }
 
 // aboveCeiling names a passed GPU row whose fastest sample is faster than
-// its binding ceiling allows: above 100% of the copy bandwidth or cuBLAS
-// rate its own session measured, though not below the floor (the
-// ceiling over floors.Slack), which replay fails. The ceiling is the
-// GPU's own measurement minutes earlier, but its spread is not measured,
-// so such a row is named (a warning), not failed (issue 27: paced cheats
-// sat at 112-163% of the strict cuBLAS rate with no word said). "" for a
-// CPU row and for one within its ceiling.
+// its binding ceiling allows (floors.AboveCeiling: above 100% of the copy
+// bandwidth for the bytes its floor charges, or of the cuBLAS rate, its
+// own session measured), though not below the floor (the ceiling over its
+// slack), which replay fails. The ceiling is the GPU's own measurement
+// minutes earlier, and the slack its spread and floors.GPUMargin, so such
+// a row is named (a warning), not failed (issue 27: paced cheats sat at
+// 112-163% of the strict cuBLAS rate with no word said). "" for a CPU
+// row and for one within its ceiling.
 func aboveCeiling(f artifacts.CaseFloor, s artifacts.Summary) string {
 	if f.Device != oracle.DeviceCUDA {
 		return ""
 	}
 	fastest := floors.Fastest(s)
-	fr, which := floors.Fraction(f, fastest)
+	fr, which := floors.AboveCeiling(f, fastest)
 	if fr <= 1 {
 		return ""
 	}

@@ -70,6 +70,10 @@ func TestAboveCeiling(t *testing.T) {
 		// 2^31 flop at 50 TFLOP/s is 42950 ns: 35000 ns is 123% of it.
 		{"compute", comp, row("gemm", 35000), "gemm/r: fastest sample 35000 ns per call is 123% of its compute ceiling, 50 TFLOP/s (cuBLAS GemmEx f32 strict 8192^3 on NVIDIA H200) measured by its session: faster than the GPU measured possible (a ceiling measured low, a clock, or calls that did less)"},
 		{"within", comp, row("gemm", 43000), ""},
+		// From ceilings that keep their spread, 12 MiB is within twice the
+		// L2: the cache may hold all of it, so no memory ceiling binds
+		// (the table's fraction, every byte at 4 TB/s, reads 126%).
+		{"in the L2", artifacts.CaseFloor{Case: "add", Device: oracle.DeviceCUDA, Bytes: 12 << 20, Bandwidth: 4e12, L2Bytes: 62914560, MemorySlack: 1.111}, row("add", 2500), ""},
 		{"a CPU row", artifacts.CaseFloor{Case: "add", Bytes: 12 << 20, Bandwidth: 4e12, MemoryNs: mem.MemoryNs}, row("add", 2500), ""},
 	} {
 		if got := aboveCeiling(tc.f, tc.s); got != tc.want {

@@ -545,11 +545,11 @@ func TestGPUHealthCheck(t *testing.T) {
 }
 
 // gpuCeilings is a `cuda-timer --ceilings` answer of the H200's order.
-const gpuCeilings = `{"device": "NVIDIA H200", "l2_bytes": 62914560, "copy_bytes": 2147483648, "copy_reps": 40, "copy_ns": 20000000, "copy_bandwidth": 4.294967e+12, "gemm": [` +
-	`{"dtype": "f32", "policy": "strict", "n": 8192, "reps": 1, "ns": 22000000, "flops": 4.997780e+13}, ` +
-	`{"dtype": "f32", "policy": "tf32", "n": 8192, "reps": 6, "ns": 21000000, "flops": 3.141462e+14}, ` +
-	`{"dtype": "f16", "policy": "", "n": 8192, "reps": 14, "ns": 20000000, "flops": 7.696581e+14}, ` +
-	`{"dtype": "bf16", "policy": "", "n": 8192, "reps": 14, "ns": 20000000, "flops": 7.696581e+14}], "gemm_error": ""}`
+const gpuCeilings = `{"device": "NVIDIA H200", "l2_bytes": 62914560, "copy_bytes": 2147483648, "copy_reps": 40, "copy_ns": 20000000, "copy_worst_ns": 20200000, "copy_bandwidth": 4.294967e+12, "gemm": [` +
+	`{"dtype": "f32", "policy": "strict", "n": 8192, "reps": 1, "ns": 22000000, "worst_ns": 22330000, "flops": 4.997780e+13}, ` +
+	`{"dtype": "f32", "policy": "tf32", "n": 8192, "reps": 6, "ns": 21000000, "worst_ns": 21200000, "flops": 3.141462e+14}, ` +
+	`{"dtype": "f16", "policy": "", "n": 8192, "reps": 14, "ns": 20000000, "worst_ns": 20400000, "flops": 7.696581e+14}, ` +
+	`{"dtype": "bf16", "policy": "", "n": 8192, "reps": 14, "ns": 20000000, "worst_ns": 20600000, "flops": 7.696581e+14}], "gemm_error": ""}`
 
 // TestGPUFloorsAudited gives the committed GPU checkpoint (made before
 // replay measured GPU ceilings) the ceilings and GPU floors a replay
@@ -597,6 +597,7 @@ func TestGPUFloorsAudited(t *testing.T) {
 			cpuFloors(d)
 			for i := range d.Sessions {
 				gc := *g
+				gc.Gemm = slices.Clone(g.Gemm) // each forgery edits its own
 				d.Sessions[i].GPU = &gc
 				for _, id := range d.Cases {
 					c := caps[id]
@@ -655,12 +656,46 @@ func TestGPUFloorsAudited(t *testing.T) {
 		{"faster than the GPU allows", func(t *testing.T, dir string) {
 			withCeilings(t, dir, func(d *artifacts.ReplayDoc) {
 				for i := range d.Summary {
+					if d.Summary[i].Case == "gemm-4x8x6-bf16-cuda" {
+						d.Summary[i].MinNs = 1e-6
+					}
+				}
+			})
+		}, "FAILED", "gemm-4x8x6-bf16-cuda/triton passed in replay, but below_physical_floor: fastest sample 0 ns per call, compute floor 0 ns (384 flop at 769658 GFLOP/s cuBLAS GemmEx bf16 8192^3 on NVIDIA H200, slack 1.133)"},
+		{"slack raised", func(t *testing.T, dir string) {
+			withCeilings(t, dir, func(d *artifacts.ReplayDoc) {
+				f := &d.Sessions[0].Floors[gemm(d)]
+				f.ComputeSlack = 2
+				f.ComputeNs = f.Flops / f.PeakFlops * 1e9 / 2
+			})
+		}, "FAILED", "session 0 floor of gemm-4x8x6-bf16-cuda: L2 62914560 bytes, slacks 1.111 (memory) and 2 (compute); the session's GPU ceilings give 62914560 bytes, 1.111 and 1.133"},
+		{"spread forged apart from its floors", func(t *testing.T, dir string) {
+			withCeilings(t, dir, func(d *artifacts.ReplayDoc) { d.Sessions[0].GPU.Gemm[3].WorstNs = 3e7 })
+		}, "FAILED", "session 0 floor of gemm-4x8x6-bf16-cuda: L2 62914560 bytes, slacks 1.111 (memory) and 1.133 (compute); the session's GPU ceilings give 62914560 bytes, 1.111 and 1.65"},
+		// Ceilings recorded before they kept their spread: every byte at
+		// slack 2, as replays made then recorded their floors.
+		{"ceilings without spread", func(t *testing.T, dir string) {
+			withCeilings(t, dir, func(d *artifacts.ReplayDoc) {
+				g := d.Sessions[0].GPU
+				g.CopyWorstNs = 0
+				for i := range g.Gemm {
+					g.Gemm[i].WorstNs = 0
+				}
+				caps := map[string]artifacts.CapturedCase{}
+				for _, c := range readCapture(t, filepath.Join(dir, "capture")).Cases {
+					caps[c.Case.ID] = c
+				}
+				cpuFloors(d)
+				for _, id := range d.Cases {
+					d.Sessions[0].Floors = append(d.Sessions[0].Floors, floors.GPUCase(caps[id].Case, caps[id].Signature, d.Config.Sets, g))
+				}
+				for i := range d.Summary {
 					if d.Summary[i].Case == "add-2x64-cuda" {
 						d.Summary[i].MinNs = 0.01
 					}
 				}
 			})
-		}, "FAILED", "add-2x64-cuda/triton passed in replay, but below_physical_floor: fastest sample 0 ns per call, memory floor "},
+		}, "FAILED", "add-2x64-cuda/triton passed in replay, but below_physical_floor: fastest sample 0 ns per call, memory floor 0 ns (1536 bytes at 4295.0 GB/s for a "},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			dir := copyCheckpoint(t)

@@ -48,8 +48,26 @@ func Flops(c oracle.Case) float64 {
 	return 0
 }
 
-// Slack divides each floor, so that only times well below it warn.
+// Slack divides each floor, so that only times well below it warn: every
+// CPU floor's, and a GPU floor's from ceilings that kept no spread. A GPU
+// floor from ceilings that did has slacks of its own (GPUSlack).
 const Slack = 2
+
+// MemorySlack and ComputeSlack are the slacks f's floors were divided by:
+// the ones it records, or Slack.
+func MemorySlack(f artifacts.CaseFloor) float64 {
+	if f.MemorySlack > 0 {
+		return f.MemorySlack
+	}
+	return Slack
+}
+
+func ComputeSlack(f artifacts.CaseFloor) float64 {
+	if f.ComputeSlack > 0 {
+		return f.ComputeSlack
+	}
+	return Slack
+}
 
 var sink byte
 
@@ -236,11 +254,15 @@ func Case(c oracle.Case, sig []oracle.Param, warmSets, threads int, clockHz floa
 func Below(f artifacts.CaseFloor, minNs float64) string {
 	switch {
 	case f.MemoryNs > 0 && minNs < f.MemoryNs:
-		return fmt.Sprintf("below_physical_floor: fastest sample %.0f ns per call, memory floor %.0f ns (%d bytes at %.1f GB/s for a %d-byte working set, slack %d)",
-			minNs, f.MemoryNs, f.Bytes, f.Bandwidth/1e9, f.WorkingSet, Slack)
+		bytes := fmt.Sprintf("%d bytes", f.Bytes)
+		if f.L2Bytes > 0 {
+			bytes = fmt.Sprintf("%d of %d bytes beyond twice the %d-byte L2", Charged(f), f.Bytes, f.L2Bytes)
+		}
+		return fmt.Sprintf("below_physical_floor: fastest sample %.0f ns per call, memory floor %.0f ns (%s at %.1f GB/s for a %d-byte working set, slack %.4g)",
+			minNs, f.MemoryNs, bytes, f.Bandwidth/1e9, f.WorkingSet, MemorySlack(f))
 	case f.ComputeNs > 0 && minNs < f.ComputeNs:
-		return fmt.Sprintf("below_physical_floor: fastest sample %.0f ns per call, compute floor %.0f ns (%.3g flop at %.0f GFLOP/s %s, slack %d)",
-			minNs, f.ComputeNs, f.Flops, f.PeakFlops/1e9, f.ISA, Slack)
+		return fmt.Sprintf("below_physical_floor: fastest sample %.0f ns per call, compute floor %.0f ns (%.3g flop at %.0f GFLOP/s %s, slack %.4g)",
+			minNs, f.ComputeNs, f.Flops, f.PeakFlops/1e9, f.ISA, ComputeSlack(f))
 	}
 	return ""
 }
@@ -277,10 +299,10 @@ func Lowest(sessions [][]artifacts.CaseFloor) map[string]artifacts.CaseFloor {
 				continue
 			}
 			if f.MemoryNs < o.MemoryNs {
-				o.Bytes, o.WorkingSet, o.Bandwidth, o.MemoryNs = f.Bytes, f.WorkingSet, f.Bandwidth, f.MemoryNs
+				o.Bytes, o.WorkingSet, o.Bandwidth, o.MemoryNs, o.L2Bytes, o.MemorySlack = f.Bytes, f.WorkingSet, f.Bandwidth, f.MemoryNs, f.L2Bytes, f.MemorySlack
 			}
 			if f.ComputeNs < o.ComputeNs {
-				o.Flops, o.PeakFlops, o.ComputeNs, o.ISA = f.Flops, f.PeakFlops, f.ComputeNs, f.ISA
+				o.Flops, o.PeakFlops, o.ComputeNs, o.ISA, o.ComputeSlack = f.Flops, f.PeakFlops, f.ComputeNs, f.ISA, f.ComputeSlack
 			}
 			out[f.Case] = o
 		}

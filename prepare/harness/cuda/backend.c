@@ -628,7 +628,9 @@ static int64_t gpu_graph_sample(uint64_t r)
  * and policy a case may have: f32 strict (CUBLAS_COMPUTE_32F_PEDANTIC),
  * f32 tf32 (CUBLAS_COMPUTE_32F_FAST_TF32), f16 and bf16 (CUBLAS_COMPUTE_32F).
  * Each is timed between two events on the default stream: a calibration
- * run sets the repetitions to fill about 20 ms, then the best of five.
+ * run sets the repetitions to fill about 20 ms, then the best of five,
+ * and the slowest of them beside it (the ceiling's spread, from which
+ * its floor's slack follows: internal/floors.GPUSlack).
  * One JSON object on stdout; a driver error exits 2, a cuBLAS that does
  * not load or fails is "gemm_error" with no rates. */
 
@@ -654,11 +656,13 @@ enum { CEIL_TRIALS = 5 };
 static const double ceil_target_ms = 20;
 
 /* ceil_time runs op(arg) reps times between two events, CEIL_TRIALS times
- * after a calibration run that sets reps; the best span in ms. The first
- * error op returns ends it, in *rc (a driver error of the events dies). */
-static double ceil_time(CUresult (*op)(void *), void *arg, unsigned *reps, CUresult *rc)
+ * after a calibration run that sets reps; the best span in ms, the
+ * slowest in *worst. The first error op returns ends it, in *rc (a driver
+ * error of the events dies). */
+static double ceil_time(CUresult (*op)(void *), void *arg, unsigned *reps, double *worst, CUresult *rc)
 {
 	double best = 1e30;
+	*worst = 0;
 	*reps = 1;
 	*rc = 0;
 	for (int t = -1; t < CEIL_TRIALS && *rc == 0; t++) {
@@ -675,6 +679,7 @@ static double ceil_time(CUresult (*op)(void *), void *arg, unsigned *reps, CUres
 			continue;
 		}
 		best = ms < best ? ms : best;
+		*worst = ms > *worst ? ms : *worst;
 	}
 	return best;
 }
@@ -756,12 +761,13 @@ static int run_ceilings(int argc, char **argv)
 	cu_must(cu.MemsetD32(ceil_copy.src, 0x3F800000u, ceil_copy.bytes / 4), "cuMemsetD32");
 	unsigned reps;
 	CUresult rc;
-	double ms = ceil_time(ceil_copy_op, 0, &reps, &rc);
+	double worst;
+	double ms = ceil_time(ceil_copy_op, 0, &reps, &worst, &rc);
 	cu_must(rc, "cuMemcpyDtoDAsync");
 	printf("{\"device\": ");
 	json_str(name);
-	printf(", \"l2_bytes\": %d, \"copy_bytes\": %zu, \"copy_reps\": %u, \"copy_ns\": %.0f, \"copy_bandwidth\": %.6e",
-	       l2, 2 * ceil_copy.bytes, reps, ms * 1e6, 2.0 * (double)ceil_copy.bytes * reps / (ms * 1e-3));
+	printf(", \"l2_bytes\": %d, \"copy_bytes\": %zu, \"copy_reps\": %u, \"copy_ns\": %.0f, \"copy_worst_ns\": %.0f, \"copy_bandwidth\": %.6e",
+	       l2, 2 * ceil_copy.bytes, reps, ms * 1e6, worst * 1e6, 2.0 * (double)ceil_copy.bytes * reps / (ms * 1e-3));
 
 	char err[512] = "";
 	void *lib = argc == 1 ? dlopen(argv[0], RTLD_NOW | RTLD_LOCAL) : NULL;
@@ -809,14 +815,14 @@ static int run_ceilings(int argc, char **argv)
 					 rc0 == ENTRY_FAILED ? "failed" : cu_error(rc0, "cuCtxSynchronize"));
 				break;
 			}
-			double best = ceil_time(ceil_gemm_op, 0, &reps, &rc);
+			double best = ceil_time(ceil_gemm_op, 0, &reps, &worst, &rc);
 			if (rc != 0) {
 				snprintf(err, sizeof err, "cublasGemmEx %s %s: status %d", kinds[k].dtype, kinds[k].policy, entry_rc);
 				break;
 			}
 			double flops = 2.0 * cb.n * (double)cb.n * cb.n * reps / (best * 1e-3);
-			printf("%s{\"dtype\": \"%s\", \"policy\": \"%s\", \"n\": %d, \"reps\": %u, \"ns\": %.0f, \"flops\": %.6e}",
-			       k ? ", " : "", kinds[k].dtype, kinds[k].policy, cb.n, reps, best * 1e6, flops);
+			printf("%s{\"dtype\": \"%s\", \"policy\": \"%s\", \"n\": %d, \"reps\": %u, \"ns\": %.0f, \"worst_ns\": %.0f, \"flops\": %.6e}",
+			       k ? ", " : "", kinds[k].dtype, kinds[k].policy, cb.n, reps, best * 1e6, worst * 1e6, flops);
 		}
 	}
 	printf("], \"gemm_error\": ");
