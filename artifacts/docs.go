@@ -268,8 +268,28 @@ type Prepared struct {
 	// (role "cubin") and its launch in the timer's line form (role
 	// "launch", made by prepare from the captured manifest).
 	Kernel []FileRef `json:"kernel,omitempty"`
+	// Chain ties a cubin entry's cubin to its PTX: prepare built the PTX
+	// again with ptxas and found the same code (docs/gpu.md, "The cubin
+	// chain"); absent in entries prepared before it.
+	Chain *CubinChain `json:"chain,omitempty"`
 	// BelowBest is the capture build's [Build.BelowBest].
 	BelowBest string `json:"belowBest,omitempty"`
+}
+
+// CubinChain is how prepare tied a captured cubin to the PTX stored beside
+// it: ptxas (found by tilepipe, never named by the route; its path,
+// digest and first version line) run on the PTX with Args (the launch
+// manifest's ptxas flags and --gpu-name, the PTX's .target) built Rebuilt,
+// a layer of the prepared stage, whose code is the captured cubin's
+// (internal/launch.SameCode: every section but debug information).
+type CubinChain struct {
+	PTX          Digest   `json:"ptx"`
+	Cubin        Digest   `json:"cubin"`
+	Rebuilt      FileRef  `json:"rebuilt"`
+	Ptxas        string   `json:"ptxas"`
+	PtxasDigest  Digest   `json:"ptxasDigest"`
+	PtxasVersion string   `json:"ptxasVersion"`
+	Args         []string `json:"args"`
 }
 
 // PreparedDoc is the prepare stage's document.

@@ -172,6 +172,7 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	a.chain()
 	a.cohort()
 	a.routes()
+	a.cubinChain()
 	a.inputs()
 	a.oracle()
 	a.outputs()

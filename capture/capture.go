@@ -579,6 +579,13 @@ func build(ctx context.Context, s *artifacts.Store, cfg Config, r artifacts.Rout
 		// scratch directory is a private tmpfs there, the work dir inside it.
 		env["TMPDIR"] = j.tmp
 	}
+	if _, given := env["TILEPIPE_PTXAS"]; r.Kind == "cubin" && !given {
+		// The ptxas prepare will build the PTX again with (docs/gpu.md,
+		// "The cubin chain"): a cubin route builds its cubin with it.
+		if p, err := launch.FindPtxas(); err == nil {
+			env["TILEPIPE_PTXAS"] = p
+		}
+	}
 	cmd, out, reason, err := s.Run(ctx, argv, work, env, cfg.BuildTimeout)
 	b.Seconds = time.Since(t0).Seconds()
 	if err != nil {

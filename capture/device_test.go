@@ -91,7 +91,7 @@ func TestCubinBuild(t *testing.T) {
 	manifest := `{"kernel": "add_kernel", "arch": "sm_90", "grid": [977, 1, 1], "block": [128, 1, 1], "cluster": [1, 1, 1], "sharedBytes": 0,
  "params": [{"kind": "tensor", "tensor": "A", "align": 16}, {"kind": "tensor", "tensor": "B", "align": 16}, {"kind": "tensor", "tensor": "C", "align": 16},
   {"kind": "i32", "value": 1000000}, {"kind": "scratch"}, {"kind": "scratch"}],
- "scratch": [{"bytes": 0, "align": 1}, {"bytes": 0, "align": 1}]}`
+ "scratch": [{"bytes": 0, "align": 1}, {"bytes": 0, "align": 1}], "ptxas": ["-lineinfo", "-v"]}`
 	for _, tc := range []struct{ name, manifest, want string }{
 		{"matches", manifest, ""},
 		{"a tensor not in the case", strings.Replace(manifest, `"tensor": "C"`, `"tensor": "D"`, 1),

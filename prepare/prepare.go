@@ -97,6 +97,9 @@ type preparer struct {
 	// their closure arguments (artifacts.Process.ClosureArgs), by what
 	// the listing depends on: each runs once, its entries share it.
 	listings map[string]*listing
+	// ptxas is the ptxas every cubin entry's PTX is built again with.
+	ptxasOnce sync.Once
+	ptxas     *ptxasTool
 }
 
 // listing is one shared closure listing: its files, or why it failed.
@@ -436,8 +439,12 @@ func (p *preparer) cubin(ctx context.Context, c artifacts.CapturedCase, b artifa
 	if err := m.MatchPTX(ptx); err != nil {
 		return fmt.Sprintf("launch manifest %s against %s: %v", files["manifest"].Path, files["ptx"].Path, err), nil
 	}
-	if _, err := read("cubin", 1<<30); err != nil {
+	cubin, err := read("cubin", 1<<30)
+	if err != nil {
 		return err.Error(), nil
+	}
+	if why, err := p.rebuild(ctx, c, b, m, files, ptx, cubin, e); why != "" || err != nil {
+		return why, err
 	}
 	ld, err := p.s.PutBytes([]byte(m.Lines(c.Signature)), artifacts.MediaText)
 	if err != nil {
@@ -459,6 +466,94 @@ func (p *preparer) cubin(ctx context.Context, c artifacts.CapturedCase, b artifa
 		return "", err
 	}
 	return p.closure(ctx, []string{exe, "--closure"}, dir, nil, c.Case.DeviceOf() == oracle.DeviceCUDA, e)
+}
+
+// ptxasTool is the ptxas prepare runs (launch.FindPtxas), found once.
+type ptxasTool struct {
+	path, version string
+	digest        artifacts.Digest
+	err           error
+}
+
+func (p *preparer) findPtxas(ctx context.Context) *ptxasTool {
+	p.ptxasOnce.Do(func() {
+		t := &ptxasTool{}
+		p.ptxas = t
+		if t.path, t.err = launch.FindPtxas(); t.err != nil {
+			return
+		}
+		if t.digest, _, t.err = artifacts.HashFile(t.path); t.err != nil {
+			return
+		}
+		out, err := runOutput(ctx, t.path, "--version")
+		if err != nil {
+			t.err = fmt.Errorf("%s --version: %v", t.path, err)
+			return
+		}
+		for _, l := range strings.Split(out, "\n") {
+			if strings.Contains(l, "release") {
+				t.version = strings.TrimSpace(l)
+			}
+		}
+		if t.version == "" {
+			t.version = strings.TrimSpace(strings.SplitN(out, "\n", 2)[0])
+		}
+	})
+	return p.ptxas
+}
+
+// rebuild is the cubin chain (docs/gpu.md, "The cubin chain"): ptxas,
+// found by tilepipe (launch.FindPtxas), builds the stored PTX again in the
+// sandbox with the manifest's flags for the PTX's .target, and the stored
+// cubin must hold the same code (launch.SameCode); the rebuilt cubin is
+// kept as a layer and the chain recorded in the entry. A cubin that is not
+// its PTX's (a route that hands over honest source and PTX beside a cubin
+// of its own) is refused before anything runs it.
+func (p *preparer) rebuild(ctx context.Context, c artifacts.CapturedCase, b artifacts.Build, m launch.Manifest, files map[string]artifacts.FileRef, ptx, cubin []byte, e *artifacts.Prepared) (string, error) {
+	pf, cf := files["ptx"], files["cubin"]
+	t := p.findPtxas(ctx)
+	if t.err != nil {
+		return fmt.Sprintf("cubin chain: %v: prepare builds every cubin again from its PTX", t.err), nil
+	}
+	target, err := launch.Target(ptx)
+	if err != nil {
+		return fmt.Sprintf("cubin chain: %s: %v", pf.Path, err), nil
+	}
+	dir := filepath.Join(p.tmp, c.Case.ID+"."+b.Route+".ptxas")
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		return "", err
+	}
+	src, out := filepath.Join(dir, "kernel.ptx"), filepath.Join(dir, "kernel.cubin")
+	if err := os.WriteFile(src, ptx, 0o444); err != nil {
+		return "", err
+	}
+	args := append(slices.Clone(m.Ptxas), "--gpu-name="+target)
+	argv := append(append([]string{t.path}, args...), src, "-o", out)
+	if p.sandbox != nil {
+		argv = p.sandbox.Wrap([]string{p.cap.Store.Dir(), p.s.Dir(), p.tmp}, nil, []visit.Bind{{Src: dir, Dst: dir}}, nil, dir, argv)
+	}
+	_, _, reason, err := p.run(ctx, argv, dir, nil)
+	if err != nil {
+		return "", err
+	}
+	if reason != "" {
+		return fmt.Sprintf("cubin chain: ptxas %s on %s: %s", strings.Join(args, " "), pf.Path, reason), nil
+	}
+	built, err := os.ReadFile(out)
+	if err != nil {
+		return fmt.Sprintf("cubin chain: ptxas wrote no cubin: %v", err), nil
+	}
+	if err := launch.SameCode(cubin, built); err != nil {
+		return fmt.Sprintf("cubin chain: %s is not what ptxas builds from %s (%s %s): %v", cf.Path, pf.Path, t.path, strings.Join(args, " "), err), nil
+	}
+	rd, err := p.s.PutBytes(built, artifacts.MediaOctet)
+	if err != nil {
+		return "", err
+	}
+	p.s.Name(fmt.Sprintf("cases/%s/%s/rebuilt.cubin", c.Case.ID, b.Route), rd)
+	e.Chain = &artifacts.CubinChain{PTX: pf.Digest, Cubin: cf.Digest, Rebuilt: artifacts.FileRef{Path: "rebuilt.cubin", Role: "cubin", Digest: rd.Digest, Size: rd.Size},
+		Ptxas: t.path, PtxasDigest: t.digest, PtxasVersion: t.version, Args: args}
+	return "", nil
 }
 
 // rawInputs stores each packet input as raw little-endian bytes, which the

@@ -15,6 +15,7 @@ import (
 	"github.com/tilepipe/tilepipe/artifacts/samples"
 	"github.com/tilepipe/tilepipe/capture"
 	"github.com/tilepipe/tilepipe/internal/floors"
+	"github.com/tilepipe/tilepipe/internal/launch"
 	"github.com/tilepipe/tilepipe/oracle"
 	"github.com/tilepipe/tilepipe/report"
 )
@@ -37,7 +38,7 @@ func TestCubinPrepared(t *testing.T) {
 	os.WriteFile(filepath.Join(src, "add.cubin"), []byte("stand-in cubin"), 0o644)
 	os.WriteFile(filepath.Join(src, "launch.json"), []byte(`{"kernel": "add_kernel", "arch": "sm_90", "grid": [977, 1, 1], "block": [128, 1, 1], "cluster": [1, 1, 1], "sharedBytes": 0,
  "params": [{"kind": "tensor", "tensor": "A", "align": 16}, {"kind": "tensor", "tensor": "B", "align": 16}, {"kind": "tensor", "tensor": "C", "align": 16},
-  {"kind": "i32", "value": 1000000}, {"kind": "scratch"}, {"kind": "scratch"}], "scratch": [{"bytes": 0, "align": 1}, {"bytes": 0, "align": 1}]}`), 0o644)
+  {"kind": "i32", "value": 1000000}, {"kind": "scratch"}, {"kind": "scratch"}], "scratch": [{"bytes": 0, "align": 1}, {"bytes": 0, "align": 1}], "ptxas": ["-lineinfo", "-v"]}`), 0o644)
 	route := filepath.Join(dir, "route")
 	os.WriteFile(route, []byte(strings.ReplaceAll(`#!/bin/sh
 if [ "$1" = describe ]; then
@@ -60,14 +61,63 @@ echo '{"protocol": 1, "status": "built", "kind": "cubin", "files": [{"path": "ad
 	if doc.CUDATimer == nil || doc.CUDASource == nil || e.Kind != "cubin" {
 		t.Fatalf("prepared document: cudaTimer %v, cudaSource %v, entry kind %q: want the timer, its source and a cubin entry", doc.CUDATimer, doc.CUDASource, e.Kind)
 	}
-	if _, err := exec.LookPath("nvidia-smi"); err == nil {
-		if code != 0 || e.Status != "prepared" || len(e.Kernel) != 2 || e.Program.Digest != doc.CUDATimer.Digest {
-			t.Errorf("prepare on a GPU machine = exit %d, entry %s %q kernel %v\n%s", code, e.Status, e.Reason, e.Kernel, errs)
-		}
-		return
+	// Before anything runs it, prepare builds the PTX again (the cubin
+	// chain): without a ptxas the entry fails naming where it looked; with
+	// one, the stand-in cubin is not what the PTX builds to.
+	want := "cubin chain: ptxas not found (" + launch.PtxasHint + "): prepare builds every cubin again from its PTX"
+	if _, err := launch.FindPtxas(); err == nil {
+		want = "cubin chain: add.cubin is not what ptxas builds from add.ptx ("
 	}
-	if want := "closure: exited: status 2: harness: error: dlopen libcuda.so.1: "; code != exitFailure || e.Status != "failed" || !strings.HasPrefix(e.Reason, want) {
-		t.Errorf("prepare without a driver = exit %d, entry %s %q, want exit 1 and failed %q...", code, e.Status, e.Reason, want)
+	if code != exitFailure || e.Status != "failed" || !strings.HasPrefix(e.Reason, want) {
+		t.Errorf("prepare = exit %d, entry %s %q, want exit 1 and failed %q...\n%s", code, e.Status, e.Reason, want, errs)
+	}
+}
+
+// TestGPUCubinChain (on a GPU with nvcc and ptxas): prepare builds every
+// cubin build's PTX again with the ptxas tilepipe finds and compares the
+// code. routes/testdata/cuda-adversary's cubin_swap hands over the source
+// and PTX of an honest add beside a cubin built from block_skip's source:
+// prepare refuses it, naming the first section whose bytes differ, before
+// any visit could time it. Its guard_late cubin is its PTX's: prepared,
+// with the chain recorded.
+func TestGPUCubinChain(t *testing.T) {
+	if _, err := exec.LookPath("nvidia-smi"); err != nil {
+		t.Skip("no GPU here")
+	}
+	if _, err := os.Stat("/usr/local/cuda/bin/nvcc"); err != nil && os.Getenv("CUDA_HOME") == "" {
+		t.Skip("no CUDA toolkit here")
+	}
+	route, err := filepath.Abs("../../routes/testdata/cuda-adversary/route")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct{ variant, status, want string }{
+		{"cubin_swap", "failed", "cubin chain: kernel.cubin is not what ptxas builds from kernel.ptx ("},
+		{"guard_late", "prepared", ""},
+	} {
+		t.Run(tc.variant, func(t *testing.T) {
+			t.Setenv("TILEPIPE_TEST_GPU_ADVERSARY", tc.variant)
+			dir := t.TempDir()
+			co := filepath.Join(dir, "cohort.json")
+			os.WriteFile(co, []byte(`{"schema": 1, "cases": [{"op": "add", "dims": {"M": 64, "N": 1000}, "seed": 7, "device": "cuda"}]}`), 0o644)
+			capDir, prepDir := filepath.Join(dir, "capture"), filepath.Join(dir, "prepared")
+			if code, out, errs := tp(t, "capture", "--cohort", co, "--routes", "", "--route-exec", route, "--output", capDir); code != 0 {
+				t.Fatalf("capture = exit %d\n%s%s", code, out, errs)
+			}
+			code, _, errs := tp(t, "prepare", "--capture", capDir, "--output", prepDir)
+			e := readPrepared(t, prepDir).Entries[0]
+			if e.Status != tc.status || !strings.HasPrefix(e.Reason, tc.want) {
+				t.Fatalf("prepare = exit %d, entry %s %q; want %s %q...\n%s", code, e.Status, e.Reason, tc.status, tc.want, errs)
+			}
+			if tc.status == "failed" {
+				if !strings.Contains(e.Reason, "): section .") || e.Chain != nil {
+					t.Errorf("refused entry: reason %q, chain %+v; want the first section that differs named and no chain", e.Reason, e.Chain)
+				}
+			} else if c := e.Chain; c == nil || !slices.Equal(c.Args, []string{"--gpu-name=sm_90"}) || c.PtxasDigest == "" || c.Cubin != e.Kernel[0].Digest {
+				t.Errorf("prepared entry's chain = %+v, want ptxas --gpu-name=sm_90 on the PTX, its digest, and the cubin the timer loads", c)
+			}
+			t.Logf("%s: %s %s", tc.variant, e.Status, e.Reason)
+		})
 	}
 }
 
@@ -515,6 +565,30 @@ func TestGPUSideStream(t *testing.T) {
 	if !(ratio >= 0.8) {
 		t.Errorf("the side-stream entry timed at %.3f of the honest route's time: its work escaped the span", ratio)
 	}
+}
+
+// TestGPUTF32AsStrict (on a GPU with cuBLAS): an entry that runs a strict
+// f32 gemm on TF32 tensor cores (routes/testdata/cublas-adversary tf32)
+// at K = 2048, where on `normal` inputs the strict bound let TF32 through
+// (issue 27). A strict f32 gemm case takes the `exact` pattern (bound 0),
+// so its first validation call fails the oracle.
+func TestGPUTF32AsStrict(t *testing.T) {
+	if _, err := exec.LookPath("nvidia-smi"); err != nil {
+		t.Skip("no GPU here")
+	}
+	if _, err := os.Stat("/usr/local/cuda/include/cublas_v2.h"); err != nil && os.Getenv("CUDA_HOME") == "" {
+		t.Skip("no CUDA toolkit with cuBLAS here")
+	}
+	t.Setenv("TILEPIPE_TEST_GPU_ADVERSARY", "tf32")
+	code, doc, errs := gpuChain(t, "cublas-adversary", `{"op": "gemm", "dims": {"M": 256, "N": 256, "K": 2048}, "seed": 8, "device": "cuda"}`, "", "cublas-adversary", 1)
+	if len(doc.Visits) != 1 {
+		t.Fatalf("replay = exit %d, %d visits\n%s", code, len(doc.Visits), errs)
+	}
+	v := doc.Visits[0]
+	if code != exitFailure || v.Status != "failed" || !strings.HasPrefix(v.Reason, "oracle: warm set 0: bound: C[") || !strings.Contains(v.Reason, " ± 0 (") {
+		t.Errorf("replay = exit %d, visit %s %q; want exit 1, failed by the oracle's bound 0", code, v.Status, v.Reason)
+	}
+	t.Logf("tf32: %s", v.Reason)
 }
 
 // TestGPUHealthCheck (on a GPU): a kernel that stores far outside any

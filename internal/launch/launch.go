@@ -63,6 +63,10 @@ type Manifest struct {
 	// Scratch sizes and alignments, for the Scratch params in order
 	// (Triton: global, then profile).
 	Scratch []ScratchSpec `json:"scratch"`
+	// Ptxas is the flags ptxas built the cubin with from the PTX, beside
+	// --gpu-name (the PTX's .target) and the files: prepare runs ptxas
+	// with them again and compares (CheckPtxas, SameCode).
+	Ptxas []string `json:"ptxas"`
 }
 
 // Param is one kernel parameter in launch order.
@@ -117,6 +121,9 @@ func (m Manifest) Check(sig []oracle.Param) error {
 	}
 	if !archRE.MatchString(m.Arch) {
 		return bad("arch: want sm_NN (the compute capability built for), got %q", m.Arch)
+	}
+	if err := CheckPtxas(m.Ptxas); err != nil {
+		return err
 	}
 	for i, d := range m.Grid {
 		limit := uint32(MaxGridYZ)

@@ -17,7 +17,7 @@ var addSig = oracle.SignatureOf("add", map[string]int{"M": 1000, "N": 1000}, "f3
 const probeAdd = `{"kernel": "add_kernel", "arch": "sm_90", "grid": [977, 1, 1], "block": [128, 1, 1], "cluster": [1, 1, 1], "sharedBytes": 0,
  "params": [{"kind": "tensor", "tensor": "A", "align": 16}, {"kind": "tensor", "tensor": "B", "align": 16}, {"kind": "tensor", "tensor": "C", "align": 16},
   {"kind": "i32", "value": 1000000}, {"kind": "scratch"}, {"kind": "scratch"}],
- "scratch": [{"bytes": 0, "align": 1}, {"bytes": 0, "align": 1}]}`
+ "scratch": [{"bytes": 0, "align": 1}, {"bytes": 0, "align": 1}], "ptxas": ["-lineinfo", "-v"]}`
 
 func TestProbeManifest(t *testing.T) {
 	m, err := Parse([]byte(probeAdd))
@@ -76,6 +76,10 @@ func TestCheckRefuses(t *testing.T) {
 		{"scratch count", `"scratch": [{"bytes": 0, "align": 1}, {"bytes": 0, "align": 1}]`, `"scratch": [{"bytes": 0, "align": 1}]`, "scratch: 1 sizes for 2 scratch parameters"},
 		{"scratch align", `"scratch": [{"bytes": 0, "align": 1}, `, `"scratch": [{"bytes": 0, "align": 3}, `, "scratch[0].align: want a power of two up to 4096, got 3"},
 		{"scratch size", `"scratch": [{"bytes": 0, "align": 1}, `, `"scratch": [{"bytes": -1, "align": 1}, `, "scratch[0].bytes: want 0 to 1073741824, got -1"},
+		{"no ptxas flags", `, "ptxas": ["-lineinfo", "-v"]`, ``, `ptxas: want the flags ptxas built the cubin with from the PTX, beside --gpu-name (for example ["-lineinfo", "-v"]; [] for none): prepare builds it again`},
+		{"ptxas names a file", `"ptxas": ["-lineinfo", "-v"]`, `"ptxas": ["-lineinfo", "-o", "/tmp/x"]`, `ptxas[1]: "-o" is not one of -lineinfo -suppress-debug-info -v --fmad=false --fmad=true -O0 -O1 -O2 -O3`},
+		{"ptxas arch", `"ptxas": ["-lineinfo", "-v"]`, `"ptxas": ["--gpu-name=sm_80"]`, `ptxas[0]: "--gpu-name=sm_80" is not one of -lineinfo -suppress-debug-info -v --fmad=false --fmad=true -O0 -O1 -O2 -O3`},
+		{"ptxas twice", `"ptxas": ["-lineinfo", "-v"]`, `"ptxas": ["-v", "-v"]`, `ptxas[1]: "-v" given twice`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if !strings.Contains(probeAdd, tc.from) {

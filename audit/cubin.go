@@ -1,0 +1,187 @@
+package audit
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/tilepipe/tilepipe/artifacts"
+	"github.com/tilepipe/tilepipe/internal/launch"
+)
+
+// maxCubin bounds a cubin or PTX read back.
+const maxCubin = 1 << 30
+
+// cubinChain checks that every prepared cubin entry's cubin is its PTX's
+// (docs/gpu.md, "The cubin chain").
+func (a *auditor) cubinChain() {
+	readPrep := func(d artifacts.Digest, limit int64) ([]byte, error) {
+		if !a.prep.Has(d) {
+			return nil, fmt.Errorf("blob %s is not a layer of the prepared stage", artifacts.Short(d))
+		}
+		return a.prep.Store.ReadVerified(d, "prepared output", limit)
+	}
+	p, w, n := cubinChains(a.cdoc, a.pdoc, a.readCapture, readPrep, rebuildHere)
+	if n == 0 && len(p)+len(w) == 0 {
+		return // no cubin entry: nothing to say
+	}
+	a.add("cubin chain", p, w, fmt.Sprintf("%d cubin entries: the cubin each timer loads holds the code ptxas builds from the PTX stored beside it", n))
+}
+
+// rebuild builds ptx with the ptxas at path (args as recorded) and returns
+// the cubin; an error when it cannot.
+type rebuild func(path string, args []string, ptx []byte) ([]byte, error)
+
+// rebuildHere runs ptxas here, with a minute's limit, in a directory of
+// its own.
+func rebuildHere(path string, args []string, ptx []byte) ([]byte, error) {
+	dir, err := os.MkdirTemp("", "tilepipe-audit-ptxas-")
+	if err != nil {
+		return nil, err
+	}
+	defer os.RemoveAll(dir)
+	src, out := filepath.Join(dir, "kernel.ptx"), filepath.Join(dir, "kernel.cubin")
+	if err := os.WriteFile(src, ptx, 0o444); err != nil {
+		return nil, err
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, path, append(slices.Clone(args), src, "-o", out)...)
+	cmd.Dir = dir
+	if msg, err := cmd.CombinedOutput(); err != nil {
+		return nil, fmt.Errorf("%s: %v: %s", path, err, strings.TrimSpace(string(msg)))
+	}
+	return os.ReadFile(out)
+}
+
+// cubinChains is the cubin chain check over a capture and a prepared
+// document, reading capture and prepared blobs with readCap and readPrep:
+// for every prepared cubin entry, its chain names the PTX and cubin its
+// capture build stored (the cubin the entry's timer loads), ptxas flags
+// that are the launch manifest's with --gpu-name the PTX's .target, and a
+// rebuilt cubin, a layer of the prepared stage, with the same code as the
+// stored one (launch.SameCode). Where a ptxas with the recorded digest is
+// found here (launch.FindPtxas), the PTX is built again with it (again)
+// and compared; otherwise a warning says the rebuild is prepare's word.
+// An entry prepared before the chain is a warning. Returns the problems,
+// the warnings and the cubin entries checked.
+func cubinChains(cdoc artifacts.CaptureDoc, pdoc artifacts.PreparedDoc, readCap, readPrep func(artifacts.Digest, int64) ([]byte, error), again rebuild) (p, w []string, n int) {
+	builds := map[[2]string]artifacts.Build{}
+	for _, c := range cdoc.Cases {
+		for _, b := range c.Builds {
+			builds[[2]string{c.Case.ID, b.Route}] = b
+		}
+	}
+	here, herr := launch.FindPtxas()
+	var hereDigest artifacts.Digest
+	if herr == nil {
+		if hereDigest, _, herr = artifacts.HashFile(here); herr != nil {
+			here = ""
+		}
+	}
+	notHere := map[string]bool{}
+	for _, e := range pdoc.Entries {
+		if e.Kind != "cubin" || e.Status != artifacts.StatusPrepared {
+			continue
+		}
+		n++
+		name := e.Case + "/" + e.Route
+		bad := func(format string, args ...any) {
+			p = append(p, fmt.Sprintf("entry %s: chain: ", name)+fmt.Sprintf(format, args...))
+		}
+		c := e.Chain
+		if c == nil {
+			w = append(w, fmt.Sprintf("entry %s: prepared before the cubin chain: its cubin is not tied to its PTX", name))
+			continue
+		}
+		files := map[string]artifacts.FileRef{}
+		for _, f := range builds[[2]string{e.Case, e.Route}].Files {
+			files[f.Role] = f
+		}
+		ptxRef, cubRef, manRef := files["ptx"], files["cubin"], files["manifest"]
+		var loaded artifacts.Digest
+		for _, k := range e.Kernel {
+			if k.Role == "cubin" {
+				loaded = k.Digest
+			}
+		}
+		switch {
+		case c.PTX != ptxRef.Digest:
+			bad("ptx %s, the capture build's %s is %s", artifacts.Short(c.PTX), ptxRef.Path, artifacts.Short(ptxRef.Digest))
+			continue
+		case c.Cubin != cubRef.Digest || c.Cubin != loaded:
+			bad("cubin %s, the capture build's %s is %s and the timer loads %s", artifacts.Short(c.Cubin), cubRef.Path, artifacts.Short(cubRef.Digest), artifacts.Short(loaded))
+			continue
+		case !filepath.IsAbs(c.Ptxas) || c.PtxasDigest == "":
+			bad("ptxas %q, digest %q: want an absolute path and its digest", c.Ptxas, c.PtxasDigest)
+			continue
+		}
+		ptx, err := readCap(c.PTX, maxCubin)
+		if err != nil {
+			bad("ptx: %v", err)
+			continue
+		}
+		mb, err := readCap(manRef.Digest, launch.MaxManifestBytes)
+		if err != nil {
+			bad("manifest: %v", err)
+			continue
+		}
+		m, err := launch.Parse(mb)
+		if err == nil {
+			err = launch.CheckPtxas(m.Ptxas)
+		}
+		if err != nil {
+			bad("%s: %v", manRef.Path, err)
+			continue
+		}
+		target, err := launch.Target(ptx)
+		if err != nil {
+			bad("%s: %v", ptxRef.Path, err)
+			continue
+		}
+		if want := append(slices.Clone(m.Ptxas), "--gpu-name="+target); !slices.Equal(c.Args, want) {
+			bad("ptxas ran with %q, the manifest and the PTX's .target give %q", c.Args, want)
+			continue
+		}
+		cubin, err := readCap(c.Cubin, maxCubin)
+		if err != nil {
+			bad("cubin: %v", err)
+			continue
+		}
+		rebuilt, err := readPrep(c.Rebuilt.Digest, maxCubin)
+		if err != nil {
+			bad("rebuilt cubin: %v", err)
+			continue
+		}
+		if err := launch.SameCode(cubin, rebuilt); err != nil {
+			bad("%s is not the rebuilt cubin's code: %v", cubRef.Path, err)
+			continue
+		}
+		if here == "" || hereDigest != c.PtxasDigest {
+			notHere[fmt.Sprintf("%s (%s)", c.Ptxas, artifacts.Short(c.PtxasDigest))] = true
+			continue
+		}
+		ours, err := again(here, c.Args, ptx)
+		if err != nil {
+			bad("ptxas here: %v", err)
+			continue
+		}
+		if err := launch.SameCode(cubin, ours); err != nil {
+			bad("%s is not what ptxas builds here from %s: %v", cubRef.Path, ptxRef.Path, err)
+		}
+	}
+	if len(notHere) > 0 {
+		why := fmt.Sprintf("the ptxas here, %s, is %s", here, artifacts.Short(hereDigest))
+		if herr != nil {
+			why = herr.Error()
+		}
+		w = append(w, fmt.Sprintf("the PTX was not built again here with the ptxas prepare used, %s: %s; the rebuilt cubins are prepare's", strings.Join(slices.Sorted(maps.Keys(notHere)), ", "), why))
+	}
+	return p, w, n
+}
