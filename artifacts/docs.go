@@ -588,6 +588,12 @@ type CaseFloor struct {
 	ComputeSlack float64 `json:"computeSlack,omitempty"`
 }
 
+// GPUIdle is a visit's idle probes: how many, and the slowest in ns.
+type GPUIdle struct {
+	Probes  int   `json:"probes"`
+	WorstNs int64 `json:"worstNs"`
+}
+
 // NovelRecord is how a visit's novel samples were taken: Samples samples
 // of Calls calls each over the visit's novel slots, its FreshSets (Calls
 // is the warm calibration's calls per sample, at most the slots); novel
@@ -651,11 +657,16 @@ type VisitResult struct {
 	Graph *GraphRecord `json:"graph,omitempty"`
 	// Novel is the visit's novel samples (visit protocol 4,
 	// docs/protocol.md): every passed visit has them.
-	Novel   *NovelRecord `json:"novel,omitempty"`
-	Samples Digest       `json:"samples,omitempty"` // per-visit Arrow table
-	Stdout  Digest       `json:"stdout,omitempty"`
-	Stderr  Digest       `json:"stderr,omitempty"`
-	Exit    int          `json:"exit"`
+	Novel *NovelRecord `json:"novel,omitempty"`
+	// GPUIdle is a GPU visit's idle probes: the telemetry monitor's empty
+	// kernel, timed before every sample command and after every report
+	// (internal/telemetry.BusyNs, docs/gpu-clock.md); absent on the CPU and
+	// in replays made before the probe.
+	GPUIdle *GPUIdle `json:"gpuIdle,omitempty"`
+	Samples Digest   `json:"samples,omitempty"` // per-visit Arrow table
+	Stdout  Digest   `json:"stdout,omitempty"`
+	Stderr  Digest   `json:"stderr,omitempty"`
+	Exit    int      `json:"exit"`
 	// Argv is what replay started: the sandbox with its mounts, then the timer.
 	Argv []string `json:"argv,omitempty"`
 	// CPUNs is the CPU time of every process the visit started, WallNs its

@@ -127,7 +127,7 @@ func (a *auditor) containment() []Row {
 		}
 		var ss []visit.Sample
 		for _, r := range rows {
-			s := visit.Sample{Kind: r.Kind, Index: int(r.Index), Calls: r.Calls, SpanNs: r.TotalNs, TimerNs: r.TimerNs}
+			s := visit.Sample{Kind: r.Kind, Index: int(r.Index), Calls: r.Calls, SpanNs: r.TotalNs, TimerNs: r.TimerNs, Clock: r.Clock}
 			if err := visit.CheckClock(s); err != nil {
 				p = append(p, fmt.Sprintf("visit %d: %v", v.Index, err))
 			}

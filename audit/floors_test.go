@@ -81,3 +81,25 @@ func TestAboveCeiling(t *testing.T) {
 		}
 	}
 }
+
+// TestIdleProbes: a passed GPU visit's idle probes must all be within
+// telemetry.BusyNs and number two a sample at least; a visit without any
+// (the CPU, a replay made before the probe) is not judged.
+func TestIdleProbes(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		g    *artifacts.GPUIdle
+		rows int
+		want string
+	}{
+		{"none recorded", nil, 40, ""},
+		{"idle", &artifacts.GPUIdle{Probes: 96, WorstNs: 37800}, 40, ""},
+		{"busy, yet passed", &artifacts.GPUIdle{Probes: 96, WorstNs: 2384600}, 40, "idle probe of 2384 us, above 500 us: the GPU ran work of the visit outside its samples, and the visit passed"},
+		{"too few", &artifacts.GPUIdle{Probes: 79, WorstNs: 9000}, 40, "79 idle probes for 40 samples: want one before and one after every sample"},
+		{"no time", &artifacts.GPUIdle{Probes: 96}, 40, "96 idle probes, the slowest 0 ns: want each probe's time"},
+	} {
+		if got := idleProbes(tc.g, tc.rows); got != tc.want {
+			t.Errorf("%s: idleProbes = %q, want %q", tc.name, got, tc.want)
+		}
+	}
+}

@@ -5,9 +5,31 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/tilepipe/tilepipe/artifacts"
 	"github.com/tilepipe/tilepipe/artifacts/samples"
+	"github.com/tilepipe/tilepipe/internal/telemetry"
 	"github.com/tilepipe/tilepipe/oracle"
 )
+
+// idleProbes judges a passed visit's idle probes (artifacts.GPUIdle) for
+// its rows sample rows: every probe within telemetry.BusyNs (a slower one
+// fails the visit in replay, gpu_busy), and at least two a sample (one
+// before its command, one after its report; warm-up and calibration
+// commands add more). "" when they pass, or when the visit has none (the
+// CPU, or a replay made before the probe).
+func idleProbes(g *artifacts.GPUIdle, rows int) string {
+	switch {
+	case g == nil:
+		return ""
+	case g.WorstNs > telemetry.BusyNs:
+		return fmt.Sprintf("idle probe of %d us, above %d us: the GPU ran work of the visit outside its samples, and the visit passed", g.WorstNs/1000, telemetry.BusyNs/1000)
+	case g.Probes < 2*rows:
+		return fmt.Sprintf("%d idle probes for %d samples: want one before and one after every sample", g.Probes, rows)
+	case g.Probes > 0 && g.WorstNs <= 0:
+		return fmt.Sprintf("%d idle probes, the slowest %d ns: want each probe's time", g.Probes, g.WorstNs)
+	}
+	return ""
+}
 
 // telemetry checks that every sample of a passed GPU visit carries the
 // GPU's readings from before and after it (and no CPU sample does), and
@@ -18,11 +40,17 @@ func (a *auditor) telemetry() map[[2]string][]string {
 	var p, w []string
 	marks := map[[2]string]map[string]int{}
 	visits, vrows, _ := a.passedRows() // unreadable tables fail in summaries
-	gpu, flagged, implausible := 0, 0, 0
+	gpu, flagged, implausible, probed := 0, 0, 0, 0
 	for i, v := range visits {
 		cuda := a.device(v.Case) == oracle.DeviceCUDA
 		if cuda {
 			gpu++
+		}
+		if why := idleProbes(v.GPUIdle, len(vrows[i])); why != "" {
+			p = append(p, fmt.Sprintf("visit %d (%s %s): %s", v.Index, v.Case, v.Route, why))
+		}
+		if cuda && v.GPUIdle != nil {
+			probed++
 		}
 		byFlag := map[string][]string{}
 		unread := 0
@@ -66,7 +94,7 @@ func (a *auditor) telemetry() map[[2]string][]string {
 		}
 		w = append(w, fmt.Sprintf("visit %d (%s %s, round %d): %s", v.Index, v.Case, v.Route, v.Round+1, strings.Join(parts, "; ")))
 	}
-	a.add("telemetry", p, w, fmt.Sprintf("GPU readings around every sample of %d passed GPU visits; %d samples flagged (power, heat or another process); %d with readings of no powered GPU", gpu, flagged, implausible))
+	a.add("telemetry", p, w, fmt.Sprintf("GPU readings around every sample of %d passed GPU visits; %d samples flagged (power, heat or another process); %d with readings of no powered GPU; %d of them probed idle around every sample (replays made before the probe have none)", gpu, flagged, implausible, probed))
 	out := map[[2]string][]string{}
 	for k, m := range marks {
 		for _, f := range sortedKeys(m) {

@@ -457,7 +457,10 @@ func (r *replayer) visit(ctx context.Context, v artifacts.Visit, programs map[[2
 			vr.Status, vr.Reason, vr.End = artifacts.StatusFailed, "no telemetry: "+err.Error(), time.Now().UTC()
 			return vr, nil
 		}
-		tel = m.Read
+		// Every reading probes the GPU for work of the visit outside its
+		// samples (telemetry.BusyNs).
+		vr.GPUIdle = &artifacts.GPUIdle{}
+		tel = func() (samples.Reading, error) { return m.Idle(&vr.GPUIdle.Probes, &vr.GPUIdle.WorstNs) }
 	}
 	l := r.layout(v, e, prog)
 	for _, p := range []string{l.dir, l.visitFile} {

@@ -16,6 +16,7 @@ import (
 	"github.com/tilepipe/tilepipe/capture"
 	"github.com/tilepipe/tilepipe/internal/floors"
 	"github.com/tilepipe/tilepipe/internal/launch"
+	"github.com/tilepipe/tilepipe/internal/telemetry"
 	"github.com/tilepipe/tilepipe/oracle"
 	"github.com/tilepipe/tilepipe/report"
 )
@@ -187,7 +188,7 @@ func TestGPUCheckpointAudits(t *testing.T) {
 	if want := "audit verdict: PASS (checkpoint intact; 11 of 15 claims supported;"; code != 0 || !strings.Contains(errs, want) {
 		t.Fatalf("audit of the GPU checkpoint = exit %d, want 0 and %q\n%s", code, want, errs)
 	}
-	if want := "audit: PASSED telemetry: GPU readings around every sample of 22 passed GPU visits; 0 samples flagged (power, heat or another process); 0 with readings of no powered GPU\n"; !strings.Contains(errs, want) {
+	if want := "audit: PASSED telemetry: GPU readings around every sample of 22 passed GPU visits; 0 samples flagged (power, heat or another process); 0 with readings of no powered GPU; 0 of them probed idle around every sample (replays made before the probe have none)\n"; !strings.Contains(errs, want) {
 		t.Errorf("audit of the GPU checkpoint: want %q\n%s", want, errs)
 	}
 	var cubin artifacts.FileRef
@@ -589,6 +590,56 @@ func TestGPUTF32AsStrict(t *testing.T) {
 		t.Errorf("replay = exit %d, visit %s %q; want exit 1, failed by the oracle's bound 0", code, v.Status, v.Reason)
 	}
 	t.Logf("tf32: %s", v.Reason)
+}
+
+// TestGPUBackgroundWork (on a GPU with cuBLAS): an entry that computes
+// every call and keeps a thread of its own running gemms on its own stream
+// (routes/testdata/cublas-adversary background), GPU work of the visit
+// outside its samples. The timer's spans are honest; the telemetry
+// monitor's idle probe before the first command waits for the GPU's time
+// slice and fails the visit.
+func TestGPUBackgroundWork(t *testing.T) {
+	if _, err := exec.LookPath("nvidia-smi"); err != nil {
+		t.Skip("no GPU here")
+	}
+	if _, err := os.Stat("/usr/local/cuda/include/cublas_v2.h"); err != nil && os.Getenv("CUDA_HOME") == "" {
+		t.Skip("no CUDA toolkit with cuBLAS here")
+	}
+	t.Setenv("TILEPIPE_TEST_GPU_ADVERSARY", "background")
+	code, doc, errs := gpuChain(t, "cublas-adversary", `{"op": "gemm", "dims": {"M": 256, "N": 256, "K": 256}, "seed": 8, "device": "cuda"}`, "", "cublas-adversary", 1)
+	if len(doc.Visits) != 1 {
+		t.Fatalf("replay = exit %d, %d visits\n%s", code, len(doc.Visits), errs)
+	}
+	v := doc.Visits[0]
+	if code != exitFailure || v.Status != "failed" || !strings.HasPrefix(v.Reason, "gpu_busy: replay's empty kernel took ") || v.GPUIdle == nil || v.GPUIdle.WorstNs <= telemetry.BusyNs {
+		t.Errorf("replay = exit %d, visit %s %q, probes %+v; want exit 1, failed gpu_busy", code, v.Status, v.Reason, v.GPUIdle)
+	}
+	t.Logf("background: %s (probes %+v)", v.Reason, v.GPUIdle)
+}
+
+// TestGPUShavedEvents (on a GPU with cuBLAS): an entry that computes every
+// call and rewrites the timer's pointer to cuEventElapsedTime, found by
+// value in the timer's data, with one that reports 30% less
+// (routes/testdata/cublas-adversary shave). The batch samples' smallest
+// gap between replay's span and the events is bounded by the visit's own
+// empty samples (visit.CheckGap), not by 5 ms + 25%: clock_mismatch.
+func TestGPUShavedEvents(t *testing.T) {
+	if _, err := exec.LookPath("nvidia-smi"); err != nil {
+		t.Skip("no GPU here")
+	}
+	if _, err := os.Stat("/usr/local/cuda/include/cublas_v2.h"); err != nil && os.Getenv("CUDA_HOME") == "" {
+		t.Skip("no CUDA toolkit with cuBLAS here")
+	}
+	t.Setenv("TILEPIPE_TEST_GPU_ADVERSARY", "shave")
+	code, doc, errs := gpuChain(t, "cublas-adversary", `{"op": "gemm", "dims": {"M": 256, "N": 256, "K": 256}, "seed": 8, "device": "cuda"}`, "", "cublas-adversary", 1)
+	if len(doc.Visits) != 1 {
+		t.Fatalf("replay = exit %d, %d visits\n%s", code, len(doc.Visits), errs)
+	}
+	v := doc.Visits[0]
+	if code != exitFailure || v.Status != "failed" || !strings.HasPrefix(v.Reason, "clock_mismatch: batch samples: replay measured a median span of ") || !strings.Contains(v.Reason, " ns, the CUDA events at least ") {
+		t.Errorf("replay = exit %d, visit %s %q; want exit 1, failed clock_mismatch on the batch samples", code, v.Status, v.Reason)
+	}
+	t.Logf("shave: %s", v.Reason)
 }
 
 // TestGPUHealthCheck (on a GPU): a kernel that stores far outside any

@@ -46,6 +46,9 @@ type Monitor struct {
 	r      *bufio.Reader
 	stderr bytes.Buffer
 	Device Device
+	// IdleNs is the last reading's idle probe: ns from a launch of the
+	// monitor's empty kernel to its end.
+	IdleNs int64
 }
 
 // Start runs argv (the CUDA timer and "--telemetry") with env and reads
@@ -97,9 +100,23 @@ type wire struct {
 	Procs              *int64 `json:"procs"`
 	PowerViolationNs   *int64 `json:"power_violation_ns"`
 	ThermalViolationNs *int64 `json:"thermal_violation_ns"`
+	IdleNs             *int64 `json:"idle_ns"`
 }
 
-// Read asks for one reading. An error ends the monitor.
+// BusyNs is the idle probe's limit: a launch of the monitor's empty kernel
+// that takes longer found the GPU running another process's work. On the
+// H200 (docs/results/2026-12-04-gpu-clock-probe) it takes 8-58 us on an
+// idle GPU, up to 294 us just after another context ran a kernel (the
+// switch between contexts), 188-322 us at worst in each honest visit, and
+// 2351-2419 us beside another process's kernels queued back to back,
+// whatever their length or grid (the GPU's time slice). Work of shorter
+// kernels with host gaps between them can go unseen, and so can a stream
+// that waits on a device flag (queue-probe.txt): the probe sees kernels
+// that run, not work that waits (docs/gpu-clock.md).
+const BusyNs = 500_000
+
+// Read asks for one reading, with the idle probe (IdleNs). An error ends
+// the monitor.
 func (m *Monitor) Read() (samples.Reading, error) {
 	if _, err := m.in.Write([]byte("r\n")); err != nil {
 		return samples.Reading{}, m.fail(err)
@@ -112,12 +129,16 @@ func (m *Monitor) Read() (samples.Reading, error) {
 	if err := strict(line, &w); err != nil {
 		return samples.Reading{}, m.fail(err)
 	}
-	vals := []*int64{w.SMMHz, w.MemMHz, w.TempC, w.PowerMW, w.Reasons, w.Procs, w.PowerViolationNs, w.ThermalViolationNs}
+	vals := []*int64{w.SMMHz, w.MemMHz, w.TempC, w.PowerMW, w.Reasons, w.Procs, w.PowerViolationNs, w.ThermalViolationNs, w.IdleNs}
 	for _, v := range vals {
 		if v == nil || *v < -1 {
 			return samples.Reading{}, m.fail(fmt.Errorf("reading %q: want every value, each -1 (unsupported) or more", line))
 		}
 	}
+	if *w.IdleNs <= 0 {
+		return samples.Reading{}, m.fail(fmt.Errorf("reading %q: idle_ns %d: want the idle probe's time", line, *w.IdleNs))
+	}
+	m.IdleNs = *w.IdleNs
 	r := samples.Reading{SMMHz: *w.SMMHz, MemMHz: *w.MemMHz, TempC: *w.TempC, PowerMW: *w.PowerMW, Reasons: *w.Reasons,
 		Procs: *w.Procs, PowerViolationNs: *w.PowerViolationNs, ThermalViolationNs: *w.ThermalViolationNs}
 	if why := r.Implausible(); why != "" {
@@ -163,6 +184,23 @@ func (m *Monitor) fail(err error) error {
 
 // Alive says whether the monitor still runs (an error ends it).
 func (m *Monitor) Alive() bool { return m.cmd.ProcessState == nil }
+
+// Idle reads the GPU (Read) and fails a probe that found it busy
+// (BusyNs): the reading before a sample's command or after its report,
+// when no work of the visit may run. n counts the probes, worst keeps the
+// slowest, for the visit's record. The monitor keeps running.
+func (m *Monitor) Idle(n *int, worst *int64) (samples.Reading, error) {
+	r, err := m.Read()
+	if err != nil {
+		return r, err
+	}
+	*n++
+	*worst = max(*worst, m.IdleNs)
+	if m.IdleNs > BusyNs {
+		return r, fmt.Errorf("gpu_busy: replay's empty kernel took %d us on the GPU around a sample (idle, under %d us): GPU work of the visit ran outside its samples", m.IdleNs/1000, BusyNs/1000)
+	}
+	return r, nil
+}
 
 // Pid is the monitor's process (replay counts its CPU time as its own).
 func (m *Monitor) Pid() int { return m.cmd.Process.Pid }

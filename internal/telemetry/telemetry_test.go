@@ -25,7 +25,7 @@ const hello = `echo '{"telemetry": "nvml", "device": "NVIDIA H200", "bus": "0000
 
 func TestMonitorReads(t *testing.T) {
 	m, err := Start(monitor(t, hello+`n=0
-while read cmd; do n=$((n+1)); echo "{\"sm_mhz\": 1980, \"mem_mhz\": 3201, \"temp_c\": $((30+n)), \"power_mw\": 120000, \"reasons\": 4, \"procs\": 1, \"power_violation_ns\": $n, \"thermal_violation_ns\": -1}"; done
+while read cmd; do n=$((n+1)); echo "{\"sm_mhz\": 1980, \"mem_mhz\": 3201, \"temp_c\": $((30+n)), \"power_mw\": 120000, \"reasons\": 4, \"procs\": 1, \"power_violation_ns\": $n, \"thermal_violation_ns\": -1, \"idle_ns\": 9000}"; done
 `), nil)
 	if err != nil {
 		t.Fatal(err)
@@ -56,14 +56,16 @@ func TestMonitorRefuses(t *testing.T) {
 			`telemetry: line "{\"sm_mhz\": 1, \"mem_mhz\": 1, \"temp_c\": 1, \"power_mw\": 1, \"reasons\": 0, \"procs\": 1, \"power_violation_ns\": 0, \"thermal_violation_ns\": 0, \"fan\": 3}": json: unknown field "fan"`},
 		{"missing value", reading(`{"sm_mhz": 1, "mem_mhz": 1, "temp_c": 1, "power_mw": 1, "reasons": 0, "procs": 1, "power_violation_ns": 0}`),
 			`telemetry: reading "{\"sm_mhz\": 1, \"mem_mhz\": 1, \"temp_c\": 1, \"power_mw\": 1, \"reasons\": 0, \"procs\": 1, \"power_violation_ns\": 0}": want every value, each -1 (unsupported) or more`},
-		{"below -1", reading(`{"sm_mhz": -2, "mem_mhz": 1, "temp_c": 1, "power_mw": 1, "reasons": 0, "procs": 1, "power_violation_ns": 0, "thermal_violation_ns": 0}`),
-			`telemetry: reading "{\"sm_mhz\": -2, \"mem_mhz\": 1, \"temp_c\": 1, \"power_mw\": 1, \"reasons\": 0, \"procs\": 1, \"power_violation_ns\": 0, \"thermal_violation_ns\": 0}": want every value, each -1 (unsupported) or more`},
-		{"two values", reading(`{"sm_mhz": 1, "mem_mhz": 1, "temp_c": 1, "power_mw": 1, "reasons": 0, "procs": 1, "power_violation_ns": 0, "thermal_violation_ns": 0} {}`),
-			`telemetry: line "{\"sm_mhz\": 1, \"mem_mhz\": 1, \"temp_c\": 1, \"power_mw\": 1, \"reasons\": 0, \"procs\": 1, \"power_violation_ns\": 0, \"thermal_violation_ns\": 0} {}": more than one JSON value`},
-		{"zeros (the first H200 run's monitor)", reading(`{"sm_mhz": 0, "mem_mhz": 0, "temp_c": 0, "power_mw": 0, "reasons": 0, "procs": 0, "power_violation_ns": 0, "thermal_violation_ns": 0}`),
-			`telemetry: reading "{\"sm_mhz\": 0, \"mem_mhz\": 0, \"temp_c\": 0, \"power_mw\": 0, \"reasons\": 0, \"procs\": 0, \"power_violation_ns\": 0, \"thermal_violation_ns\": 0}": SM clock 0 MHz, memory clock 0 MHz: a powered GPU has both`},
-		{"no power", reading(`{"sm_mhz": 1980, "mem_mhz": 3201, "temp_c": 30, "power_mw": 0, "reasons": 0, "procs": 1, "power_violation_ns": 0, "thermal_violation_ns": 0}`),
-			`telemetry: reading "{\"sm_mhz\": 1980, \"mem_mhz\": 3201, \"temp_c\": 30, \"power_mw\": 0, \"reasons\": 0, \"procs\": 1, \"power_violation_ns\": 0, \"thermal_violation_ns\": 0}": 0 mW: a powered GPU draws power`},
+		{"below -1", reading(`{"sm_mhz": -2, "mem_mhz": 1, "temp_c": 1, "power_mw": 1, "reasons": 0, "procs": 1, "power_violation_ns": 0, "thermal_violation_ns": 0, "idle_ns": 9000}`),
+			`telemetry: reading "{\"sm_mhz\": -2, \"mem_mhz\": 1, \"temp_c\": 1, \"power_mw\": 1, \"reasons\": 0, \"procs\": 1, \"power_violation_ns\": 0, \"thermal_violation_ns\": 0, \"idle_ns\": 9000}": want every value, each -1 (unsupported) or more`},
+		{"two values", reading(`{"sm_mhz": 1, "mem_mhz": 1, "temp_c": 1, "power_mw": 1, "reasons": 0, "procs": 1, "power_violation_ns": 0, "thermal_violation_ns": 0, "idle_ns": 9000} {}`),
+			`telemetry: line "{\"sm_mhz\": 1, \"mem_mhz\": 1, \"temp_c\": 1, \"power_mw\": 1, \"reasons\": 0, \"procs\": 1, \"power_violation_ns\": 0, \"thermal_violation_ns\": 0, \"idle_ns\": 9000} {}": more than one JSON value`},
+		{"zeros (the first H200 run's monitor)", reading(`{"sm_mhz": 0, "mem_mhz": 0, "temp_c": 0, "power_mw": 0, "reasons": 0, "procs": 0, "power_violation_ns": 0, "thermal_violation_ns": 0, "idle_ns": 9000}`),
+			`telemetry: reading "{\"sm_mhz\": 0, \"mem_mhz\": 0, \"temp_c\": 0, \"power_mw\": 0, \"reasons\": 0, \"procs\": 0, \"power_violation_ns\": 0, \"thermal_violation_ns\": 0, \"idle_ns\": 9000}": SM clock 0 MHz, memory clock 0 MHz: a powered GPU has both`},
+		{"no power", reading(`{"sm_mhz": 1980, "mem_mhz": 3201, "temp_c": 30, "power_mw": 0, "reasons": 0, "procs": 1, "power_violation_ns": 0, "thermal_violation_ns": 0, "idle_ns": 9000}`),
+			`telemetry: reading "{\"sm_mhz\": 1980, \"mem_mhz\": 3201, \"temp_c\": 30, \"power_mw\": 0, \"reasons\": 0, \"procs\": 1, \"power_violation_ns\": 0, \"thermal_violation_ns\": 0, \"idle_ns\": 9000}": 0 mW: a powered GPU draws power`},
+		{"no idle probe", reading(`{"sm_mhz": 1980, "mem_mhz": 3201, "temp_c": 30, "power_mw": 1, "reasons": 0, "procs": 1, "power_violation_ns": 0, "thermal_violation_ns": 0, "idle_ns": 0}`),
+			`telemetry: reading "{\"sm_mhz\": 1980, \"mem_mhz\": 3201, \"temp_c\": 30, \"power_mw\": 1, \"reasons\": 0, \"procs\": 1, \"power_violation_ns\": 0, \"thermal_violation_ns\": 0, \"idle_ns\": 0}": idle_ns 0: want the idle probe's time`},
 		{"died on a reading", hello + "read cmd; echo 'harness: error: nvml: nvmlDeviceGetPowerUsage: GPU is lost' >&2; exit 2\n",
 			"telemetry: exited (exit status 2; stderr: harness: error: nvml: nvmlDeviceGetPowerUsage: GPU is lost)"},
 		{"endless line", hello + "read cmd; head -c 10000 /dev/zero | tr '\\0' x; echo\n", "telemetry: a line longer than 4096 bytes"},
@@ -78,6 +80,30 @@ func TestMonitorRefuses(t *testing.T) {
 				t.Errorf("err = %v\nwant %s", err, tc.want)
 			}
 		})
+	}
+}
+
+// TestMonitorIdle: a probe within BusyNs passes; one beyond it (the
+// H200's time slice, 2.4 ms, when another process's kernel runs) fails
+// with gpu_busy, counted and kept as the worst, and the monitor runs on.
+func TestMonitorIdle(t *testing.T) {
+	m, err := Start(monitor(t, hello+`for idle in 9000 2400000 12000; do read cmd; echo "{\"sm_mhz\": 1980, \"mem_mhz\": 3201, \"temp_c\": 30, \"power_mw\": 120000, \"reasons\": 0, \"procs\": 1, \"power_violation_ns\": 0, \"thermal_violation_ns\": 0, \"idle_ns\": $idle}"; done
+sleep 5
+`), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	n, worst := 0, int64(0)
+	if _, err := m.Idle(&n, &worst); err != nil {
+		t.Errorf("idle probe of 9 us: %v", err)
+	}
+	want := "gpu_busy: replay's empty kernel took 2400 us on the GPU around a sample (idle, under 500 us): GPU work of the visit ran outside its samples"
+	if _, err := m.Idle(&n, &worst); err == nil || err.Error() != want {
+		t.Errorf("idle probe of 2.4 ms = %v, want %s", err, want)
+	}
+	if _, err := m.Idle(&n, &worst); err != nil || !m.Alive() || n != 3 || worst != 2400000 {
+		t.Errorf("after a busy probe: %v, alive %v, %d probes, worst %d ns; want the monitor running, 3 probes, worst 2400000", err, m.Alive(), n, worst)
 	}
 }
 

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/tilepipe/tilepipe/artifacts/samples"
 )
 
 // shTimer is a timer written in sh: it answers replay's commands the way
@@ -148,6 +150,47 @@ func TestCheckClock(t *testing.T) {
 		{"a liar, one sample honest", batch(20*ms, 20*ms, 21*ms, 5*ms, 20*ms, 5*ms), ""},
 		{"just over", batch(20*ms, 10*ms-1, 20*ms, 10*ms-1, 20*ms, 10*ms-1),
 			"clock_mismatch: batch samples: replay measured a median span of 20000000 ns, the timer reported at least 10000001 ns less in every one (allowed: 10000000 ns)"},
+	} {
+		got := ""
+		if err := CheckGap(tc.ss); err != nil {
+			got = err.Error()
+		}
+		if got != tc.want {
+			t.Errorf("CheckGap(%s) = %q, want %q", tc.name, got, tc.want)
+		}
+	}
+}
+
+// TestCheckGapEvents: where the CUDA events are the batch samples' time,
+// the gap is bounded by the visit's own empty samples, up to GapMax. The
+// attackers: a timer that shaves 10% off 20 ms samples with a channel of
+// 150 µs, and one that also delays its empty samples' answers to widen
+// the allowance.
+func TestCheckGapEvents(t *testing.T) {
+	const us = int64(time.Microsecond)
+	gpu := func(empty int64, gaps ...int64) []Sample {
+		var ss []Sample
+		for i := range 3 {
+			ss = append(ss, Sample{Kind: KindEmpty, Index: i, SpanNs: empty - int64(i)*10*us, Clock: samples.ClockReplay})
+		}
+		for i, g := range gaps {
+			ss = append(ss, Sample{Kind: KindBatch, Index: i, Calls: 64, SpanNs: 20_000 * us, TimerNs: 20_000*us - g, Clock: samples.ClockCUDA})
+		}
+		return ss
+	}
+	for _, tc := range []struct {
+		name string
+		ss   []Sample
+		want string
+	}{
+		{"honest (the H200's widest)", gpu(631*us, 305*us, 340*us, 320*us), ""},
+		{"honest, a quiet channel", gpu(91*us, 107*us, 140*us, 120*us), ""},
+		{"at the bound", gpu(150*us, 500*us, 500*us, 600*us), ""},
+		{"a shave of 10%", gpu(150*us, 2000*us, 2000*us, 2100*us),
+			"clock_mismatch: batch samples: replay measured a median span of 20000000 ns, the CUDA events at least 2000000 ns less in every one (allowed: 500000 ns, 2 x the slowest empty sample's 150000 ns + 200000 ns, at most 1000000 ns)"},
+		{"empty answers delayed to widen the bound", gpu(5000*us, 2000*us, 2000*us, 2000*us),
+			"clock_mismatch: batch samples: replay measured a median span of 20000000 ns, the CUDA events at least 2000000 ns less in every one (allowed: 1000000 ns, 2 x the slowest empty sample's 5000000 ns + 200000 ns, at most 1000000 ns)"},
+		{"one sample honest", gpu(150*us, 2000*us, 300*us, 2000*us), ""},
 	} {
 		got := ""
 		if err := CheckGap(tc.ss); err != nil {

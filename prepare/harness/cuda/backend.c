@@ -862,12 +862,21 @@ static int run_health(void)
  * line on stdin with one reading:
  *
  *   {"sm_mhz":N,"mem_mhz":N,"temp_c":N,"power_mw":N,"reasons":N,
- *    "procs":N,"power_violation_ns":N,"thermal_violation_ns":N}
+ *    "procs":N,"power_violation_ns":N,"thermal_violation_ns":N,
+ *    "idle_ns":N}
  *
  * reasons is the clock-event (throttle) mask; procs the processes with a
- * compute context on the device; the violation times are NVML's running
- * totals. A reading the device does not support is -1; any other NVML
- * error ends the process (exit 2) naming the call. */
+ * compute context on the device other than this monitor's own; the
+ * violation times are NVML's running totals. idle_ns is the idle probe:
+ * the monitor holds a context of its own with an empty kernel (PTX, JIT
+ * compiled by the driver: no compiler at prepare), and times one launch
+ * of it to its synchronisation on the host clock. The GPU runs one
+ * process's context at a time: with another process's kernel running,
+ * the launch waits for it or for its time slice (on the H200 about 2.4 ms,
+ * against under 60 us idle and under 300 us just after another context
+ * ran: docs/results/2026-12-04-gpu-clock-probe), so replay sees GPU work
+ * of a visit that runs outside its samples (docs/gpu-clock.md). A reading the device does not support is -1; any
+ * other NVML error ends the process (exit 2) naming the call. */
 typedef int nvmlReturn_t;
 typedef struct nvmlDevice_st *nvmlDevice_t;
 typedef struct {
@@ -944,6 +953,18 @@ static int run_telemetry(void)
 		die("nvml: nvmlDeviceGetName: %s", nvml.ErrorString(rc));
 	if ((rc = nvml.DriverVersion(driver, sizeof driver)) != 0)
 		die("nvml: nvmlSystemGetDriverVersion: %s", nvml.ErrorString(rc));
+	/* The idle probe's context, kernel and stream: made before the first
+	 * line, so a monitor that cannot probe does not start. */
+	static const char probe_ptx[] = ".version 7.0\n.target sm_52\n.address_size 64\n.visible .entry tilepipe_idle() { ret; }\n";
+	CUcontext pctx;
+	CUmodule pmod;
+	CUfunction pfn;
+	CUstream ps;
+	cu_must(cu.PrimaryCtxRetain(&pctx, dev), "cuDevicePrimaryCtxRetain");
+	cu_must(cu.CtxSetCurrent(pctx), "cuCtxSetCurrent");
+	cu_must(cu.ModuleLoadData(&pmod, probe_ptx), "cuModuleLoadData (the idle probe's PTX)");
+	cu_must(cu.ModuleGetFunction(&pfn, pmod, "tilepipe_idle"), "cuModuleGetFunction");
+	cu_must(cu.StreamCreate(&ps, 1 /* CU_STREAM_NON_BLOCKING */), "cuStreamCreate");
 	printf("{\"telemetry\": \"nvml\", \"device\": ");
 	json_str(name);
 	printf(", \"bus\": ");
@@ -980,9 +1001,17 @@ static int run_telemetry(void)
 		v[6] = nvml_value(rc, (long long)pv.violationTime, "nvmlDeviceGetViolationStatus (power)");
 		rc = nvml.Violation(d, 1 /* NVML_PERF_POLICY_THERMAL */, &tv);
 		v[7] = nvml_value(rc, (long long)tv.violationTime, "nvmlDeviceGetViolationStatus (thermal)");
+		if (v[5] > 0)
+			v[5]--; /* this monitor's own context */
+		struct timespec t0, t1;
+		clock_gettime(CLOCK_MONOTONIC, &t0);
+		cu_must(cu.LaunchKernel(pfn, 1, 1, 1, 32, 1, 1, 0, ps, 0, 0), "cuLaunchKernel (the idle probe)");
+		cu_must(cu.CtxSynchronize(), "cuCtxSynchronize (the idle probe)");
+		clock_gettime(CLOCK_MONOTONIC, &t1);
+		long long idle = (long long)(t1.tv_sec - t0.tv_sec) * 1000000000LL + (t1.tv_nsec - t0.tv_nsec);
 		printf("{\"sm_mhz\": %lld, \"mem_mhz\": %lld, \"temp_c\": %lld, \"power_mw\": %lld, \"reasons\": %lld, "
-		       "\"procs\": %lld, \"power_violation_ns\": %lld, \"thermal_violation_ns\": %lld}\n",
-		       v[0], v[1], v[2], v[3], v[4], v[5], v[6], v[7]);
+		       "\"procs\": %lld, \"power_violation_ns\": %lld, \"thermal_violation_ns\": %lld, \"idle_ns\": %lld}\n",
+		       v[0], v[1], v[2], v[3], v[4], v[5], v[6], v[7], idle);
 		if (fflush(stdout) != 0 || ferror(stdout))
 			die("write telemetry: %s", strerror(errno));
 	}
