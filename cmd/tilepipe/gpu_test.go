@@ -303,6 +303,48 @@ func TestGPUTelemetryForged(t *testing.T) {
 	}
 }
 
+// TestGPUIdleForged: idle probes written into the committed checkpoint's
+// visit 0 (a replay made before the probe, so it has none), in its
+// document and its journal alike: a passed visit whose slowest probe found
+// the GPU busy, and one with fewer probes than its samples need. The audit's
+// telemetry check judges the record again, whatever replay said.
+func TestGPUIdleForged(t *testing.T) {
+	long(t)
+	for _, tc := range []struct {
+		name  string
+		idle  artifacts.GPUIdle
+		wants []string
+	}{
+		{"busy, and passed", artifacts.GPUIdle{Probes: 1000, WorstNs: 2_000_000},
+			[]string{"audit: FAILED telemetry: ", "\n- visit 0 (add-2x64-cuda triton): idle probe of 2000 us, above 500 us: the GPU ran work of the visit outside its samples, and the visit passed\n"}},
+		{"too few probes", artifacts.GPUIdle{Probes: 3, WorstNs: 100_000},
+			[]string{"audit: FAILED telemetry: ", "\n- visit 0 (add-2x64-cuda triton): 3 idle probes for ", " samples: want one before and one after every sample\n"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := copyCheckpoint(t)
+			forgeStage(t, filepath.Join(dir, "replay"), artifacts.ReplayType, nil, func(st *artifacts.Stage, d *artifacts.ReplayDoc, _ *artifacts.Receipt) {
+				idle := tc.idle
+				d.Visits[0].GPUIdle = &idle
+				rejournal(t, st, func(l *artifacts.JournalLine) {
+					if l.Visit != nil && l.Visit.Index == d.Visits[0].Index {
+						l.Visit.GPUIdle = &idle
+					}
+				})
+			})
+			out := filepath.Join(t.TempDir(), "audit.json")
+			code, stdout, errs := tp(t, "audit", "--capture", filepath.Join(dir, "capture"), "--prepared", filepath.Join(dir, "prepared"), "--replay", filepath.Join(dir, "replay"), "--output", out)
+			for _, want := range tc.wants {
+				if code != 1 || !strings.Contains(stdout+errs, want) {
+					t.Errorf("audit = exit %d, want 1 and %q\n%s%s", code, want, stdout, errs)
+				}
+			}
+			if strings.Contains(stdout+errs, "FAILED journal") {
+				t.Errorf("the forgery left the journal disagreeing:\n%s", errs)
+			}
+		})
+	}
+}
+
 // resampleAll forges visit 0's sample table as a careful tool would:
 // the visit's table, the replay's table of all samples, the journal's
 // record of the visit, the row's flagged count and results.md all say
