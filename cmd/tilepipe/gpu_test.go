@@ -610,24 +610,32 @@ func TestGPUSideStream(t *testing.T) {
 	}
 }
 
-// TestGPUTF32AsStrict (on a GPU with cuBLAS): an entry that runs a strict
-// f32 gemm on TF32 tensor cores (routes/testdata/cublas-adversary tf32)
-// at K = 2048, where on `normal` inputs the strict bound let TF32 through
-// (issue 27). A strict f32 gemm case takes the `exact` pattern (bound 0),
-// so its first validation call fails the oracle.
-func TestGPUTF32AsStrict(t *testing.T) {
+// cublasVisit runs routes/testdata/cublas-adversary's variant on one case
+// through capture, prepare and replay (one round, skipped without a GPU
+// and cuBLAS) and returns replay's exit code and its one visit.
+func cublasVisit(t *testing.T, variant, caseJSON string) (int, artifacts.VisitResult) {
+	t.Helper()
 	if _, err := exec.LookPath("nvidia-smi"); err != nil {
 		t.Skip("no GPU here")
 	}
 	if _, err := os.Stat("/usr/local/cuda/include/cublas_v2.h"); err != nil && os.Getenv("CUDA_HOME") == "" {
 		t.Skip("no CUDA toolkit with cuBLAS here")
 	}
-	t.Setenv("TILEPIPE_TEST_GPU_ADVERSARY", "tf32")
-	code, doc, errs := gpuChain(t, "cublas-adversary", `{"op": "gemm", "dims": {"M": 256, "N": 256, "K": 2048}, "seed": 8, "device": "cuda"}`, "", "cublas-adversary", 1)
+	t.Setenv("TILEPIPE_TEST_GPU_ADVERSARY", variant)
+	code, doc, errs := gpuChain(t, "cublas-adversary", caseJSON, "", "cublas-adversary", 1)
 	if len(doc.Visits) != 1 {
 		t.Fatalf("replay = exit %d, %d visits\n%s", code, len(doc.Visits), errs)
 	}
-	v := doc.Visits[0]
+	return code, doc.Visits[0]
+}
+
+// TestGPUTF32AsStrict (on a GPU with cuBLAS): an entry that runs a strict
+// f32 gemm on TF32 tensor cores (routes/testdata/cublas-adversary tf32)
+// at K = 2048, where on `normal` inputs the strict bound let TF32 through
+// (issue 27). A strict f32 gemm case takes the `exact` pattern (bound 0),
+// so its first validation call fails the oracle.
+func TestGPUTF32AsStrict(t *testing.T) {
+	code, v := cublasVisit(t, "tf32", `{"op": "gemm", "dims": {"M": 256, "N": 256, "K": 2048}, "seed": 8, "device": "cuda"}`)
 	if code != exitFailure || v.Status != "failed" || !strings.HasPrefix(v.Reason, "oracle: warm set 0: bound: C[") || !strings.Contains(v.Reason, " ± 0 (") {
 		t.Errorf("replay = exit %d, visit %s %q; want exit 1, failed by the oracle's bound 0", code, v.Status, v.Reason)
 	}
@@ -641,18 +649,7 @@ func TestGPUTF32AsStrict(t *testing.T) {
 // monitor's idle probe before the first command waits for the GPU's time
 // slice and fails the visit.
 func TestGPUBackgroundWork(t *testing.T) {
-	if _, err := exec.LookPath("nvidia-smi"); err != nil {
-		t.Skip("no GPU here")
-	}
-	if _, err := os.Stat("/usr/local/cuda/include/cublas_v2.h"); err != nil && os.Getenv("CUDA_HOME") == "" {
-		t.Skip("no CUDA toolkit with cuBLAS here")
-	}
-	t.Setenv("TILEPIPE_TEST_GPU_ADVERSARY", "background")
-	code, doc, errs := gpuChain(t, "cublas-adversary", `{"op": "gemm", "dims": {"M": 256, "N": 256, "K": 256}, "seed": 8, "device": "cuda"}`, "", "cublas-adversary", 1)
-	if len(doc.Visits) != 1 {
-		t.Fatalf("replay = exit %d, %d visits\n%s", code, len(doc.Visits), errs)
-	}
-	v := doc.Visits[0]
+	code, v := cublasVisit(t, "background", `{"op": "gemm", "dims": {"M": 256, "N": 256, "K": 256}, "seed": 8, "device": "cuda"}`)
 	if code != exitFailure || v.Status != "failed" || !strings.HasPrefix(v.Reason, "gpu_busy: replay's empty kernel took ") || v.GPUIdle == nil || v.GPUIdle.WorstNs <= telemetry.BusyNs {
 		t.Errorf("replay = exit %d, visit %s %q, probes %+v; want exit 1, failed gpu_busy", code, v.Status, v.Reason, v.GPUIdle)
 	}
@@ -662,23 +659,12 @@ func TestGPUBackgroundWork(t *testing.T) {
 // TestGPUShavedEvents (on a GPU with cuBLAS): an entry that computes every
 // call and rewrites the timer's pointer to cuEventElapsedTime, found by
 // value in the timer's data, with one that reports 30% less
-// (routes/testdata/cublas-adversary shave). The batch samples' smallest
-// gap between replay's span and the events is bounded by the visit's own
+// (routes/testdata/cublas-adversary shave). The batch samples' median gap
+// between replay's span and the events is bounded by the visit's own
 // empty samples (visit.CheckGap), not by 5 ms + 25%: clock_mismatch.
 func TestGPUShavedEvents(t *testing.T) {
-	if _, err := exec.LookPath("nvidia-smi"); err != nil {
-		t.Skip("no GPU here")
-	}
-	if _, err := os.Stat("/usr/local/cuda/include/cublas_v2.h"); err != nil && os.Getenv("CUDA_HOME") == "" {
-		t.Skip("no CUDA toolkit with cuBLAS here")
-	}
-	t.Setenv("TILEPIPE_TEST_GPU_ADVERSARY", "shave")
-	code, doc, errs := gpuChain(t, "cublas-adversary", `{"op": "gemm", "dims": {"M": 256, "N": 256, "K": 256}, "seed": 8, "device": "cuda"}`, "", "cublas-adversary", 1)
-	if len(doc.Visits) != 1 {
-		t.Fatalf("replay = exit %d, %d visits\n%s", code, len(doc.Visits), errs)
-	}
-	v := doc.Visits[0]
-	if code != exitFailure || v.Status != "failed" || !strings.HasPrefix(v.Reason, "clock_mismatch: batch samples: replay measured a median span of ") || !strings.Contains(v.Reason, " ns, the CUDA events at least ") {
+	code, v := cublasVisit(t, "shave", `{"op": "gemm", "dims": {"M": 256, "N": 256, "K": 256}, "seed": 8, "device": "cuda"}`)
+	if code != exitFailure || v.Status != "failed" || !strings.HasPrefix(v.Reason, "clock_mismatch: batch samples: replay measured a median span of ") || !strings.Contains(v.Reason, " ns, the CUDA events a median ") {
 		t.Errorf("replay = exit %d, visit %s %q; want exit 1, failed clock_mismatch on the batch samples", code, v.Status, v.Reason)
 	}
 	t.Logf("shave: %s", v.Reason)

@@ -29,9 +29,9 @@ const (
 	// The gap of a visit whose batch samples are timed by CUDA events
 	// ([CheckGap]): GapFactor × its slowest empty sample + GapBase, at
 	// most GapMax. On the H200 (docs/results/2026-12-04-gpu-clock-probe,
-	// gaps.txt) an honest visit's smallest gap was 107-311 µs, its slowest
-	// empty sample 87-631 µs; the gap is the empty sample's round trip plus
-	// the events and the device synchronisation.
+	// gaps.txt, chain-median/chain-visits.txt) an honest visit's median gap
+	// was 0.26-0.67 of this bound; the gap is the empty sample's round trip
+	// plus the events and the device synchronisation.
 	GapFactor = 2
 	GapBase   = 200 * time.Microsecond
 	GapMax    = time.Millisecond

@@ -2,7 +2,8 @@
 // median and slowest span, its batch samples' smallest and median gap
 // between replay's span and the timer's number (the CUDA events on a
 // GPU), its novel samples' smallest gap, and its batch samples' median
-// span, in ns: what visit.CheckGap's bound must allow for.
+// span, in ns, with visit.CheckGap's bound on the median batch gap
+// (allowed): what that bound must allow for.
 //
 //	go run ./docs/results/2026-12-04-gpu-clock-probe/gaps REPLAY_DIR
 package main
@@ -14,6 +15,8 @@ import (
 
 	"github.com/tilepipe/tilepipe/artifacts"
 	"github.com/tilepipe/tilepipe/artifacts/samples"
+	"github.com/tilepipe/tilepipe/internal/visit"
+	"github.com/tilepipe/tilepipe/stats"
 )
 
 func main() {
@@ -52,26 +55,29 @@ func main() {
 			x.ngap = append(x.ngap, float64(r.TotalNs-r.TimerNs))
 		}
 	}
-	fmt.Printf("%-50s %10s %10s %10s %10s %10s %10s\n", "visit", "emptyMed", "emptyMax", "bgapMin", "bgapMed", "ngapMin", "bspanMed")
+	fmt.Printf("%-50s %10s %10s %10s %10s %10s %10s %10s\n", "visit", "emptyMed", "emptyMax", "bgapMin", "bgapMed", "allowed", "ngapMin", "bspanMed")
 	for _, i := range order {
 		x := m[i]
-		fmt.Printf("%-50s %10.0f %10.0f %10.0f %10.0f %10.0f %10.0f\n", x.name, med(x.empty), mx(x.empty), mn(x.bgap), med(x.bgap), mn(x.ngap), med(x.bspan))
+		allowed := min(visit.GapFactor*mx(x.empty)+float64(visit.GapBase), float64(visit.GapMax))
+		fmt.Printf("%-50s %10.0f %10.0f %10.0f %10.0f %10.0f %10.0f %10.0f\n", x.name, med(x.empty), mx(x.empty), mn(x.bgap), med(x.bgap), allowed, mn(x.ngap), med(x.bspan))
 	}
 }
+
+// med, mx and mn are 0 for a visit with no samples of the kind.
 func med(a []float64) float64 {
 	if len(a) == 0 {
 		return 0
 	}
-	b := slices.Clone(a)
-	slices.Sort(b)
-	return b[len(b)/2]
+	return stats.Median(a)
 }
+
 func mx(a []float64) float64 {
 	if len(a) == 0 {
 		return 0
 	}
 	return slices.Max(a)
 }
+
 func mn(a []float64) float64 {
 	if len(a) == 0 {
 		return 0
