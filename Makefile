@@ -16,7 +16,7 @@ RUN_FLAGS ?=
 # System packages the routes need (Debian 12 names).
 DEB_PACKAGES := libhalide14-0-dev libopenblas-dev python3-torch python3-numpy g++ gcc llvm-14-dev clang-14 bubblewrap docker-registry chromium slurm-wlm munge
 
-.PHONY: all deps build bin-tilepipe routes route-halide route-orc route-scripts run test test-packages test-short test-quiet test-hostile test-adversarial test-oracle bench clean
+.PHONY: all deps lint build bin-tilepipe routes route-halide route-orc route-scripts run test test-packages test-short test-quiet test-hostile test-adversarial test-oracle bench clean
 
 all: build
 
@@ -89,6 +89,11 @@ test: build test-packages
 test-packages:
 	$(TESTENV) $(GOTEST) -p 2 -count=1 -timeout 30m $(TEST_FLAGS) $(UNTIMED)
 	$(TESTENV) $(GOTEST) -p 1 -count=1 -timeout 30m $(TEST_FLAGS) -skip '$(QUIET_TESTS)' $(addprefix ./,$(TIMED))
+
+# go vet and staticcheck (the version go.mod pins as a tool), both clean.
+lint: deps
+	$(GO) vet ./...
+	$(GO) tool staticcheck ./...
 
 # The everyday loop: the same packages, long end-to-end tests skipped
 # (testing.Short: each says what make test runs instead).

@@ -106,7 +106,6 @@ type FailedVisit struct {
 }
 
 type auditor struct {
-	cfg            artifacts.Environment
 	cap, prep, rep *artifacts.Stage
 	cdoc           artifacts.CaptureDoc
 	pdoc           artifacts.PreparedDoc

@@ -778,7 +778,7 @@ func fill(s *artifacts.Store, b *artifacts.Build, resp response, r artifacts.Rou
 		}
 		for i, l := range resp.Link {
 			if !strings.HasPrefix(l, "-l") && !strings.HasPrefix(l, "-L/") && !strings.HasPrefix(l, "-Wl,") {
-				return fmt.Errorf("response link[%d] %q: want -lNAME, -L/abs or -Wl,...", i, l)
+				return fmt.Errorf("response link[%d] %q: want -lNAME, -L/abs or a -Wl, option", i, l)
 			}
 		}
 		b.Entry, b.Link, b.Env = resp.Entry, resp.Link, resp.Env

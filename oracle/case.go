@@ -164,6 +164,7 @@ var ops = map[string]opSpec{
 	}},
 	"rope": {dims: []string{"M", "N", "R"}, halfOK: true, check: func(d map[string]int) error {
 		if d["R"]%2 != 0 || d["R"] > d["N"] {
+			//lint:ignore ST1005 a dimension's name is case-sensitive (K is not k)
 			return fmt.Errorf("R=%d: want an even rotary width <= N=%d", d["R"], d["N"])
 		}
 		return nil
@@ -192,6 +193,7 @@ var ops = map[string]opSpec{
 	}},
 	"topk": {dims: []string{"M", "N", "K"}, ranking: true, check: func(d map[string]int) error {
 		if d["K"] > d["N"] {
+			//lint:ignore ST1005 a dimension's name is case-sensitive (K is not k)
 			return fmt.Errorf("K=%d: want K <= N=%d", d["K"], d["N"])
 		}
 		return nil
@@ -208,9 +210,11 @@ var ops = map[string]opSpec{
 	}},
 	"attention": {dims: []string{"B", "Hq", "Hkv", "Q", "K", "D", "Dv"}, check: func(d map[string]int) error {
 		if d["Hq"]%d["Hkv"] != 0 {
+			//lint:ignore ST1005 a dimension's name is case-sensitive (K is not k)
 			return fmt.Errorf("Hq=%d: want a multiple of Hkv=%d (GQA/MQA)", d["Hq"], d["Hkv"])
 		}
 		if d["Q"] > d["K"] {
+			//lint:ignore ST1005 a dimension's name is case-sensitive (K is not k)
 			return fmt.Errorf("Q=%d: want Q <= K=%d (queries are the last Q key positions)", d["Q"], d["K"])
 		}
 		return nil

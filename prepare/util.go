@@ -3,7 +3,6 @@ package prepare
 import (
 	"context"
 	"os/exec"
-	"path/filepath"
 )
 
 func runOutput(ctx context.Context, name string, args ...string) (string, error) {
@@ -11,9 +10,3 @@ func runOutput(ctx context.Context, name string, args ...string) (string, error)
 	return string(out), err
 }
 
-func absPath(p string) string {
-	if a, err := filepath.Abs(p); err == nil {
-		return a
-	}
-	return p
-}

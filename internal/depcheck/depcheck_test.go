@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os/exec"
 	"reflect"
+	"slices"
 	"sort"
 	"strings"
 	"testing"
@@ -184,5 +185,66 @@ func TestCheckFindsForbiddenEdges(t *testing.T) {
 				t.Errorf("check(%v) = %q, want %q", tt.imports, got, tt.want)
 			}
 		})
+	}
+}
+
+// heavy lists the modules the tilepipe binary must not link, with the
+// reason: each was once pulled in by a convenience and weighed megabytes
+// the GPU machine receives on every run (issue 28).
+var heavy = []struct{ prefix, why string }{
+	{"google.golang.org/grpc", "gRPC (arrow-go's pqarrow links it through arrow/flight; export writes Parquet with parquet/file)"},
+	{"google.golang.org/protobuf", "protobuf (arrow/flight's)"},
+	{"google.golang.org/genproto", "genproto (arrow/flight's)"},
+	{"github.com/apache/arrow-go/v18/arrow/flight", "Arrow Flight (pqarrow stores the schema through it)"},
+	{"github.com/apache/arrow-go/v18/parquet/pqarrow", "pqarrow (links arrow/flight; tests may read with it)"},
+	{"golang.org/x/net", "x/net outside the standard library's vendored copy (gRPC's)"},
+}
+
+// heavyDeps is one message per dependency in deps (a binary's transitive
+// imports) that heavy forbids.
+func heavyDeps(deps []string) []string {
+	var bad []string
+	for _, d := range deps {
+		for _, h := range heavy {
+			if d == h.prefix || strings.HasPrefix(d, h.prefix+"/") {
+				bad = append(bad, fmt.Sprintf("cmd/tilepipe links %s: %s", d, h.why))
+			}
+		}
+	}
+	return bad
+}
+
+func TestBinaryLinksNoHeavyDeps(t *testing.T) {
+	gobin, err := exec.LookPath("go")
+	if err != nil {
+		t.Fatalf("go command not found: %v", err)
+	}
+	cmd := exec.Command(gobin, "list", "-deps", "-f", "{{.ImportPath}}", "./cmd/tilepipe")
+	cmd.Dir = "../.."
+	cmd.Env = append(cmd.Environ(), "CGO_ENABLED=0") // the GPU machine's static binary
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("go list: %v\n%s", err, stderr.Bytes())
+	}
+	deps := strings.Fields(string(out))
+	if !slices.Contains(deps, "github.com/apache/arrow-go/v18/parquet/file") {
+		t.Fatalf("go list -deps ./cmd/tilepipe lists no parquet/file among %d packages: the listing checks nothing", len(deps))
+	}
+	for _, msg := range heavyDeps(deps) {
+		t.Error(msg)
+	}
+}
+
+func TestHeavyDepsFound(t *testing.T) {
+	got := heavyDeps([]string{"fmt", "vendor/golang.org/x/net/idna", "google.golang.org/grpc/codes", "golang.org/x/net/http2", "github.com/apache/arrow-go/v18/parquet/file", "github.com/apache/arrow-go/v18/parquet/pqarrow"})
+	want := []string{
+		"cmd/tilepipe links google.golang.org/grpc/codes: gRPC (arrow-go's pqarrow links it through arrow/flight; export writes Parquet with parquet/file)",
+		"cmd/tilepipe links golang.org/x/net/http2: x/net outside the standard library's vendored copy (gRPC's)",
+		"cmd/tilepipe links github.com/apache/arrow-go/v18/parquet/pqarrow: pqarrow (links arrow/flight; tests may read with it)",
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("heavyDeps = %q\nwant %q", got, want)
 	}
 }
