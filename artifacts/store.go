@@ -19,7 +19,7 @@ import (
 	specs "github.com/opencontainers/image-spec/specs-go"
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 	"github.com/tilepipe/tilepipe/artifacts/sign"
-	"github.com/tilepipe/tilepipe/internal/crashpoint"
+	"github.com/tilepipe/tilepipe/artifacts/crashpoint"
 	"golang.org/x/sys/unix"
 )
 

@@ -10,7 +10,7 @@ import (
 	"github.com/tilepipe/tilepipe/artifacts"
 	"github.com/tilepipe/tilepipe/artifacts/samples"
 	"github.com/tilepipe/tilepipe/internal/adaptive"
-	"github.com/tilepipe/tilepipe/internal/crashpoint"
+	"github.com/tilepipe/tilepipe/artifacts/crashpoint"
 	"github.com/tilepipe/tilepipe/internal/floors"
 	"github.com/tilepipe/tilepipe/internal/sets"
 	"github.com/tilepipe/tilepipe/internal/visit"

@@ -26,7 +26,7 @@ import (
 	"github.com/tilepipe/tilepipe/artifacts"
 	"github.com/tilepipe/tilepipe/artifacts/samples"
 	"github.com/tilepipe/tilepipe/internal/affinity"
-	"github.com/tilepipe/tilepipe/internal/crashpoint"
+	"github.com/tilepipe/tilepipe/artifacts/crashpoint"
 	"github.com/tilepipe/tilepipe/internal/floors"
 	"github.com/tilepipe/tilepipe/internal/progress"
 	"github.com/tilepipe/tilepipe/internal/record"

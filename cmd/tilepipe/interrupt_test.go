@@ -161,7 +161,7 @@ func TestSecondWriterRefused(t *testing.T) {
 }
 
 // TestResumeFromEveryKillPoint kills replay (SIGKILL, at an exact point:
-// internal/crashpoint) after its plan, after every journal line (the
+// artifacts/crashpoint) after its plan, after every journal line (the
 // session, each closure check, each visit), before its commit and after
 // it, then resumes: the result is always a stage its audit accepts.
 // Killing after a round's last visit and before the closure check after

@@ -63,6 +63,8 @@ func check(imports map[string][]string) []string {
 			switch {
 			case under(from, "oracle") && !std(imp) && !strings.HasPrefix(imp, "gonum.org/"):
 				bad = append(bad, fmt.Sprintf("%s imports %s: oracle imports only the standard library and gonum.org/...", from, imp))
+			case under(from, "artifacts") && under(to, "internal"):
+				bad = append(bad, fmt.Sprintf("%s imports %s: the store imports nothing from internal/; what it needs is its own (artifacts/...)", from, to))
 			case toStage == "" || toStage == fromStage:
 			case fromStage != "":
 				bad = append(bad, fmt.Sprintf("%s imports %s: stage %s must not import stage %s; stages meet only through artifacts", from, to, fromStage, toStage))
@@ -136,6 +138,11 @@ func TestCheckFindsForbiddenEdges(t *testing.T) {
 				"example.com/other": {m("capture"), m("replay")},
 			},
 			want: nil,
+		},
+		{
+			name:    "store imports internal",
+			imports: map[string][]string{m("artifacts"): {m("internal/crashpoint"), m("artifacts/internal/footer")}},
+			want:    []string{"artifacts imports internal/crashpoint: the store imports nothing from internal/; what it needs is its own (artifacts/...)"},
 		},
 		{
 			name:    "stage imports stage",

@@ -7,7 +7,8 @@
 // sub-packages. Stages never import each other; they meet only through the
 // store, package artifacts. Only cmd/tilepipe strings stages together, so
 // no other package imports a stage. oracle is a leaf: the standard library
-// and gonum only (and, through cgo's "C", OpenBLAS for its dgemm). artifacts (and its sub-packages) import no stage.
+// and gonum only (and, through cgo's "C", OpenBLAS for its dgemm). artifacts (and its sub-packages) import no stage and nothing from
+// internal/: the store is the floor the stages stand on.
 //
 // The binary links none of the modules listed in heavy (gRPC, protobuf,
 // Arrow Flight and their kin): they came in once through arrow-go's pqarrow
