@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/tilepipe/tilepipe/artifacts"
+	"github.com/tilepipe/tilepipe/internal/golden"
 	"github.com/tilepipe/tilepipe/stats"
 )
 
@@ -134,4 +135,18 @@ func TestRuleTwoSections(t *testing.T) {
 	if got := Table(doc); strings.Contains(got, "Judged calls") || strings.Contains(got, "Launch fixed cost") {
 		t.Errorf("a rule 1 table holds a rule 2 section:\n%s", got)
 	}
+}
+
+// TestTableGolden: results.md as a reader sees it, rendered from the
+// committed GPU checkpoint's replay document (testdata/gpu-checkpoint).
+func TestTableGolden(t *testing.T) {
+	st, err := artifacts.OpenStage("../testdata/gpu-checkpoint/replay", artifacts.ReplayType, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var doc artifacts.ReplayDoc
+	if err := st.ReadDoc(&doc); err != nil {
+		t.Fatal(err)
+	}
+	golden.Check(t, "gpu-checkpoint-results.md", []byte(Table(doc)))
 }

@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"io"
 	"sort"
 	"strings"
 
@@ -12,31 +13,35 @@ import (
 
 func cohortsCommand() *cli.Command {
 	return &cli.Command{
-		Name:  "cohorts",
-		Usage: "list the built-in cohorts and their cases",
-		Action: func(c *cli.Context) error {
-			for _, name := range cohort.Builtin() {
-				co, _, err := cohort.Load(name)
-				if err != nil {
-					return err
-				}
-				fmt.Fprintf(c.App.Writer, "%s: %s\n  timed in %s\n", name, co.Description, timing(co))
-				for _, cs := range co.Cases {
-					keys := make([]string, 0, len(cs.Dims))
-					for k := range cs.Dims {
-						keys = append(keys, k)
-					}
-					sort.Strings(keys)
-					var dims []string
-					for _, k := range keys {
-						dims = append(dims, fmt.Sprintf("%s=%d", k, cs.Dims[k]))
-					}
-					fmt.Fprintf(c.App.Writer, "  %-24s %-10s %-28s %s seed %d\n", cs.ID, cs.Op, strings.Join(dims, " "), cs.Pattern, cs.Seed)
-				}
-			}
-			return nil
-		},
+		Name:   "cohorts",
+		Usage:  "list the built-in cohorts and their cases",
+		Action: func(c *cli.Context) error { return listCohorts(c.App.Writer) },
 	}
+}
+
+// listCohorts writes every built-in cohort, how replay times it, and its
+// cases.
+func listCohorts(w io.Writer) error {
+	for _, name := range cohort.Builtin() {
+		co, _, err := cohort.Load(name)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(w, "%s: %s\n  timed in %s\n", name, co.Description, timing(co))
+		for _, cs := range co.Cases {
+			keys := make([]string, 0, len(cs.Dims))
+			for k := range cs.Dims {
+				keys = append(keys, k)
+			}
+			sort.Strings(keys)
+			var dims []string
+			for _, k := range keys {
+				dims = append(dims, fmt.Sprintf("%s=%d", k, cs.Dims[k]))
+			}
+			fmt.Fprintf(w, "  %-24s %-10s %-28s %s seed %d\n", cs.ID, cs.Op, strings.Join(dims, " "), cs.Pattern, cs.Seed)
+		}
+	}
+	return nil
 }
 
 // timing is how replay times a cohort by default: its rounds and target,

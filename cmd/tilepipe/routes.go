@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"io"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -20,22 +21,39 @@ func routesCommand() *cli.Command {
 		Name:  "routes",
 		Usage: "list each built-in route, whether it is available here, and why not",
 		Action: func(c *cli.Context) error {
-			tw := tabwriter.NewWriter(c.App.Writer, 0, 4, 2, ' ', 0)
-			fmt.Fprintln(tw, "ROUTE\tKIND\tAVAILABLE\tEXTRAS\tVERSION\tOPS / REASON")
+			var rows []routeRow
 			for _, name := range builtinRoutes {
 				d, err := capture.Describe(c.Context, filepath.Join(capture.RoutesDir(), name, "route"))
-				switch {
-				case err != nil:
-					fmt.Fprintf(tw, "%s\t-\tno\t-\t-\t%v\n", name, err)
-				case d.Available:
-					fmt.Fprintf(tw, "%s\t%s\tyes\t%s\t%s\t%s\n", name, d.Kind, extras(d), d.Version, strings.Join(d.Ops, ","))
-				default:
-					fmt.Fprintf(tw, "%s\t%s\tno\t%s\t%s\t%s\n", name, d.Kind, extras(d), d.Version, d.Reason)
-				}
+				rows = append(rows, routeRow{name, d, err})
 			}
-			return tw.Flush()
+			return routesTable(c.App.Writer, rows)
 		},
 	}
+}
+
+// routeRow is one route as tilepipe routes lists it: its describe answer,
+// or why it gave none.
+type routeRow struct {
+	name string
+	d    protocol.Description
+	err  error
+}
+
+// routesTable writes tilepipe routes' table.
+func routesTable(w io.Writer, rows []routeRow) error {
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "ROUTE\tKIND\tAVAILABLE\tEXTRAS\tVERSION\tOPS / REASON")
+	for _, r := range rows {
+		switch d := r.d; {
+		case r.err != nil:
+			fmt.Fprintf(tw, "%s\t-\tno\t-\t-\t%v\n", r.name, r.err)
+		case d.Available:
+			fmt.Fprintf(tw, "%s\t%s\tyes\t%s\t%s\t%s\n", r.name, d.Kind, extras(d), d.Version, strings.Join(d.Ops, ","))
+		default:
+			fmt.Fprintf(tw, "%s\t%s\tno\t%s\t%s\t%s\n", r.name, d.Kind, extras(d), d.Version, d.Reason)
+		}
+	}
+	return tw.Flush()
 }
 
 // extras names the optional protocol features a route describes itself

@@ -244,7 +244,11 @@ func (st *Status) Table() string {
 	var incomplete []string
 	for _, s := range st.Shards {
 		if !s.Committed() && !s.Active() {
-			incomplete = append(incomplete, fmt.Sprintf("%d/%d (%s, %s)", s.Index, len(st.Shards), s.Slurm, s.Disk))
+			state := s.Slurm
+			if s.Job == "" {
+				state = "never submitted"
+			}
+			incomplete = append(incomplete, fmt.Sprintf("%d/%d (%s, %s)", s.Index, len(st.Shards), state, s.Disk))
 		}
 	}
 	if strings.Contains(b.String(), "| "+Gone+" |") {

@@ -4,6 +4,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/tilepipe/tilepipe/internal/golden"
 )
 
 func TestExpand(t *testing.T) {
@@ -42,3 +44,21 @@ func TestScripts(t *testing.T) {
 }
 
 func contains(s, sub string) bool { return strings.Contains(s, sub) }
+
+// TestTableGolden: tilepipe slurm status's table as an operator reads it,
+// from a hand-made status: a committed shard, a running one, a failed one
+// with half its journal, one never submitted, one Slurm forgot; the merge
+// job done and audited.
+func TestTableGolden(t *testing.T) {
+	st := &Status{
+		Shards: []ShardStatus{
+			{Index: 0, Job: "101_0", Slurm: "COMPLETED", Manifest: "sha256:" + strings.Repeat("a", 64), Disk: "committed sha256:aaaaaaaaaaaa"},
+			{Index: 1, Job: "101_1", Slurm: "RUNNING", Visits: 3, Planned: 8, Disk: "begun: 3 of 8 visits"},
+			{Index: 2, Job: "101_2", Slurm: "FAILED", Visits: 4, Planned: 8, Disk: "begun: 4 of 8 visits"},
+			{Index: 3, Disk: "nothing"},
+			{Index: 4, Job: "101_4", Slurm: Gone, Disk: "nothing"},
+		},
+		Merge: "102", MergeSlurm: "COMPLETED", MergedManifest: "sha256:" + strings.Repeat("b", 64), Verdict: "PASS",
+	}
+	golden.Check(t, "status.md", []byte(st.Table()))
+}
