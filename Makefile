@@ -90,8 +90,9 @@ test-packages:
 	$(TESTENV) $(GOTEST) -p 2 -count=1 -timeout 30m $(TEST_FLAGS) $(UNTIMED)
 	$(TESTENV) $(GOTEST) -p 1 -count=1 -timeout 30m $(TEST_FLAGS) -skip '$(QUIET_TESTS)' $(addprefix ./,$(TIMED))
 
-# go vet and staticcheck (the version go.mod pins as a tool), both clean.
+# gofmt, go vet and staticcheck (the version go.mod pins as a tool), all clean.
 lint: deps
+	@unformatted=$$(gofmt -l .); if [ -n "$$unformatted" ]; then echo "gofmt -l: not formatted:"; echo "$$unformatted"; exit 1; fi
 	$(GO) vet ./...
 	$(GO) tool staticcheck ./...
 

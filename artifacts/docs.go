@@ -61,6 +61,28 @@ type TensorRef struct {
 	Size   int64  `json:"size"`
 }
 
+// A build's kind (a route's describe answer gives it, each prepared entry
+// keeps it): objects linked into tilepipe's harness, a process tilepipe's
+// wrapper drives, or a cubin tilepipe's CUDA timer loads.
+const (
+	KindObject  = "object"
+	KindProcess = "process"
+	KindCubin   = "cubin"
+)
+
+// A stored file's role (docs/format.md): what it is to the stage that
+// stored it. RoleOutput is a validation output, the tensor of the output
+// param it names.
+const (
+	RoleObject     = "object"
+	RoleCubin      = "cubin"
+	RoleSource     = "source"
+	RoleExecutable = "executable"
+	RoleWrapper    = "wrapper"
+	RoleLaunch     = "launch"
+	RoleOutput     = oracle.RoleOutput
+)
+
 // FileRef is a file a route or stage produced, stored by digest. Param
 // names the output param a file of role output holds (docs/protocol.md,
 // validation outputs).
@@ -476,6 +498,22 @@ type InputSeeds struct {
 	Replay uint64   `json:"replay"`
 	Rounds []uint64 `json:"rounds"`
 }
+
+// Pair names one row of a checkpoint, a case timed with a route: the key
+// every stage and the audit index rows, visits, entries and summaries by.
+type Pair struct{ Case, Route string }
+
+// String is "case/route", as errors and progress lines name a row.
+func (p Pair) String() string { return p.Case + "/" + p.Route }
+
+// Pair is the visit's row (a VisitResult's too).
+func (v Visit) Pair() Pair { return Pair{v.Case, v.Route} }
+
+// Pair is the summary's row.
+func (s Summary) Pair() Pair { return Pair{s.Case, s.Route} }
+
+// Pair is the entry's row.
+func (e Prepared) Pair() Pair { return Pair{e.Case, e.Route} }
 
 // Visit is one planned process run: a case with a route in a round.
 type Visit struct {

@@ -18,8 +18,8 @@ import (
 	"github.com/opencontainers/go-digest"
 	specs "github.com/opencontainers/image-spec/specs-go"
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
-	"github.com/tilepipe/tilepipe/artifacts/sign"
 	"github.com/tilepipe/tilepipe/artifacts/crashpoint"
+	"github.com/tilepipe/tilepipe/artifacts/sign"
 	"golang.org/x/sys/unix"
 )
 

@@ -110,7 +110,7 @@ func (a *auditor) stops() []artifacts.CaseStop {
 					continue
 				}
 				routes = append(routes, rt)
-				s, ok := got[[2]string{cs, rt}]
+				s, ok := got[artifacts.Pair{Case: cs, Route: rt}]
 				if !ok {
 					s = artifacts.Summary{Case: cs, Route: rt, Status: artifacts.StatusFailed}
 				} else {

@@ -14,6 +14,8 @@ import (
 	"time"
 
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
+	"golang.org/x/sync/errgroup"
+
 	"github.com/tilepipe/tilepipe/artifacts"
 	"github.com/tilepipe/tilepipe/artifacts/samples"
 	"github.com/tilepipe/tilepipe/artifacts/sign"
@@ -24,10 +26,8 @@ import (
 	"github.com/tilepipe/tilepipe/internal/record"
 	"github.com/tilepipe/tilepipe/internal/sets"
 	"github.com/tilepipe/tilepipe/internal/shard"
-	"github.com/tilepipe/tilepipe/internal/visit"
 	"github.com/tilepipe/tilepipe/oracle"
 	"github.com/tilepipe/tilepipe/stats"
-	"golang.org/x/sync/errgroup"
 )
 
 // Check outcomes.
@@ -186,7 +186,7 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	flags := a.telemetry()
 	rep.Rows = a.containment()
 	for i, r := range rep.Rows {
-		rep.Rows[i].Marks = append(rep.Rows[i].Marks, flags[[2]string{r.Case, r.Route}]...)
+		rep.Rows[i].Marks = append(rep.Rows[i].Marks, flags[r.Pair()]...)
 	}
 	return a.finish(rep), nil
 }
@@ -455,7 +455,7 @@ func (a *auditor) oracle() {
 		// The stored packet, decoded, beside its bytes: expected tensors
 		// in output order, bounds (float outputs only) matched by name.
 		stored := make([]oracle.Expected, len(exp))
-		raw := map[[2]string][]byte{} // {expected|bound, name} -> bytes
+		raw := map[tensorKey][]byte{}
 		byName := map[string]int{}
 		whole, same := true, true
 		for i, ref := range c.Packet.Expected {
@@ -475,7 +475,7 @@ func (a *auditor) oracle() {
 				whole = false
 				continue
 			}
-			raw[[2]string{"expected", ref.Name}], same = b, same && bytes.Equal(b, want)
+			raw[tensorKey{"expected", ref.Name}], same = b, same && bytes.Equal(b, want)
 			for j := 0; j < len(b)/8; j++ {
 				if isInt {
 					stored[i].WantI = append(stored[i].WantI, int64(word(b, j)))
@@ -505,7 +505,7 @@ func (a *auditor) oracle() {
 				whole = false
 				continue
 			}
-			raw[[2]string{"bound", ref.Name}], same = b, same && bytes.Equal(b, want)
+			raw[tensorKey{"bound", ref.Name}], same = b, same && bytes.Equal(b, want)
 			for j := 0; j < len(b)/8; j++ {
 				stored[i].Bound = append(stored[i].Bound, math.Float64frombits(word(b, j)))
 			}
@@ -535,7 +535,7 @@ func (a *auditor) oracle() {
 						w = math.Float64bits(exp[i].Want[pe.Index])
 					}
 				}
-				b, k := raw[[2]string{pe.Tensor, pe.Output}], 0
+				b, k := raw[tensorKey{pe.Tensor, pe.Output}], 0
 				for k < 7 && b[8*pe.Index+k] == byte(w>>(8*k)) {
 					k++
 				}
@@ -618,7 +618,7 @@ func (a *auditor) outputs() {
 		warm  []*sets.Set
 	}
 	var cur pools
-	set0 := map[[2]string]artifacts.VisitResult{}
+	set0 := map[artifacts.Pair]artifacts.VisitResult{}
 	n, nsets, worst := 0, 0, 0.0
 	for _, v := range order {
 		c := cases[v.Case]
@@ -730,7 +730,7 @@ func (a *auditor) outputs() {
 			continue
 		}
 		p = append(p, maxErrRatioAgrees(v, vworst)...)
-		k := [2]string{v.Case, v.Route}
+		k := v.Pair()
 		if first, ok := set0[k]; !ok {
 			set0[k] = v
 		} else if first.Set0 != v.Set0 {
@@ -788,10 +788,10 @@ func (a *auditor) validations(p *[]string) int {
 			}
 			var got []oracle.Tensor
 			for _, sp := range c.Signature {
-				if sp.Role != "output" {
+				if sp.Role != oracle.RoleOutput {
 					continue
 				}
-				i := slices.IndexFunc(b.Files, func(f artifacts.FileRef) bool { return f.Role == "output" && f.Param == sp.Name })
+				i := slices.IndexFunc(b.Files, func(f artifacts.FileRef) bool { return f.Role == artifacts.RoleOutput && f.Param == sp.Name })
 				if i < 0 {
 					*p = append(*p, fmt.Sprintf("%s: no stored output for param %s", where, sp.Name))
 					break
@@ -883,19 +883,19 @@ func (a *auditor) summaries() {
 func (a *auditor) checkSummaries(rows []samples.Row, p []string) {
 	want := recompute(a.rdoc, rows, a.device, floors.OfSessions(a.rdoc.Sessions))
 	for _, e := range a.pdoc.Entries { // the routes check holds each entry's note to its build's
-		if w, ok := want[[2]string{e.Case, e.Route}]; ok {
+		if w, ok := want[e.Pair()]; ok {
 			w.BelowBest = e.BelowBest
-			want[[2]string{e.Case, e.Route}] = w
+			want[e.Pair()] = w
 		}
 	}
-	have := map[[2]string]artifacts.Summary{}
+	have := map[artifacts.Pair]artifacts.Summary{}
 	for _, s := range a.rdoc.Summary {
-		have[[2]string{s.Case, s.Route}] = s
+		have[s.Pair()] = s
 	}
 	for k, w := range want {
 		h, ok := have[k]
 		if !ok {
-			p = append(p, fmt.Sprintf("summary %s/%s missing", k[0], k[1]))
+			p = append(p, fmt.Sprintf("summary %s/%s missing", k.Case, k.Route))
 			continue
 		}
 		for _, f := range []struct {
@@ -903,17 +903,17 @@ func (a *auditor) checkSummaries(rows []samples.Row, p []string) {
 			hv, wv float64
 		}{{"medianNs", h.MedianNs, w.MedianNs}, {"minNs", h.MinNs, w.MinNs}, {"maxNs", h.MaxNs, w.MaxNs}, {"q1Ns", h.Q1Ns, w.Q1Ns}, {"q3Ns", h.Q3Ns, w.Q3Ns}, {"channelNs", h.ChannelNs, w.ChannelNs}, {"graphNs", h.GraphNs, w.GraphNs}, {"graphMinNs", h.GraphMinNs, w.GraphMinNs}, {"warmNs", h.WarmNs, w.WarmNs}, {"singleNs", h.SingleNs, w.SingleNs}, {"ratio", h.Ratio, w.Ratio}, {"ratioMin", h.RatioMin, w.RatioMin}, {"ratioMax", h.RatioMax, w.RatioMax}, {"ratioLo", h.RatioLo, w.RatioLo}, {"ratioHi", h.RatioHi, w.RatioHi}, {"precision", h.Precision, w.Precision}} {
 			if !near(f.hv, f.wv) {
-				p = append(p, fmt.Sprintf("summary %s/%s %s: stored %g, recomputed %g", k[0], k[1], f.name, f.hv, f.wv))
+				p = append(p, fmt.Sprintf("summary %s/%s %s: stored %g, recomputed %g", k.Case, k.Route, f.name, f.hv, f.wv))
 			}
 		}
 		if h.BelowBest != w.BelowBest {
-			p = append(p, fmt.Sprintf("summary %s/%s belowBest: stored %q, the prepared entry says %q", k[0], k[1], h.BelowBest, w.BelowBest))
+			p = append(p, fmt.Sprintf("summary %s/%s belowBest: stored %q, the prepared entry says %q", k.Case, k.Route, h.BelowBest, w.BelowBest))
 		}
 		if h.Kind != w.Kind {
-			p = append(p, fmt.Sprintf("summary %s/%s kind: stored %q, recomputed %q (a CPU row rests on novel samples, a GPU row on batch samples)", k[0], k[1], h.Kind, w.Kind))
+			p = append(p, fmt.Sprintf("summary %s/%s kind: stored %q, recomputed %q (a CPU row rests on novel samples, a GPU row on batch samples)", k.Case, k.Route, h.Kind, w.Kind))
 		}
 		if h.Samples != w.Samples || h.Verdict != w.Verdict || h.Flagged != w.Flagged || h.RatioExcluded != w.RatioExcluded {
-			p = append(p, fmt.Sprintf("summary %s/%s: stored samples %d verdict %q flagged %d ratioExcluded %d, recomputed %d %q %d %d", k[0], k[1], h.Samples, h.Verdict, h.Flagged, h.RatioExcluded, w.Samples, w.Verdict, w.Flagged, w.RatioExcluded))
+			p = append(p, fmt.Sprintf("summary %s/%s: stored samples %d verdict %q flagged %d ratioExcluded %d, recomputed %d %q %d %d", k.Case, k.Route, h.Samples, h.Verdict, h.Flagged, h.RatioExcluded, w.Samples, w.Verdict, w.Flagged, w.RatioExcluded))
 		}
 	}
 	var w []string
@@ -972,32 +972,32 @@ func readRows(st *artifacts.Stage, d artifacts.Digest) ([]samples.Row, error) {
 // from raw rows, written independently of replay's code path, judging
 // rows by the floors fl as replay did (nil: by none, as an adaptive
 // replay's stopping decisions).
-func recompute(doc artifacts.ReplayDoc, rows []samples.Row, device func(id string) string, fl map[string]artifacts.CaseFloor) map[[2]string]artifacts.Summary {
-	failed := map[[2]string]bool{}
+func recompute(doc artifacts.ReplayDoc, rows []samples.Row, device func(id string) string, fl map[string]artifacts.CaseFloor) map[artifacts.Pair]artifacts.Summary {
+	failed := map[artifacts.Pair]bool{}
 	loaded := map[[3]string]bool{} // (case, route, round) left out of ratios
 	for _, v := range doc.Visits {
 		if v.Status != artifacts.StatusPassed {
-			failed[[2]string{v.Case, v.Route}] = true
+			failed[v.Pair()] = true
 		}
 		if doc.Config.Load == artifacts.LoadExclude && v.Load != nil && v.Load.Loaded {
 			loaded[[3]string{v.Case, v.Route, fmt.Sprint(v.Round)}] = true
 		}
 	}
-	all := map[[2]string][]float64{}
-	rounds := map[[2]string]map[int32][]float64{}
-	channel := map[[2]string][]float64{}
-	graph := map[[2]string][]float64{}
-	flagged := map[[2]string]int{}
-	warm, single := map[[2]string][]float64{}, map[[2]string][]float64{}
+	all := map[artifacts.Pair][]float64{}
+	rounds := map[artifacts.Pair]map[int32][]float64{}
+	channel := map[artifacts.Pair][]float64{}
+	graph := map[artifacts.Pair][]float64{}
+	flagged := map[artifacts.Pair]int{}
+	warm, single := map[artifacts.Pair][]float64{}, map[artifacts.Pair][]float64{}
 	for _, r := range rows {
-		k := [2]string{r.Case, r.Route}
+		k := artifacts.Pair{Case: r.Case, Route: r.Route}
 		if r.Flags != "" && !failed[k] {
 			flagged[k]++
 		}
-		if r.Kind == "empty" && !failed[k] {
+		if r.Kind == samples.KindEmpty && !failed[k] {
 			channel[k] = append(channel[k], float64(r.TotalNs))
 		}
-		if r.Kind == visit.KindGraph && !failed[k] {
+		if r.Kind == samples.KindGraph && !failed[k] {
 			graph[k] = append(graph[k], float64(r.TimerNs)/float64(r.Calls)) // a graph sample is GPU-timed
 		}
 		// A row's claim rests on its novel samples (visit protocol 4); its
@@ -1008,13 +1008,13 @@ func recompute(doc artifacts.ReplayDoc, rows []samples.Row, device func(id strin
 		if record.Clock(device(r.Case), r.Kind) == samples.ClockCUDA {
 			ns = r.TimerNs
 		}
-		if r.Kind == visit.KindBatch && !failed[k] {
+		if r.Kind == samples.KindBatch && !failed[k] {
 			warm[k] = append(warm[k], float64(ns)/float64(r.Calls))
 		}
-		if r.Kind == visit.KindSingle && !failed[k] {
+		if r.Kind == samples.KindSingle && !failed[k] {
 			single[k] = append(single[k], float64(ns)/float64(r.Calls))
 		}
-		if r.Kind != visit.KindNovel || failed[k] {
+		if r.Kind != samples.KindNovel || failed[k] {
 			continue
 		}
 		all[k] = append(all[k], float64(ns)/float64(r.Calls))
@@ -1026,15 +1026,15 @@ func recompute(doc artifacts.ReplayDoc, rows []samples.Row, device func(id strin
 	// A row whose fastest sample beats its case's floor (fl) failed in
 	// replay (replay.Summaries): it keeps its statistics but gets no ratio,
 	// and neither does any row it is the baseline of.
-	out := map[[2]string]artifacts.Summary{}
-	below := map[[2]string]bool{}
+	out := map[artifacts.Pair]artifacts.Summary{}
+	below := map[artifacts.Pair]bool{}
 	for k, xs := range all {
 		s := stats.Summarize(xs)
-		sum := artifacts.Summary{Case: k[0], Route: k[1], Samples: s.N, MedianNs: s.Median, MinNs: s.Min, MaxNs: s.Max, Q1Ns: s.Q1, Q3Ns: s.Q3, Flagged: flagged[k]}
+		sum := artifacts.Summary{Case: k.Case, Route: k.Route, Samples: s.N, MedianNs: s.Median, MinNs: s.Min, MaxNs: s.Max, Q1Ns: s.Q1, Q3Ns: s.Q3, Flagged: flagged[k]}
 		if len(channel[k]) > 0 {
 			sum.ChannelNs = stats.Median(channel[k])
 		}
-		sum.Kind = visit.KindNovel
+		sum.Kind = samples.KindNovel
 		if len(warm[k]) > 0 {
 			sum.WarmNs = stats.Median(warm[k])
 		}
@@ -1044,14 +1044,14 @@ func recompute(doc artifacts.ReplayDoc, rows []samples.Row, device func(id strin
 		if len(graph[k]) > 0 {
 			sum.GraphNs, sum.GraphMinNs = stats.Median(graph[k]), slices.Min(graph[k])
 		}
-		if f, ok := fl[k[0]]; ok {
+		if f, ok := fl[k.Case]; ok {
 			below[k] = floors.Below(f, floors.Fastest(sum)) != ""
 		}
 		out[k] = sum
 	}
 	for k, sum := range out {
-		base := [2]string{k[0], doc.Config.Baseline}
-		if k[1] != doc.Config.Baseline && all[base] != nil && !below[k] && !below[base] {
+		base := artifacts.Pair{Case: k.Case, Route: doc.Config.Baseline}
+		if k.Route != doc.Config.Baseline && all[base] != nil && !below[k] && !below[base] {
 			var ids []int
 			for rd := range rounds[k] {
 				if _, ok := rounds[base][rd]; ok {
@@ -1061,7 +1061,7 @@ func recompute(doc artifacts.ReplayDoc, rows []samples.Row, device func(id strin
 			sort.Ints(ids)
 			var ratios []float64
 			for _, rd := range ids {
-				if loaded[[3]string{k[0], k[1], fmt.Sprint(rd)}] || loaded[[3]string{base[0], base[1], fmt.Sprint(rd)}] {
+				if loaded[[3]string{k.Case, k.Route, fmt.Sprint(rd)}] || loaded[[3]string{base.Case, base.Route, fmt.Sprint(rd)}] {
 					sum.RatioExcluded++
 					continue
 				}
@@ -1116,16 +1116,16 @@ func (a *auditor) balance() {
 		}
 		p = append(p, fmt.Sprintf("cases %v, but %s are %v", d.Cases, what, cases))
 	}
-	prepared := map[[2]string]bool{}
+	prepared := map[artifacts.Pair]bool{}
 	for _, e := range a.pdoc.Entries {
 		if e.Status == artifacts.StatusPrepared && slices.Contains(cases, e.Case) {
-			prepared[[2]string{e.Case, e.Route}] = true
+			prepared[e.Pair()] = true
 		}
 	}
-	perPair := map[[2]string]int{}
+	perPair := map[artifacts.Pair]int{}
 	rounds := d.Config.Rounds
 	for _, v := range d.Plan {
-		perPair[[2]string{v.Case, v.Route}]++
+		perPair[v.Pair()]++
 		rounds = max(rounds, v.Round+1)
 	}
 	roundsOf := map[string]int{}
@@ -1134,11 +1134,11 @@ func (a *auditor) balance() {
 	}
 	for k := range prepared {
 		want := d.Config.Rounds
-		if d.Config.Target > 0 && roundsOf[k[0]] > 0 {
-			want = roundsOf[k[0]]
+		if d.Config.Target > 0 && roundsOf[k.Case] > 0 {
+			want = roundsOf[k.Case]
 		}
 		if perPair[k] != want {
-			p = append(p, fmt.Sprintf("%s/%s planned %d times, want one visit per round (%d)", k[0], k[1], perPair[k], want))
+			p = append(p, fmt.Sprintf("%s/%s planned %d times, want one visit per round (%d)", k.Case, k.Route, perPair[k], want))
 		}
 	}
 	if d.Config.Target > 0 && len(d.Stops) > 0 {
@@ -1174,7 +1174,7 @@ func (a *auditor) balance() {
 	// Balance is counted over the routes each round actually visited, in
 	// their relative order (a route with no timeable case leaves a gap).
 	pos := map[string][]int{}
-	prec := map[[2]string]int{}
+	prec := map[precedence]int{}
 	present := 0
 	for rd := 0; rd < rounds; rd++ {
 		var o []string
@@ -1190,7 +1190,7 @@ func (a *auditor) balance() {
 			}
 			pos[rt][j]++
 			if j > 0 {
-				prec[[2]string{o[j-1], rt}]++
+				prec[precedence{o[j-1], rt}]++
 			}
 		}
 	}
@@ -1214,7 +1214,7 @@ func (a *auditor) balance() {
 			if x == y {
 				continue
 			}
-			c := prec[[2]string{x, y}]
+			c := prec[precedence{x, y}]
 			if ref < 0 {
 				ref = c
 			}
@@ -1390,3 +1390,10 @@ func Markdown(r *Report) string {
 	}
 	return b.String()
 }
+
+// tensorKey names one tensor of an oracle packet: its part ("expected" or
+// "bound") and its output's name.
+type tensorKey struct{ part, name string }
+
+// precedence is one route visited immediately before another in a round.
+type precedence struct{ before, after string }

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/tilepipe/tilepipe/artifacts"
+	"github.com/tilepipe/tilepipe/artifacts/samples"
 	"github.com/tilepipe/tilepipe/internal/affinity"
 	"github.com/tilepipe/tilepipe/internal/load"
 	"github.com/tilepipe/tilepipe/internal/visit"
@@ -33,6 +34,9 @@ type Row struct {
 	Ratio     *RowRatio `json:"ratio,omitempty"`
 }
 
+// Pair is the row's (case, route).
+func (r Row) Pair() artifacts.Pair { return artifacts.Pair{Case: r.Case, Route: r.Route} }
+
 // RowRatio is a supported row's paired ratio against the baseline.
 type RowRatio struct {
 	Baseline string  `json:"baseline"`
@@ -44,15 +48,15 @@ type RowRatio struct {
 
 // claims decides, row by row, whether the audit supports the row's claim.
 func (a *auditor) claims(rep *Report) {
-	status := map[[2]string]artifacts.Summary{}
+	status := map[artifacts.Pair]artifacts.Summary{}
 	for _, s := range a.rdoc.Summary {
-		status[[2]string{s.Case, s.Route}] = s
+		status[s.Pair()] = s
 	}
 	base := a.rdoc.Config.Baseline
 	for i := range rep.Rows {
 		r := &rep.Rows[i]
-		s := status[[2]string{r.Case, r.Route}]
-		b, hasBase := status[[2]string{r.Case, base}]
+		s := status[r.Pair()]
+		b, hasBase := status[artifacts.Pair{Case: r.Case, Route: base}]
 		switch {
 		case rep.Integrity != "intact":
 			r.Why = "the checkpoint is not intact"
@@ -122,7 +126,7 @@ func (a *auditor) containment() []Row {
 			p = append(p, fmt.Sprintf("visit %d samples: %v", v.Index, err))
 			continue
 		}
-		if got := countKind(rows, visit.KindEmpty); got != d.Config.Samples {
+		if got := countKind(rows, samples.KindEmpty); got != d.Config.Samples {
 			p = append(p, fmt.Sprintf("visit %d: %d empty samples (the channel's overhead), config says %d", v.Index, got, d.Config.Samples))
 		}
 		var ss []visit.Sample

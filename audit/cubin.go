@@ -72,10 +72,10 @@ func rebuildHere(path string, args []string, ptx []byte) ([]byte, error) {
 // An entry prepared before the chain is a warning. Returns the problems,
 // the warnings and the cubin entries checked.
 func cubinChains(cdoc artifacts.CaptureDoc, pdoc artifacts.PreparedDoc, readCap, readPrep func(artifacts.Digest, int64) ([]byte, error), again rebuild) (p, w []string, n int) {
-	builds := map[[2]string]artifacts.Build{}
+	builds := map[artifacts.Pair]artifacts.Build{}
 	for _, c := range cdoc.Cases {
 		for _, b := range c.Builds {
-			builds[[2]string{c.Case.ID, b.Route}] = b
+			builds[artifacts.Pair{Case: c.Case.ID, Route: b.Route}] = b
 		}
 	}
 	here, herr := launch.FindPtxas()
@@ -87,7 +87,7 @@ func cubinChains(cdoc artifacts.CaptureDoc, pdoc artifacts.PreparedDoc, readCap,
 	}
 	notHere := map[string]bool{}
 	for _, e := range pdoc.Entries {
-		if e.Kind != "cubin" || e.Status != artifacts.StatusPrepared {
+		if e.Kind != artifacts.KindCubin || e.Status != artifacts.StatusPrepared {
 			continue
 		}
 		n++
@@ -101,13 +101,13 @@ func cubinChains(cdoc artifacts.CaptureDoc, pdoc artifacts.PreparedDoc, readCap,
 			continue
 		}
 		files := map[string]artifacts.FileRef{}
-		for _, f := range builds[[2]string{e.Case, e.Route}].Files {
+		for _, f := range builds[e.Pair()].Files {
 			files[f.Role] = f
 		}
 		ptxRef, cubRef, manRef := files["ptx"], files["cubin"], files["manifest"]
 		var loaded artifacts.Digest
 		for _, k := range e.Kernel {
-			if k.Role == "cubin" {
+			if k.Role == artifacts.RoleCubin {
 				loaded = k.Digest
 			}
 		}

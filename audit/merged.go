@@ -27,7 +27,7 @@ func (a *auditor) merged(cfg Config, rep *Report) {
 	if !ok {
 		return
 	}
-	rowOf := map[[2]string]Row{}
+	rowOf := map[artifacts.Pair]Row{}
 	for _, s := range subs {
 		s.signatures(cfg.Trust)
 		s.chain()
@@ -42,8 +42,8 @@ func (a *auditor) merged(cfg Config, rep *Report) {
 		s.floors()
 		flags := s.telemetry()
 		for _, r := range s.containment() {
-			r.Marks = append(r.Marks, flags[[2]string{r.Case, r.Route}]...)
-			rowOf[[2]string{r.Case, r.Route}] = r
+			r.Marks = append(r.Marks, flags[r.Pair()]...)
+			rowOf[r.Pair()] = r
 		}
 		a.checks = append(a.checks, s.checks...)
 	}
@@ -79,7 +79,7 @@ func (a *auditor) merged(cfg Config, rep *Report) {
 	}
 	var orphans []string
 	for _, s := range a.rdoc.Summary {
-		r, ok := rowOf[[2]string{s.Case, s.Route}]
+		r, ok := rowOf[s.Pair()]
 		if !ok {
 			r = Row{Case: s.Case, Route: s.Route, Status: s.Status, Marks: []string{"no shard audited this row"}}
 			orphans = append(orphans, fmt.Sprintf("row %s/%s: no shard's summary has it", s.Case, s.Route))

@@ -25,10 +25,10 @@ func (a *auditor) routes() {
 // its capture build asked for (an object build's env, only
 // artifacts.ObjectEnv; a process build's process.env), nothing added.
 func envAgree(cdoc artifacts.CaptureDoc, pdoc artifacts.PreparedDoc) []string {
-	builds := map[[2]string]artifacts.Build{}
+	builds := map[artifacts.Pair]artifacts.Build{}
 	for _, c := range cdoc.Cases {
 		for _, b := range c.Builds {
-			builds[[2]string{c.Case.ID, b.Route}] = b
+			builds[artifacts.Pair{Case: c.Case.ID, Route: b.Route}] = b
 		}
 	}
 	var p []string
@@ -36,7 +36,7 @@ func envAgree(cdoc artifacts.CaptureDoc, pdoc artifacts.PreparedDoc) []string {
 		if e.Status != artifacts.StatusPrepared {
 			continue
 		}
-		b := builds[[2]string{e.Case, e.Route}]
+		b := builds[e.Pair()]
 		want := b.Env
 		if b.Process != nil {
 			want = b.Process.Env
@@ -49,7 +49,7 @@ func envAgree(cdoc artifacts.CaptureDoc, pdoc artifacts.PreparedDoc) []string {
 		} else if e.BelowBest != bb {
 			p = append(p, fmt.Sprintf("entry %s/%s: belowBest %q, its capture build says %q", e.Case, e.Route, e.BelowBest, bb))
 		}
-		if e.Kind == "object" {
+		if e.Kind == artifacts.KindObject {
 			if err := artifacts.CheckObjectEnv(e.Env); err != nil {
 				p = append(p, fmt.Sprintf("entry %s/%s: %v", e.Case, e.Route, err))
 			}

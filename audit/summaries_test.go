@@ -50,7 +50,7 @@ func TestRecomputeLoadRule(t *testing.T) {
 		{"", 0, 1.5},
 	} {
 		d.Config.Load = tc.rule
-		r := recompute(d, rows, cpu, nil)[[2]string{"c", "r"}]
+		r := recompute(d, rows, cpu, nil)[artifacts.Pair{Case: "c", Route: "r"}]
 		if r.RatioExcluded != tc.left || r.RatioMax != tc.ratioMax || r.Ratio != 0.5 || r.MaxNs != 300 {
 			t.Errorf("load %q: recomputed %d left out, ratio %g max %g, max %g ns; want %d, 0.5, %g, 300 ns (medians keep the round)", tc.rule, r.RatioExcluded, r.Ratio, r.RatioMax, r.MaxNs, tc.left, tc.ratioMax)
 		}
@@ -69,7 +69,7 @@ func TestRecomputeEveryRoundLoaded(t *testing.T) {
 			rows = append(rows, samples.Row{Visit: int32(2*rd + i), Round: int32(rd), Case: "c", Route: rt, Kind: "novel", Calls: 1, TotalNs: 100, Clock: samples.ClockReplay})
 		}
 	}
-	r := recompute(d, rows, func(string) string { return oracle.DeviceCPU }, nil)[[2]string{"c", "r"}]
+	r := recompute(d, rows, func(string) string { return oracle.DeviceCPU }, nil)[artifacts.Pair{Case: "c", Route: "r"}]
 	if r.Verdict != "too few rounds" || r.RatioExcluded != 2 || r.Ratio != 0 || r.RatioHi != 0 {
 		t.Errorf("recomputed %+v, want too few rounds, 2 left out, no ratio", r)
 	}
@@ -85,7 +85,7 @@ func belowFloorFixture() (artifacts.ReplayDoc, []artifacts.Prepared, []samples.R
 		{Case: "c", Bytes: 1 << 20, WorkingSet: 1 << 21, Bandwidth: 7e12, MemoryNs: 150},
 		{Case: "d", Bytes: 1 << 20, WorkingSet: 1 << 21, Bandwidth: 7e12, MemoryNs: 150},
 	}}}
-	ns := map[[2]string]int64{{"c", "r"}: 100, {"c", "b"}: 200, {"d", "r"}: 300, {"d", "b"}: 100}
+	ns := map[artifacts.Pair]int64{{Case: "c", Route: "r"}: 100, {Case: "c", Route: "b"}: 200, {Case: "d", Route: "r"}: 300, {Case: "d", Route: "b"}: 100}
 	var entries []artifacts.Prepared
 	var rows []samples.Row
 	for _, c := range []string{"c", "d"} {
@@ -97,7 +97,7 @@ func belowFloorFixture() (artifacts.ReplayDoc, []artifacts.Prepared, []samples.R
 		for _, e := range entries {
 			v := artifacts.VisitResult{Visit: artifacts.Visit{Index: len(d.Visits), Round: rd, Case: e.Case, Route: e.Route}, Status: artifacts.StatusPassed, WallNs: 1e9}
 			d.Visits = append(d.Visits, v)
-			rows = append(rows, samples.Row{Visit: int32(v.Index), Round: int32(rd), Case: e.Case, Route: e.Route, Kind: "novel", Calls: 10, TotalNs: 10 * (ns[[2]string{e.Case, e.Route}] + int64(rd)), Clock: samples.ClockReplay})
+			rows = append(rows, samples.Row{Visit: int32(v.Index), Round: int32(rd), Case: e.Case, Route: e.Route, Kind: "novel", Calls: 10, TotalNs: 10 * (ns[e.Pair()] + int64(rd)), Clock: samples.ClockReplay})
 		}
 	}
 	return d, entries, rows
@@ -121,15 +121,15 @@ func TestRecomputeBelowFloor(t *testing.T) {
 		stored := replay.Summaries([]string{"c", "d"}, []string{"r", "b"}, entries, d.Visits, rows, d.Config, fl)
 		got := recompute(d, rows, cpu, fl)
 		for _, s := range stored {
-			k := [2]string{s.Case, s.Route}
+			k := s.Pair()
 			r := got[k]
 			if r.MedianNs != s.MedianNs || r.MinNs != s.MinNs || r.Samples != s.Samples || r.Ratio != s.Ratio || r.RatioLo != s.RatioLo || r.RatioHi != s.RatioHi || r.Verdict != s.Verdict {
 				t.Errorf("floors %v: %s/%s: replay stored median %g min %g samples %d ratio %g [%g, %g] %q; the audit recomputes %g %g %d %g [%g, %g] %q",
-					fl != nil, k[0], k[1], s.MedianNs, s.MinNs, s.Samples, s.Ratio, s.RatioLo, s.RatioHi, s.Verdict, r.MedianNs, r.MinNs, r.Samples, r.Ratio, r.RatioLo, r.RatioHi, r.Verdict)
+					fl != nil, k.Case, k.Route, s.MedianNs, s.MinNs, s.Samples, s.Ratio, s.RatioLo, s.RatioHi, s.Verdict, r.MedianNs, r.MinNs, r.Samples, r.Ratio, r.RatioLo, r.RatioHi, r.Verdict)
 			}
-			below := fl != nil && (k == [2]string{"c", "r"} || k == [2]string{"d", "b"})
-			if below != strings.HasPrefix(s.Reason, "below_physical_floor") || (k[1] == "r" && (s.Ratio == 0) != (fl != nil)) || s.Samples != 6 {
-				t.Errorf("floors %v: %s/%s: replay stored status %s %q, ratio %g, %d samples; want below the floor %v, a ratio for r only without floors, the statistics kept", fl != nil, k[0], k[1], s.Status, s.Reason, s.Ratio, s.Samples, below)
+			below := fl != nil && (k == artifacts.Pair{Case: "c", Route: "r"} || k == artifacts.Pair{Case: "d", Route: "b"})
+			if below != strings.HasPrefix(s.Reason, "below_physical_floor") || (k.Route == "r" && (s.Ratio == 0) != (fl != nil)) || s.Samples != 6 {
+				t.Errorf("floors %v: %s/%s: replay stored status %s %q, ratio %g, %d samples; want below the floor %v, a ratio for r only without floors, the statistics kept", fl != nil, k.Case, k.Route, s.Status, s.Reason, s.Ratio, s.Samples, below)
 			}
 		}
 		if len(stored) != 4 || len(got) != 4 {

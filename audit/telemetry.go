@@ -36,9 +36,9 @@ func idleProbes(g *artifacts.GPUIdle, rows int) string {
 // names every sample they flag (docs/gpu.md, "Telemetry"): a warning per
 // visit, and a mark on its row. The flags themselves were re-derived from
 // the readings when each table was read (samples.ReadFile).
-func (a *auditor) telemetry() map[[2]string][]string {
+func (a *auditor) telemetry() map[artifacts.Pair][]string {
 	var p, w []string
-	marks := map[[2]string]map[string]int{}
+	marks := map[artifacts.Pair]map[string]int{}
 	visits, vrows, _ := a.passedRows() // unreadable tables fail in summaries
 	gpu, flagged, implausible, probed := 0, 0, 0, 0
 	for i, v := range visits {
@@ -72,7 +72,7 @@ func (a *auditor) telemetry() map[[2]string][]string {
 				byFlag[f] = append(byFlag[f], fmt.Sprintf("%s %d", r.Kind, r.Index))
 			}
 		}
-		k := [2]string{v.Case, v.Route}
+		k := v.Pair()
 		if unread > 0 {
 			implausible += unread
 			w = append(w, fmt.Sprintf("visit %d (%s %s, round %d): %d samples' readings cannot describe a powered GPU (%s): the telemetry says nothing of them", v.Index, v.Case, v.Route, v.Round+1, unread, firstImplausible(vrows[i])))
@@ -95,7 +95,7 @@ func (a *auditor) telemetry() map[[2]string][]string {
 		w = append(w, fmt.Sprintf("visit %d (%s %s, round %d): %s", v.Index, v.Case, v.Route, v.Round+1, strings.Join(parts, "; ")))
 	}
 	a.add("telemetry", p, w, fmt.Sprintf("GPU readings around every sample of %d passed GPU visits; %d samples flagged (power, heat or another process); %d with readings of no powered GPU; %d of them probed idle around every sample (replays made before the probe have none)", gpu, flagged, implausible, probed))
-	out := map[[2]string][]string{}
+	out := map[artifacts.Pair][]string{}
 	for k, m := range marks {
 		for _, f := range sortedKeys(m) {
 			out[k] = append(out[k], fmt.Sprintf("%s: %d samples", f, m[f]))

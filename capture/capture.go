@@ -317,7 +317,7 @@ func packet(s *artifacts.Store, c oracle.Case) (*artifacts.CapturedCase, []oracl
 	cc := &artifacts.CapturedCase{Case: c, Signature: sig, Generator: oracle.Generator}
 	var in, out []oracle.Param
 	for _, p := range sig {
-		if p.Role == "input" {
+		if p.Role == oracle.RoleInput {
 			in = append(in, p)
 		} else {
 			out = append(out, p)
@@ -431,7 +431,7 @@ func (j *job) routeCaseFile(r artifacts.Route, ir *caseIR) (path, scratch string
 		}
 		k := 0
 		for _, p := range j.sig {
-			if p.Role != "input" {
+			if p.Role != oracle.RoleInput {
 				continue
 			}
 			path := filepath.Join(scratch, p.Name+".bin")
@@ -579,7 +579,7 @@ func build(ctx context.Context, s *artifacts.Store, cfg Config, r artifacts.Rout
 		// scratch directory is a private tmpfs there, the work dir inside it.
 		env["TMPDIR"] = j.tmp
 	}
-	if _, given := env["TILEPIPE_PTXAS"]; r.Kind == "cubin" && !given {
+	if _, given := env["TILEPIPE_PTXAS"]; r.Kind == artifacts.KindCubin && !given {
 		// The ptxas prepare will build the PTX again with (docs/gpu.md,
 		// "The cubin chain"): a cubin route builds its cubin with it.
 		if p, err := launch.FindPtxas(); err == nil {
@@ -640,10 +640,10 @@ func namedTimeout(reason string, timeout time.Duration) string {
 func validate(s *artifacts.Store, b *artifacts.Build, j *job, prefix string) error {
 	var got []oracle.Tensor
 	for _, p := range j.sig {
-		if p.Role != "output" {
+		if p.Role != oracle.RoleOutput {
 			continue
 		}
-		i := slices.IndexFunc(b.Files, func(f artifacts.FileRef) bool { return f.Role == "output" && f.Param == p.Name })
+		i := slices.IndexFunc(b.Files, func(f artifacts.FileRef) bool { return f.Role == artifacts.RoleOutput && f.Param == p.Name })
 		if i < 0 {
 			return fmt.Errorf("no output file for param %s", p.Name)
 		}
@@ -701,7 +701,7 @@ func fill(s *artifacts.Store, b *artifacts.Build, resp response, r artifacts.Rou
 	outputs := map[string]oracle.Param{}
 	var outNames []string
 	for _, p := range sig {
-		if p.Role == "output" {
+		if p.Role == oracle.RoleOutput {
 			outputs[p.Name] = p
 			outNames = append(outNames, p.Name)
 		}
@@ -720,9 +720,9 @@ func fill(s *artifacts.Store, b *artifacts.Build, resp response, r artifacts.Rou
 		}
 		var out oracle.Param
 		switch {
-		case f.Role == "output" && !r.Validates:
+		case f.Role == artifacts.RoleOutput && !r.Validates:
 			return fmt.Errorf(`response files[%d].role output: only a route that describes itself with "validates": true returns outputs`, i)
-		case f.Role == "output":
+		case f.Role == artifacts.RoleOutput:
 			var ok bool
 			if out, ok = outputs[f.Param]; !ok {
 				return fmt.Errorf("response files[%d].param %q: want the output param the file holds, one of %v", i, f.Param, outNames)
@@ -746,7 +746,7 @@ func fill(s *artifacts.Store, b *artifacts.Build, resp response, r artifacts.Rou
 		if err != nil {
 			return err
 		}
-		if f.Role == "output" && d.Size != int64(out.Bytes()) {
+		if f.Role == artifacts.RoleOutput && d.Size != int64(out.Bytes()) {
 			return fmt.Errorf("response files[%d].path %q: output %s has %d bytes, want %d (raw little-endian %s %v)", i, f.Path, out.Name, d.Size, out.Bytes(), out.Dtype, out.Shape)
 		}
 		s.Name(prefix+f.Path, d)
@@ -773,7 +773,7 @@ func fill(s *artifacts.Store, b *artifacts.Build, resp response, r artifacts.Rou
 		if err := sameSignature(resp.Entry.Params, sig); err != nil {
 			return fmt.Errorf("response entry.params: %w", err)
 		}
-		if !slices.ContainsFunc(resp.Files, func(f responseFile) bool { return f.Role == "object" }) {
+		if !slices.ContainsFunc(resp.Files, func(f responseFile) bool { return f.Role == artifacts.RoleObject }) {
 			return errors.New("response files: an object build must list at least one file with role object")
 		}
 		for i, l := range resp.Link {
@@ -790,7 +790,7 @@ func fill(s *artifacts.Store, b *artifacts.Build, resp response, r artifacts.Rou
 		if !filepath.IsAbs(p.Interpreter) {
 			return fmt.Errorf("response process.interpreter %q: want an absolute path", p.Interpreter)
 		}
-		if !slices.ContainsFunc(resp.Files, func(f responseFile) bool { return f.Path == p.Script && f.Role == "wrapper" }) {
+		if !slices.ContainsFunc(resp.Files, func(f responseFile) bool { return f.Path == p.Script && f.Role == artifacts.RoleWrapper }) {
 			return fmt.Errorf("response process.script %q: want one of files with role wrapper", p.Script)
 		}
 		if p.OutputPolicy != "out" && p.OutputPolicy != "copy" {
@@ -905,7 +905,7 @@ func checkCubin(files []responseFile, work string, sig []oracle.Param) error {
 // gives its variables in process.env, a cubin build runs tilepipe's timer
 // with none), so a route cannot add one that would be silently ignored.
 func envForKind(kind string, env map[string]string) error {
-	if kind != "object" {
+	if kind != artifacts.KindObject {
 		if env != nil {
 			return fmt.Errorf("response env: a %s build sets no variables here (an object build's visits may take %s)", kind, strings.Join(artifacts.ObjectEnv, ", "))
 		}

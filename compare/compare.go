@@ -46,7 +46,7 @@ type Side struct {
 	Replay string `json:"replay"` // the replay manifest digest
 	// cases by digest, and each row's summary by (digest, route)
 	ids  map[string]string // digest -> case id
-	rows map[[2]string]artifacts.Summary
+	rows map[artifacts.Pair]artifacts.Summary
 }
 
 // Row is one (case, route) of either side.
@@ -116,7 +116,7 @@ func open(dir string) (Side, error) {
 	if rdoc.Capture != cap.Descriptor.Digest {
 		return Side{}, fmt.Errorf("checkpoint %s: the replay is of capture %s, the capture stage is %s", dir, rdoc.Capture, cap.Descriptor.Digest)
 	}
-	s := Side{Dir: dir, Replay: string(rep.Descriptor.Digest), ids: map[string]string{}, rows: map[[2]string]artifacts.Summary{}}
+	s := Side{Dir: dir, Replay: string(rep.Descriptor.Digest), ids: map[string]string{}, rows: map[artifacts.Pair]artifacts.Summary{}}
 	digestOf := map[string]string{}
 	for _, c := range cdoc.Cases {
 		d := CaseDigest(c, cdoc.Oracle)
@@ -127,7 +127,7 @@ func open(dir string) (Side, error) {
 		if !ok {
 			return Side{}, fmt.Errorf("checkpoint %s: the replay has case %s, which its capture does not", dir, sum.Case)
 		}
-		s.rows[[2]string{d, sum.Route}] = sum
+		s.rows[artifacts.Pair{Case: d, Route: sum.Route}] = sum
 	}
 	return s, nil
 }
@@ -143,14 +143,14 @@ func Run(oldDir, newDir string) (*Result, error) {
 		return nil, err
 	}
 	r := &Result{Old: o, New: n, Matched: []Row{}, Unmatched: []Row{}}
-	keys := map[[2]string]bool{}
+	keys := map[artifacts.Pair]bool{}
 	for k := range o.rows {
 		keys[k] = true
 	}
 	for k := range n.rows {
 		keys[k] = true
 	}
-	order := make([][2]string, 0, len(keys))
+	order := make([]artifacts.Pair, 0, len(keys))
 	for k := range keys {
 		order = append(order, k)
 	}
@@ -162,22 +162,22 @@ func Run(oldDir, newDir string) (*Result, error) {
 	}
 	sort.Slice(order, func(i, j int) bool {
 		a, b := order[i], order[j]
-		if id(a[0]) != id(b[0]) {
-			return id(a[0]) < id(b[0])
+		if id(a.Case) != id(b.Case) {
+			return id(a.Case) < id(b.Case)
 		}
-		if a[0] != b[0] {
-			return a[0] < b[0]
+		if a.Case != b.Case {
+			return a.Case < b.Case
 		}
-		return a[1] < b[1]
+		return a.Route < b.Route
 	})
 	for _, k := range order {
 		old, inOld := o.rows[k]
 		nw, inNew := n.rows[k]
-		row := Row{Case: id(k[0]), Digest: k[0], Route: k[1]}
+		row := Row{Case: id(k.Case), Digest: k.Case, Route: k.Route}
 		switch {
-		case !inOld && sameID(o, id(k[0])):
+		case !inOld && sameID(o, id(k.Case)):
 			row.Reason = "case " + row.Case + " differs: its specification or oracle version in the old checkpoint is another (digest " + otherDigest(o, row.Case) + ")"
-		case !inNew && sameID(n, id(k[0])):
+		case !inNew && sameID(n, id(k.Case)):
 			row.Reason = "case " + row.Case + " differs: its specification or oracle version in the new checkpoint is another (digest " + otherDigest(n, row.Case) + ")"
 		case !inOld:
 			row.Reason = "only in the new checkpoint"

@@ -133,10 +133,10 @@ func Samples(rows []samples.Row) arrow.RecordBatch {
 		b.Field(6).(*array.Int32Builder).Append(r.Index)
 		b.Field(7).(*array.Int64Builder).Append(r.Calls)
 		b.Field(8).(*array.Int64Builder).Append(r.TotalNs)
-		f64(9, r.Kind == "novel", r.PerOpNs())
-		f64(10, r.Kind == "batch", r.PerOpNs())
-		f64(11, r.Kind == "single", float64(r.Ns()))
-		f64(12, r.Kind == "graph", r.PerOpNs())
+		f64(9, r.Kind == samples.KindNovel, r.PerOpNs())
+		f64(10, r.Kind == samples.KindBatch, r.PerOpNs())
+		f64(11, r.Kind == samples.KindSingle, float64(r.Ns()))
+		f64(12, r.Kind == samples.KindGraph, r.PerOpNs())
 		b.Field(13).(*array.Int64Builder).Append(r.TimerNs)
 		b.Field(14).(*array.StringBuilder).Append(r.Clock)
 		b.Field(15).(*array.StringBuilder).Append(r.Flags)
@@ -206,7 +206,7 @@ func Summaries(doc artifacts.ReplayDoc) arrow.RecordBatch {
 		b.Field(20).(*array.StringBuilder).Append(s.BelowBest)
 		kind := s.Kind
 		if kind == "" {
-			kind = "batch"
+			kind = samples.KindBatch
 		}
 		b.Field(21).(*array.StringBuilder).Append(kind)
 		f64(22, timed && s.WarmNs > 0, s.WarmNs)

@@ -114,7 +114,7 @@ func SamePacket(c Case, in []Tensor, stored, recomputed []Expected) error {
 	}
 	var outs []Param
 	for _, p := range sig {
-		if p.Role != "input" {
+		if p.Role != RoleInput {
 			outs = append(outs, p)
 		}
 	}

@@ -39,10 +39,16 @@ func (c Case) DeviceOf() string {
 	return c.Device
 }
 
+// A param's role: what the route reads, or what it writes.
+const (
+	RoleInput  = "input"
+	RoleOutput = "output"
+)
+
 // Param is one tensor of a case's signature, in the order routes take them.
 type Param struct {
 	Name  string `json:"name"`
-	Role  string `json:"role"` // "input" or "output"
+	Role  string `json:"role"` // RoleInput or RoleOutput
 	Dtype string `json:"dtype"`
 	Shape []int  `json:"shape"`
 }

@@ -87,7 +87,7 @@ func compare(c Case, inputs func() []Tensor, exp []Expected, outputs []Tensor) V
 	}
 	var outs, ins []Param
 	for _, p := range sig {
-		if p.Role == "output" {
+		if p.Role == RoleOutput {
 			outs = append(outs, p)
 		} else {
 			ins = append(ins, p)

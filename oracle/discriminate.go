@@ -21,7 +21,7 @@ func Discriminates(c Case, inputs []Tensor, exp []Expected) error {
 	}
 	var outs, ins []Param
 	for _, p := range sig {
-		if p.Role == "output" {
+		if p.Role == RoleOutput {
 			outs = append(outs, p)
 		} else {
 			ins = append(ins, p)

@@ -99,7 +99,7 @@ func Generate(c Case) ([]Tensor, error) {
 	}
 	var inputs []Tensor
 	for i, p := range sig {
-		if p.Role != "input" {
+		if p.Role != RoleInput {
 			continue
 		}
 		r := tensorStream(c.Seed, i)

@@ -59,7 +59,7 @@ func Reference(c Case, inputs []Tensor) ([]Expected, error) {
 	}
 	var in, outs []Param
 	for _, p := range sig {
-		if p.Role == "input" {
+		if p.Role == RoleInput {
 			in = append(in, p)
 		} else {
 			outs = append(outs, p)

@@ -166,7 +166,7 @@ func Run(ctx context.Context, cfg Config) (_ *Result, err error) {
 	}
 	for _, c := range cdoc.Cases {
 		for _, b := range c.Builds {
-			if (b.Kind == "cubin" || c.Case.DeviceOf() == oracle.DeviceCUDA) && b.Status == artifacts.StatusBuilt && p.cuda == nil {
+			if (b.Kind == artifacts.KindCubin || c.Case.DeviceOf() == oracle.DeviceCUDA) && b.Status == artifacts.StatusBuilt && p.cuda == nil {
 				if err := p.compileCUDATimer(ctx, &doc); err != nil {
 					return nil, err
 				}
@@ -199,7 +199,7 @@ func Run(ctx context.Context, cfg Config) (_ *Result, err error) {
 				}
 				e.Inputs = inputs
 				for _, sp := range c.Signature {
-					if sp.Role == "output" {
+					if sp.Role == oracle.RoleOutput {
 						e.Outputs = append(e.Outputs, sp)
 					}
 				}
@@ -303,8 +303,8 @@ func (p *preparer) compileHarness(ctx context.Context, doc *artifacts.PreparedDo
 		return err
 	}
 	p.s.Name("harness/harness.o", od)
-	doc.HarnessSource = artifacts.FileRef{Path: "harness.c", Role: "source", Digest: sd.Digest, Size: sd.Size}
-	doc.HarnessObject = artifacts.FileRef{Path: "harness.o", Role: "object", Digest: od.Digest, Size: od.Size}
+	doc.HarnessSource = artifacts.FileRef{Path: "harness.c", Role: artifacts.RoleSource, Digest: sd.Digest, Size: sd.Size}
+	doc.HarnessObject = artifacts.FileRef{Path: "harness.o", Role: artifacts.RoleObject, Digest: od.Digest, Size: od.Size}
 	p.harness = obj
 	return nil
 }
@@ -352,7 +352,7 @@ func (p *preparer) compileCUDATimer(ctx context.Context, doc *artifacts.Prepared
 		return err
 	}
 	p.s.Name("harness/cuda-harness.o", od)
-	doc.CUDAObject = &artifacts.FileRef{Path: "cuda-harness.o", Role: "object", Digest: od.Digest, Size: od.Size}
+	doc.CUDAObject = &artifacts.FileRef{Path: "cuda-harness.o", Role: artifacts.RoleObject, Digest: od.Digest, Size: od.Size}
 	p.cudaLib = cudaLibDir()
 	doc.CUDALib = p.cudaLib
 	bd, err := p.s.PutFile(back, artifacts.MediaText)
@@ -365,8 +365,8 @@ func (p *preparer) compileCUDATimer(ctx context.Context, doc *artifacts.Prepared
 		return err
 	}
 	p.s.Name("harness/cuda-timer", xd)
-	doc.CUDASource = &artifacts.FileRef{Path: "cuda/backend.c", Role: "source", Digest: bd.Digest, Size: bd.Size}
-	doc.CUDATimer = &artifacts.FileRef{Path: "cuda-timer", Role: "executable", Digest: xd.Digest, Size: xd.Size}
+	doc.CUDASource = &artifacts.FileRef{Path: "cuda/backend.c", Role: artifacts.RoleSource, Digest: bd.Digest, Size: bd.Size}
+	doc.CUDATimer = &artifacts.FileRef{Path: "cuda-timer", Role: artifacts.RoleExecutable, Digest: xd.Digest, Size: xd.Size}
 	p.cuda = doc.CUDATimer
 	return nil
 }
@@ -452,7 +452,7 @@ func (p *preparer) cubin(ctx context.Context, c artifacts.CapturedCase, b artifa
 	}
 	p.s.Name(fmt.Sprintf("cases/%s/%s/launch.txt", c.Case.ID, b.Route), ld)
 	cf := files["cubin"]
-	e.Kernel = []artifacts.FileRef{{Path: cf.Path, Role: "cubin", Digest: cf.Digest, Size: cf.Size}, {Path: "launch.txt", Role: "launch", Digest: ld.Digest, Size: ld.Size}}
+	e.Kernel = []artifacts.FileRef{{Path: cf.Path, Role: artifacts.RoleCubin, Digest: cf.Digest, Size: cf.Size}, {Path: "launch.txt", Role: artifacts.RoleLaunch, Digest: ld.Digest, Size: ld.Size}}
 	prog := *p.cuda
 	e.Program = &prog
 	// The timer's closure listing runs in the sandbox, which shows the
@@ -551,7 +551,7 @@ func (p *preparer) rebuild(ctx context.Context, c artifacts.CapturedCase, b arti
 		return "", err
 	}
 	p.s.Name(fmt.Sprintf("cases/%s/%s/rebuilt.cubin", c.Case.ID, b.Route), rd)
-	e.Chain = &artifacts.CubinChain{PTX: pf.Digest, Cubin: cf.Digest, Rebuilt: artifacts.FileRef{Path: "rebuilt.cubin", Role: "cubin", Digest: rd.Digest, Size: rd.Size},
+	e.Chain = &artifacts.CubinChain{PTX: pf.Digest, Cubin: cf.Digest, Rebuilt: artifacts.FileRef{Path: "rebuilt.cubin", Role: artifacts.RoleCubin, Digest: rd.Digest, Size: rd.Size},
 		Ptxas: t.path, PtxasDigest: t.digest, PtxasVersion: t.version, Args: args}
 	return "", nil
 }
@@ -568,7 +568,7 @@ func (p *preparer) rawInputs(c artifacts.CapturedCase) ([]artifacts.TensorRef, e
 		if err != nil {
 			return nil, err
 		}
-		if t.Meta.Name != in.Name || t.Meta.Role != "input" || t.Meta.Case != c.Case.ID || !slices.Equal(t.Meta.Shape, in.Shape) {
+		if t.Meta.Name != in.Name || t.Meta.Role != oracle.RoleInput || t.Meta.Case != c.Case.ID || !slices.Equal(t.Meta.Shape, in.Shape) {
 			t.Release()
 			return nil, fmt.Errorf("capture: case %s input %s: tensor metadata %+v disagrees with the capture document", c.Case.ID, in.Name, t.Meta)
 		}
@@ -618,7 +618,7 @@ func (p *preparer) object(ctx context.Context, c artifacts.CapturedCase, b artif
 	}
 	var objs []policyObject
 	for _, f := range b.Files {
-		if f.Role != "object" {
+		if f.Role != artifacts.RoleObject {
 			continue
 		}
 		path := filepath.Join(dir, fmt.Sprintf("%02d-%s", len(objs), filepath.Base(f.Path)))
@@ -627,7 +627,7 @@ func (p *preparer) object(ctx context.Context, c artifacts.CapturedCase, b artif
 		}
 		argv = append(argv, path)
 		objs = append(objs, policyObject{Path: f.Path, File: path})
-		e.Objects = append(e.Objects, artifacts.FileRef{Path: f.Path, Role: "object", Digest: f.Digest, Size: f.Size})
+		e.Objects = append(e.Objects, artifacts.FileRef{Path: f.Path, Role: artifacts.RoleObject, Digest: f.Digest, Size: f.Size})
 	}
 	if why, err := checkLinkPolicy(objs, b.Link, syms); why != "" || err != nil {
 		return why, err
@@ -669,7 +669,7 @@ func (p *preparer) object(ctx context.Context, c artifacts.CapturedCase, b artif
 		return "", err
 	}
 	p.s.Name(fmt.Sprintf("cases/%s/%s/harness", c.Case.ID, b.Route), d)
-	e.Program = &artifacts.FileRef{Path: "harness", Role: "executable", Digest: d.Digest, Size: d.Size}
+	e.Program = &artifacts.FileRef{Path: "harness", Role: artifacts.RoleExecutable, Digest: d.Digest, Size: d.Size}
 	return p.closure(ctx, []string{exe, "--closure"}, dir, nil, c.Case.DeviceOf() == oracle.DeviceCUDA, e)
 }
 
@@ -709,7 +709,7 @@ func (p *preparer) process(ctx context.Context, c artifacts.CapturedCase, b arti
 	if err := p.materialize(script.Digest, path, 0o444); err != nil {
 		return "", err
 	}
-	e.Program = &artifacts.FileRef{Path: pr.Script, Role: "wrapper", Digest: script.Digest, Size: script.Size}
+	e.Program = &artifacts.FileRef{Path: pr.Script, Role: artifacts.RoleWrapper, Digest: script.Digest, Size: script.Size}
 	e.Process = pr
 	e.Env = pr.Env
 	cuda := c.Case.DeviceOf() == oracle.DeviceCUDA

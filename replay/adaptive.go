@@ -30,7 +30,7 @@ func (r *replayer) newAdaptive(cases, routes []string) *adaptiveRounds {
 
 // timeable: the pairs the plan visits.
 func (a *adaptiveRounds) timeable(c, rt string) bool {
-	e := a.r.entries[[2]string{c, rt}]
+	e := a.r.entries[artifacts.Pair{Case: c, Route: rt}]
 	return e != nil && e.Status == artifacts.StatusPrepared
 }
 

@@ -2,9 +2,11 @@ package replay
 
 import (
 	"fmt"
-	"github.com/tilepipe/tilepipe/internal/plan"
 	"maps"
 	"slices"
+
+	"github.com/tilepipe/tilepipe/internal/plan"
+	"github.com/tilepipe/tilepipe/oracle"
 
 	"github.com/tilepipe/tilepipe/artifacts"
 	"github.com/tilepipe/tilepipe/artifacts/tensor"
@@ -168,7 +170,7 @@ func (r *replayer) checkConfig(routes []string) error {
 		slots := sets.CurrentRule.Slots(cc.Case.DeviceOf(), cc.Signature)
 		judged := int64(c.Samples) * visit.ChecksPerSample(c.Samples, int64(slots), sets.CurrentRule.Checks(cc.Case, cc.Signature))
 		for _, p := range cc.Signature {
-			if p.Role != "output" {
+			if p.Role != oracle.RoleOutput {
 				continue
 			}
 			switch n := int64(p.Elems()); {

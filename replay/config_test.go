@@ -103,11 +103,11 @@ func errText(err error) string {
 // stagedReplayer is a replayer as Run has it after opening its stages: a
 // capture of cases c0..c(n-1), every (case, route) prepared.
 func stagedReplayer(cfg Config, cohortRounds, cases int, routes []string) *replayer {
-	r := &replayer{cfg: cfg, cdoc: artifacts.CaptureDoc{Cohort: "t", Rounds: cohortRounds}, entries: map[[2]string]*artifacts.Prepared{}}
+	r := &replayer{cfg: cfg, cdoc: artifacts.CaptureDoc{Cohort: "t", Rounds: cohortRounds}, entries: map[artifacts.Pair]*artifacts.Prepared{}}
 	for i := range cases {
 		for _, rt := range routes {
 			id := fmt.Sprintf("c%d", i)
-			r.entries[[2]string{id, rt}] = &artifacts.Prepared{Case: id, Route: rt, Status: artifacts.StatusPrepared}
+			r.entries[artifacts.Pair{Case: id, Route: rt}] = &artifacts.Prepared{Case: id, Route: rt, Status: artifacts.StatusPrepared}
 		}
 	}
 	return r
@@ -147,7 +147,7 @@ func TestCheckConfig(t *testing.T) {
 			c.Rounds, c.Baseline = tc.rounds, tc.baseline
 			r := stagedReplayer(c, tc.cohortRounds, tc.cases, routes)
 			for i := range tc.failed {
-				r.entries[[2]string{fmt.Sprintf("c%d", i), "b"}].Status = artifacts.StatusFailed
+				r.entries[artifacts.Pair{Case: fmt.Sprintf("c%d", i), Route: "b"}].Status = artifacts.StatusFailed
 			}
 			if got := errText(r.checkConfig(routes)); got != tc.want {
 				t.Errorf("checkConfig() = %q, want %q", got, tc.want)

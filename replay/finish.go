@@ -8,12 +8,11 @@ import (
 	"sort"
 
 	"github.com/tilepipe/tilepipe/artifacts"
+	"github.com/tilepipe/tilepipe/artifacts/crashpoint"
 	"github.com/tilepipe/tilepipe/artifacts/samples"
 	"github.com/tilepipe/tilepipe/internal/adaptive"
-	"github.com/tilepipe/tilepipe/artifacts/crashpoint"
 	"github.com/tilepipe/tilepipe/internal/floors"
 	"github.com/tilepipe/tilepipe/internal/sets"
-	"github.com/tilepipe/tilepipe/internal/visit"
 	"github.com/tilepipe/tilepipe/report"
 	"github.com/tilepipe/tilepipe/stats"
 )
@@ -115,32 +114,29 @@ func failures(doc artifacts.ReplayDoc) int {
 // timed, or had a failed visit, carry their status and reason; so does a
 // row whose fastest sample is below its case's physical floor (fl).
 func Summaries(cases, routes []string, entries []artifacts.Prepared, visits []artifacts.VisitResult, rows []samples.Row, cfg artifacts.ReplayConfig, fl map[string]artifacts.CaseFloor) []artifacts.Summary {
-	type key struct{ c, r string }
-	perop := map[key][]float64{}
-	perRound := map[key]map[int32][]float64{}
-	channel := map[key][]float64{}
-	graph := map[key][]float64{}
-	flagged := map[key]int{}
-	warm, single := map[key][]float64{}, map[key][]float64{}
+	perop := map[artifacts.Pair][]float64{}
+	perRound := map[artifacts.Pair]map[int32][]float64{}
+	channel := map[artifacts.Pair][]float64{}
+	graph := map[artifacts.Pair][]float64{}
+	flagged := map[artifacts.Pair]int{}
+	warm, single := map[artifacts.Pair][]float64{}, map[artifacts.Pair][]float64{}
 	for _, row := range rows {
+		k := artifacts.Pair{Case: row.Case, Route: row.Route}
 		if row.Flags != "" {
-			flagged[key{row.Case, row.Route}]++
-		}
-		if row.Kind == "empty" {
-			channel[key{row.Case, row.Route}] = append(channel[key{row.Case, row.Route}], float64(row.TotalNs))
-		}
-		if row.Kind == visit.KindGraph {
-			graph[key{row.Case, row.Route}] = append(graph[key{row.Case, row.Route}], row.PerOpNs())
+			flagged[k]++
 		}
 		// A row's claim rests on its novel samples (visit protocol 4); its
 		// batch samples are the warm figure.
-		k := key{row.Case, row.Route}
 		switch row.Kind {
-		case visit.KindBatch:
+		case samples.KindEmpty:
+			channel[k] = append(channel[k], float64(row.TotalNs))
+		case samples.KindGraph:
+			graph[k] = append(graph[k], row.PerOpNs())
+		case samples.KindBatch:
 			warm[k] = append(warm[k], row.PerOpNs())
-		case visit.KindSingle:
+		case samples.KindSingle:
 			single[k] = append(single[k], row.PerOpNs())
-		case visit.KindNovel:
+		case samples.KindNovel:
 			perop[k] = append(perop[k], row.PerOpNs())
 			if perRound[k] == nil {
 				perRound[k] = map[int32][]float64{}
@@ -148,10 +144,10 @@ func Summaries(cases, routes []string, entries []artifacts.Prepared, visits []ar
 			perRound[k][row.Round] = append(perRound[k][row.Round], row.PerOpNs())
 		}
 	}
-	visitsOf := map[key][]artifacts.VisitResult{}
-	loaded := map[key]map[int32]bool{} // rounds left out of ratios (config.load)
+	visitsOf := map[artifacts.Pair][]artifacts.VisitResult{}
+	loaded := map[artifacts.Pair]map[int32]bool{} // rounds left out of ratios (config.load)
 	for _, v := range visits {
-		k := key{v.Case, v.Route}
+		k := v.Pair()
 		visitsOf[k] = append(visitsOf[k], v)
 		if v.Load != nil && v.Load.Loaded && cfg.Load == artifacts.LoadExclude {
 			if loaded[k] == nil {
@@ -160,14 +156,14 @@ func Summaries(cases, routes []string, entries []artifacts.Prepared, visits []ar
 			loaded[k][int32(v.Round)] = true
 		}
 	}
-	entry := map[key]artifacts.Prepared{}
+	entry := map[artifacts.Pair]artifacts.Prepared{}
 	for _, e := range entries {
-		entry[key{e.Case, e.Route}] = e
+		entry[e.Pair()] = e
 	}
 	var out []artifacts.Summary
 	for _, c := range cases {
 		for _, rt := range routes {
-			k := key{c, rt}
+			k := artifacts.Pair{Case: c, Route: rt}
 			e, ok := entry[k]
 			if !ok {
 				continue
@@ -187,7 +183,7 @@ func Summaries(cases, routes []string, entries []artifacts.Prepared, visits []ar
 			}
 			if s.Status == artifacts.StatusPassed {
 				sum := stats.Summarize(perop[k])
-				s.Kind = visit.KindNovel
+				s.Kind = samples.KindNovel
 				if len(warm[k]) > 0 {
 					s.WarmNs = stats.Median(warm[k])
 				}
@@ -225,7 +221,7 @@ func Summaries(cases, routes []string, entries []artifacts.Prepared, visits []ar
 			continue
 		}
 		var ratios []float64
-		mine, theirs := perRound[key{s.Case, s.Route}], perRound[key{s.Case, cfg.Baseline}]
+		mine, theirs := perRound[s.Pair()], perRound[artifacts.Pair{Case: s.Case, Route: cfg.Baseline}]
 		rounds := make([]int, 0, len(mine))
 		for rd := range mine {
 			rounds = append(rounds, int(rd))
@@ -235,7 +231,7 @@ func Summaries(cases, routes []string, entries []artifacts.Prepared, visits []ar
 			t, ok := theirs[int32(rd)]
 			switch {
 			case !ok:
-			case loaded[key{s.Case, s.Route}][int32(rd)] || loaded[key{s.Case, cfg.Baseline}][int32(rd)]:
+			case loaded[s.Pair()][int32(rd)] || loaded[artifacts.Pair{Case: s.Case, Route: cfg.Baseline}][int32(rd)]:
 				s.RatioExcluded++
 			default:
 				ratios = append(ratios, stats.Median(mine[int32(rd)])/stats.Median(t))

@@ -51,7 +51,7 @@ type part struct {
 // lists every shard manifest it consumed.
 func Merge(ctx context.Context, cfg MergeConfig) (*Result, error) {
 	start := time.Now().UTC()
-	r := &replayer{cfg: Config{Prepared: cfg.Prepared, Capture: cfg.Capture, Progress: cfg.Progress}, entries: map[[2]string]*artifacts.Prepared{}, cases: map[string]*artifacts.CapturedCase{}}
+	r := &replayer{cfg: Config{Prepared: cfg.Prepared, Capture: cfg.Capture, Progress: cfg.Progress}, entries: map[artifacts.Pair]*artifacts.Prepared{}, cases: map[string]*artifacts.CapturedCase{}}
 	if err := r.open(); err != nil {
 		return nil, err
 	}

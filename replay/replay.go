@@ -24,9 +24,9 @@ import (
 
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 	"github.com/tilepipe/tilepipe/artifacts"
+	"github.com/tilepipe/tilepipe/artifacts/crashpoint"
 	"github.com/tilepipe/tilepipe/artifacts/samples"
 	"github.com/tilepipe/tilepipe/internal/affinity"
-	"github.com/tilepipe/tilepipe/artifacts/crashpoint"
 	"github.com/tilepipe/tilepipe/internal/floors"
 	"github.com/tilepipe/tilepipe/internal/progress"
 	"github.com/tilepipe/tilepipe/internal/record"
@@ -95,7 +95,7 @@ type replayer struct {
 	pdoc    artifacts.PreparedDoc
 	cdoc    artifacts.CaptureDoc
 	s       *artifacts.Store
-	entries map[[2]string]*artifacts.Prepared
+	entries map[artifacts.Pair]*artifacts.Prepared
 	cases   map[string]*artifacts.CapturedCase
 	inputs  *inputCache
 	sandbox *visit.Sandbox // nil: --no-sandbox
@@ -119,7 +119,7 @@ type replayer struct {
 	// sessions so far; the last is this one.
 	sessions []artifacts.Session
 	// set0 is, per (case, route), the first passed visit and its Set0.
-	set0 map[[2]string]*artifacts.VisitResult
+	set0 map[artifacts.Pair]*artifacts.VisitResult
 	// visitCores is the mask visits start with (nil: they share replay's).
 	visitCores []int
 }
@@ -139,7 +139,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	if runtime.GOMAXPROCS(0) < 2 {
 		defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(2))
 	}
-	r := &replayer{cfg: cfg, entries: map[[2]string]*artifacts.Prepared{}, cases: map[string]*artifacts.CapturedCase{}}
+	r := &replayer{cfg: cfg, entries: map[artifacts.Pair]*artifacts.Prepared{}, cases: map[string]*artifacts.CapturedCase{}}
 	if err := r.open(); err != nil {
 		return nil, err
 	}
@@ -214,7 +214,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	}
 	pr := artifacts.PlanRecord{Prepared: r.prep.Descriptor.Digest, Capture: r.cap.Descriptor.Digest, Config: r.cfg.ReplayConfig, Routes: routes, Cases: cases,
 		Plan: plan.Plan(cases, routes, r.cfg.Rounds, func(c, rt string) bool {
-			e := r.entries[[2]string{c, rt}]
+			e := r.entries[artifacts.Pair{Case: c, Route: rt}]
 			return e != nil && e.Status == artifacts.StatusPrepared
 		})}
 	seeds, err := sets.Draw(r.cfg.PlannedRounds())
@@ -236,10 +236,10 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		return nil, err
 	}
 	defer r.journal.Close()
-	r.set0 = map[[2]string]*artifacts.VisitResult{}
+	r.set0 = map[artifacts.Pair]*artifacts.VisitResult{}
 	for _, i := range slices.Sorted(maps.Keys(done)) {
-		if v := done[i]; v.Status == artifacts.StatusPassed && r.set0[[2]string{v.Case, v.Route}] == nil {
-			r.set0[[2]string{v.Case, v.Route}] = v
+		if v := done[i]; v.Status == artifacts.StatusPassed && r.set0[v.Pair()] == nil {
+			r.set0[v.Pair()] = v
 		}
 	}
 	floors.WarmUp(200 * time.Millisecond)
@@ -659,7 +659,7 @@ func (r *replayer) open() error {
 		if r.cases[e.Case] == nil {
 			return fmt.Errorf("prepared %s: entry %s/%s: case not in the capture", r.cfg.Prepared, e.Case, e.Route)
 		}
-		r.entries[[2]string{e.Case, e.Route}] = e
+		r.entries[e.Pair()] = e
 	}
 	return nil
 }
@@ -843,12 +843,12 @@ type program struct {
 // materialize copies each prepared program (a linked harness from the
 // prepared stage, a wrapper script from the capture) into work/bin by
 // digest and checks the copy's bytes.
-func (r *replayer) materialize() (map[[2]string]program, error) {
+func (r *replayer) materialize() (map[artifacts.Pair]program, error) {
 	bin := filepath.Join(r.s.Dir(), workDir, "bin")
 	if err := os.MkdirAll(bin, 0o755); err != nil {
 		return nil, err
 	}
-	out := map[[2]string]program{}
+	out := map[artifacts.Pair]program{}
 	for k, e := range r.entries {
 		if e.Status != artifacts.StatusPrepared {
 			continue
@@ -857,14 +857,14 @@ func (r *replayer) materialize() (map[[2]string]program, error) {
 			return nil, fmt.Errorf("prepared %s: entry %s/%s: no program", r.cfg.Prepared, e.Case, e.Route)
 		}
 		src, mode := r.prep, os.FileMode(0o555)
-		if e.Kind == "process" {
+		if e.Kind == artifacts.KindProcess {
 			src, mode = r.cap, 0o444
 		}
 		if !src.Has(e.Program.Digest) {
 			return nil, fmt.Errorf("prepared %s: entry %s/%s: program %s is not a verified layer", r.cfg.Prepared, e.Case, e.Route, artifacts.Short(e.Program.Digest))
 		}
 		name := e.Program.Digest.Encoded() // a verified layer's digest is well-formed
-		if e.Kind == "process" {
+		if e.Kind == artifacts.KindProcess {
 			name += "-" + filepath.Base(e.Program.Path)
 		}
 		dst := filepath.Join(bin, name)
@@ -881,7 +881,7 @@ func (r *replayer) materialize() (map[[2]string]program, error) {
 			return nil, &artifacts.MismatchError{Name: "program of " + e.Case + "/" + e.Route, Path: dst, Expected: e.Program.Digest, Actual: got}
 		}
 		prog := program{path: dst, digest: got}
-		if e.Kind == "cubin" {
+		if e.Kind == artifacts.KindCubin {
 			if prog.kernel, err = r.kernelFiles(bin, e); err != nil {
 				return nil, err
 			}
@@ -961,7 +961,7 @@ func copyFile(src, dst string, mode os.FileMode) error {
 // once) and compares with what prepare pinned; a process entry's
 // interpreter, run by the name the route gave (which may be a symlink),
 // must still resolve to a file with the captured digest.
-func (r *replayer) checkClosure(round int, when string, programs map[[2]string]program) artifacts.ClosureCheck {
+func (r *replayer) checkClosure(round int, when string, programs map[artifacts.Pair]program) artifacts.ClosureCheck {
 	cc := artifacts.ClosureCheck{Round: round, When: when, Status: artifacts.StatusPassed}
 	want := map[string]artifacts.Digest{}
 	var problems []string

@@ -123,11 +123,11 @@ func (r *replayer) layout(v artifacts.Visit, e *artifacts.Prepared, prog program
 	l.inVisit = filepath.Join(visit.InsideRoot, "visit.txt")
 	// The timer's own name inside (its copy outside is named by digest).
 	l.inProgram = filepath.Join(visit.InsideBin, "harness")
-	if e.Kind == "process" {
+	if e.Kind == artifacts.KindProcess {
 		l.inProgram = filepath.Join(visit.InsideBin, filepath.Base(e.Program.Path))
 	}
 	exe := prog.path
-	if e.Kind == "process" {
+	if e.Kind == artifacts.KindProcess {
 		exe = e.Process.Interpreter
 	}
 	var closure []string
@@ -190,7 +190,7 @@ func (r *replayer) newBuffers(in *roundInputs, e *artifacts.Prepared) (*buffers,
 	fresh := sets.CurrentRule.Slots(cc.Case.DeviceOf(), cc.Signature)
 	b.checkLimit = sets.CurrentRule.Checks(cc.Case, cc.Signature)
 	for _, p := range cc.Signature {
-		if p.Role != "input" {
+		if p.Role != oracle.RoleInput {
 			continue
 		}
 		m, err := visit.NewNovelInput(p.Name, visit.NewLayout(visit.PoolFresh, fresh, p.Bytes()))
@@ -214,7 +214,7 @@ func (r *replayer) newBuffers(in *roundInputs, e *artifacts.Prepared) (*buffers,
 		}
 		f.Fill(visit.FillPattern(o.Dtype, b.fill))
 		b.freshOut = append(b.freshOut, f)
-		b.params = append(b.params, oracle.Param{Name: o.Name, Role: "output", Dtype: o.Dtype, Shape: o.Shape})
+		b.params = append(b.params, oracle.Param{Name: o.Name, Role: oracle.RoleOutput, Dtype: o.Dtype, Shape: o.Shape})
 	}
 	return b, nil
 }
@@ -303,7 +303,7 @@ func (b *buffers) runNovel(sess *visit.Session, count int, calls int64, clock st
 		if err != nil {
 			return nil, err
 		}
-		smp := visit.Sample{Kind: visit.KindNovel, Index: i, Calls: n, SpanNs: span.Nanoseconds(), TimerNs: tn, Clock: clock, Tel: sess.LastTelemetry()}
+		smp := visit.Sample{Kind: samples.KindNovel, Index: i, Calls: n, SpanNs: span.Nanoseconds(), TimerNs: tn, Clock: clock, Tel: sess.LastTelemetry()}
 		if err := visit.CheckClock(smp); err != nil {
 			return nil, err
 		}
@@ -424,8 +424,8 @@ func (b *buffers) afterTiming(vr *artifacts.VisitResult) error {
 
 // visit runs one timer in its sandbox, drives its samples on replay's own
 // clock and checks what it computed.
-func (r *replayer) visit(ctx context.Context, v artifacts.Visit, programs map[[2]string]program) (*artifacts.VisitResult, error) {
-	k := [2]string{v.Case, v.Route}
+func (r *replayer) visit(ctx context.Context, v artifacts.Visit, programs map[artifacts.Pair]program) (*artifacts.VisitResult, error) {
+	k := v.Pair()
 	e, prog := r.entries[k], programs[k]
 	vr := &artifacts.VisitResult{Visit: v, Session: len(r.sessions) - 1, Start: time.Now().UTC(), Threads: r.cfg.Threads}
 	in, err := r.inputs.get(v.Round, r.cases[v.Case])
@@ -570,13 +570,13 @@ func (r *replayer) visit(ctx context.Context, v artifacts.Visit, programs map[[2
 	for i, p := range bufs.params {
 		put := func(pool string, n int, b []byte) (artifacts.TensorRef, error) {
 			shape := append([]int{n}, p.Shape...)
-			m := tensor.Meta{Name: p.Name, Role: "output", Dtype: p.Dtype, Shape: shape, Case: v.Case, Generator: c.Generator, Seed: in.seed}
+			m := tensor.Meta{Name: p.Name, Role: oracle.RoleOutput, Dtype: p.Dtype, Shape: shape, Case: v.Case, Generator: c.Generator, Seed: in.seed}
 			d, err := artifacts.PutTensor(r.s, m, b)
 			if err != nil {
 				return artifacts.TensorRef{}, err
 			}
 			r.s.Name(fmt.Sprintf("visits/%d/%s/%s.arrow", v.Index, pool, p.Name), d)
-			return artifacts.TensorRef{Name: p.Name, Role: "output", Dtype: p.Dtype, Shape: shape, Digest: d.Digest, Size: d.Size}, nil
+			return artifacts.TensorRef{Name: p.Name, Role: oracle.RoleOutput, Dtype: p.Dtype, Shape: shape, Digest: d.Digest, Size: d.Size}, nil
 		}
 		w, err := put(sets.Warm, len(in.warm), bufs.validated[i])
 		if err != nil {
@@ -626,7 +626,7 @@ func (r *replayer) drive(sess *visit.Session, vr *artifacts.VisitResult, e *arti
 	if err := bufs.afterValidation(vr); err != nil {
 		return nil, 0, false, err
 	}
-	clock := record.Clock(r.cases[vr.Case].Case.DeviceOf(), visit.KindBatch)
+	clock := record.Clock(r.cases[vr.Case].Case.DeviceOf(), samples.KindBatch)
 	smps, calls, err := sess.Drive(visit.Plan{
 		Warmup: time.Duration(r.cfg.WarmupMs * float64(time.Millisecond)), Sample: time.Duration(r.cfg.SampleMs * float64(time.Millisecond)),
 		Samples: r.cfg.Samples, Singles: r.cfg.Singles, MaxCalls: record.MaxCalls, Clock: clock, Pin: r.cfg.Pin == artifacts.PinThreads})
@@ -758,7 +758,7 @@ func (ic *inputCache) get(round int, c *artifacts.CapturedCase) (*roundInputs, e
 	}
 	k := 0
 	for _, p := range c.Signature {
-		if p.Role != "input" {
+		if p.Role != oracle.RoleInput {
 			continue
 		}
 		var raw [][]byte
@@ -789,15 +789,15 @@ func (ic *inputCache) release() {
 func medians(rows []samples.Row) string {
 	per := map[string][]float64{}
 	for _, r := range rows {
-		if r.Kind == visit.KindBatch || r.Kind == visit.KindGraph || r.Kind == visit.KindNovel {
+		if r.Kind == samples.KindBatch || r.Kind == samples.KindGraph || r.Kind == samples.KindNovel {
 			per[r.Kind] = append(per[r.Kind], r.PerOpNs())
 		}
 	}
-	s := fmt.Sprintf("median %s per call over %d batch samples", report.Duration(stats.Median(per[visit.KindBatch])), len(per[visit.KindBatch]))
-	if n := per[visit.KindNovel]; len(n) > 0 {
-		s = fmt.Sprintf("median %s per call over %d novel samples (warm %s)", report.Duration(stats.Median(n)), len(n), report.Duration(stats.Median(per[visit.KindBatch])))
+	s := fmt.Sprintf("median %s per call over %d batch samples", report.Duration(stats.Median(per[samples.KindBatch])), len(per[samples.KindBatch]))
+	if n := per[samples.KindNovel]; len(n) > 0 {
+		s = fmt.Sprintf("median %s per call over %d novel samples (warm %s)", report.Duration(stats.Median(n)), len(n), report.Duration(stats.Median(per[samples.KindBatch])))
 	}
-	if g := per[visit.KindGraph]; len(g) > 0 {
+	if g := per[samples.KindGraph]; len(g) > 0 {
 		s += fmt.Sprintf(", %s in CUDA graphs", report.Duration(stats.Median(g)))
 	}
 	return s

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/tilepipe/tilepipe/artifacts"
+	"github.com/tilepipe/tilepipe/artifacts/samples"
 	"github.com/tilepipe/tilepipe/internal/adaptive"
 	"github.com/tilepipe/tilepipe/internal/floors"
 	"github.com/tilepipe/tilepipe/internal/load"
@@ -23,7 +24,7 @@ import (
 // novelNote says what a novel row's times are, where the table has one.
 func novelNote(sums []artifacts.Summary) string {
 	for _, s := range sums {
-		if s.Kind == "novel" {
+		if s.Kind == samples.KindNovel {
 			return " A row's times and ratio are its novel samples' (visit protocol 4, docs/protocol.md): each call on inputs replay wrote while the visit was frozen (on a GPU, copied to the device before the sample's first event), its outputs checked; the same calls on warm inputs, again and again, are listed below the table."
 		}
 	}
@@ -35,7 +36,7 @@ func novelNote(sums []artifacts.Summary) string {
 func warm(sums []artifacts.Summary) string {
 	var b strings.Builder
 	for _, s := range sums {
-		if s.Kind == "novel" && s.Status == artifacts.StatusPassed && s.WarmNs > 0 {
+		if s.Kind == samples.KindNovel && s.Status == artifacts.StatusPassed && s.WarmNs > 0 {
 			if b.Len() == 0 {
 				b.WriteString("\nWarm figure (a secondary number, never the claim): the median time per call of each row's batch samples, its warm sets called again and again.\n\n| case | route | novel median per op | warm median per op | novel / warm |\n|---|---|---:|---:|---:|\n")
 			}
@@ -53,20 +54,19 @@ func warm(sums []artifacts.Summary) string {
 // when no visit recorded its freeze cycles (GPU visits, whose CUDA-event
 // time holds no bracket, and replays made before it).
 func bracket(doc artifacts.ReplayDoc) string {
-	type key struct{ c, r string }
-	freeze, calls := map[key][]float64{}, map[key][]float64{}
+	freeze, calls := map[artifacts.Pair][]float64{}, map[artifacts.Pair][]float64{}
 	for _, v := range doc.Visits {
 		if v.Status != artifacts.StatusPassed || v.Novel == nil || v.Novel.FreezeNs <= 0 {
 			continue
 		}
-		k := key{v.Case, v.Route}
+		k := v.Pair()
 		freeze[k] = append(freeze[k], float64(v.Novel.FreezeNs))
 		calls[k] = append(calls[k], float64(v.Novel.Calls))
 	}
 	var b strings.Builder
 	for _, s := range doc.Summary {
-		k := key{s.Case, s.Route}
-		if s.Kind != "novel" || s.Status != artifacts.StatusPassed || len(freeze[k]) == 0 || s.MedianNs <= 0 {
+		k := s.Pair()
+		if s.Kind != samples.KindNovel || s.Status != artifacts.StatusPassed || len(freeze[k]) == 0 || s.MedianNs <= 0 {
 			continue
 		}
 		if b.Len() == 0 {
@@ -85,7 +85,6 @@ func bracket(doc artifacts.ReplayDoc) string {
 // synchronisation before the second event); its share of the row's novel
 // time says how far the claim is a latency rather than a throughput.
 func fixedCost(doc artifacts.ReplayDoc) string {
-	type key struct{ c, r string }
 	gpu := map[string]bool{}
 	for _, s := range doc.Sessions {
 		for _, f := range s.Floors {
@@ -94,17 +93,17 @@ func fixedCost(doc artifacts.ReplayDoc) string {
 			}
 		}
 	}
-	calls := map[key][]float64{}
+	calls := map[artifacts.Pair][]float64{}
 	for _, v := range doc.Visits {
 		if v.Status == artifacts.StatusPassed && v.Novel != nil {
-			k := key{v.Case, v.Route}
+			k := v.Pair()
 			calls[k] = append(calls[k], float64(v.Novel.Calls))
 		}
 	}
 	var b strings.Builder
 	for _, s := range doc.Summary {
-		k := key{s.Case, s.Route}
-		if s.Kind != "novel" || s.Status != artifacts.StatusPassed || !gpu[s.Case] || s.SingleNs <= 0 || s.WarmNs <= 0 || s.MedianNs <= 0 || len(calls[k]) == 0 {
+		k := s.Pair()
+		if s.Kind != samples.KindNovel || s.Status != artifacts.StatusPassed || !gpu[s.Case] || s.SingleNs <= 0 || s.WarmNs <= 0 || s.MedianNs <= 0 || len(calls[k]) == 0 {
 			continue
 		}
 		if b.Len() == 0 {
@@ -127,20 +126,19 @@ func judged(doc artifacts.ReplayDoc) string {
 	if doc.Config.NovelRule < 2 {
 		return ""
 	}
-	type key struct{ c, r string }
-	checked, timed := map[key]int64{}, map[key]int64{}
+	checked, timed := map[artifacts.Pair]int64{}, map[artifacts.Pair]int64{}
 	for _, v := range doc.Visits {
 		if v.Status == artifacts.StatusPassed && v.Novel != nil {
-			k := key{v.Case, v.Route}
+			k := v.Pair()
 			checked[k] += int64(len(v.Novel.Checked))
 			timed[k] += int64(v.Novel.Samples) * v.Novel.Calls
 		}
 	}
 	var b strings.Builder
 	for _, s := range doc.Summary {
-		k := key{s.Case, s.Route}
+		k := s.Pair()
 		c := checked[k]
-		if s.Kind != "novel" || s.Status != artifacts.StatusPassed || c == 0 {
+		if s.Kind != samples.KindNovel || s.Status != artifacts.StatusPassed || c == 0 {
 			continue
 		}
 		if b.Len() == 0 {

@@ -31,9 +31,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/tilepipe/tilepipe/internal/protocol"
-	"github.com/tilepipe/tilepipe/internal/visit"
-	"github.com/tilepipe/tilepipe/oracle"
 	"io"
 	"maps"
 	"math"
@@ -47,6 +44,11 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/tilepipe/tilepipe/artifacts/samples"
+	"github.com/tilepipe/tilepipe/internal/protocol"
+	"github.com/tilepipe/tilepipe/internal/visit"
+	"github.com/tilepipe/tilepipe/oracle"
 )
 
 const cmdTimeout = 120 * time.Second
@@ -1343,7 +1345,7 @@ func (vc *visitCase) sampler(plan visit.Plan, novel bool) visit.Sampler {
 			return ss, n, err
 		}
 		vc.fresh = vc.outputs(visit.PoolFresh)
-		smp := visit.Sample{Kind: visit.KindNovel, Calls: freshSets, SpanNs: span.Nanoseconds(), TimerNs: ns}
+		smp := visit.Sample{Kind: samples.KindNovel, Calls: freshSets, SpanNs: span.Nanoseconds(), TimerNs: ns}
 		return append(ss, smp), n, visit.CheckClock(smp)
 	}
 }
@@ -1552,14 +1554,14 @@ func checkPassed(t *testing.T, name string, r *visit.Run, policy string, novel b
 			t.Errorf("visit %s: sample %+v: the timer reported %d ns for %d calls", name, s, s.TimerNs, s.Calls)
 		}
 	}
-	want := map[string]int{visit.KindEmpty: 3, visit.KindBatch: 3, visit.KindSingle: 2}
+	want := map[string]int{samples.KindEmpty: 3, samples.KindBatch: 3, samples.KindSingle: 2}
 	if novel {
-		want[visit.KindNovel] = 1
+		want[samples.KindNovel] = 1
 	}
 	if !reflect.DeepEqual(kinds, want) || r.Calls < 1 {
 		t.Errorf("visit %s: samples %v (%d calls per batch sample), want %v", name, kinds, r.Calls, want)
 	}
-	if n := len(r.Samples); novel && (n == 0 || r.Samples[n-1].Kind != visit.KindNovel || r.Samples[n-1].Calls != freshSets) {
+	if n := len(r.Samples); novel && (n == 0 || r.Samples[n-1].Kind != samples.KindNovel || r.Samples[n-1].Calls != freshSets) {
 		t.Errorf("visit %s: samples %+v, want the novel one last with %d calls", name, r.Samples, freshSets)
 	}
 	if r.Out.Exit != 0 || len(r.Out.Stdout) != 0 {

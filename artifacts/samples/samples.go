@@ -133,6 +133,23 @@ func readingOf(v [readingColumnsPerPhase]int64) Reading {
 
 var readingNames = [readingColumnsPerPhase]string{"sm_mhz", "mem_mhz", "temp_c", "power_mw", "clock_reasons", "gpu_procs", "power_violation_ns", "thermal_violation_ns"}
 
+// Sample kinds (Row.Kind), the one list every stage names them by.
+const (
+	// KindBatch: Calls calls on the warm sets, again and again.
+	KindBatch = "batch"
+	// KindSingle: one call.
+	KindSingle = "single"
+	// KindNovel: N calls, call j on novel slot j, whose inputs replay
+	// wrote while the visit was frozen (visit protocol 4,
+	// docs/protocol.md): the claim's samples.
+	KindNovel = "novel"
+	// KindEmpty: no call, the channel's own overhead.
+	KindEmpty = "empty"
+	// KindGraph: R replays of a CUDA graph of N logical calls
+	// (docs/gpu.md, "Graph samples"); its calls are N*R.
+	KindGraph = "graph"
+)
+
 // Clocks: which span a row's time is.
 const (
 	// ClockReplay: replay's own span of the sample (every CPU sample, and
@@ -306,7 +323,7 @@ func ReadFile(path string, mem memory.Allocator) (rows []Row, err error) {
 			if want := map[string]bool{"batch": r.Calls >= 1, "single": r.Calls == 1, "empty": r.Calls == 0, "novel": r.Calls >= 1, "graph": r.Calls >= 1 && r.Clock == ClockCUDA}; !want[r.Kind] {
 				return nil, fmt.Errorf("samples %s: row %d: kind %q with %d calls: want batch (calls >= 1), single (1), empty (0), novel (calls >= 1), or graph (calls >= 1, clock %s)", path, len(rows), r.Kind, r.Calls, ClockCUDA)
 			}
-			if r.Clock != ClockReplay && (r.Clock != ClockCUDA || r.Kind == "empty") {
+			if r.Clock != ClockReplay && (r.Clock != ClockCUDA || r.Kind == KindEmpty) {
 				return nil, fmt.Errorf("samples %s: row %d: clock %q with kind %q: want %q, or %q for a sample with calls", path, len(rows), r.Clock, r.Kind, ClockReplay, ClockCUDA)
 			}
 			if perop.Value(j) != r.PerOpNs() {

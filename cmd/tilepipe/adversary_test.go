@@ -7,12 +7,14 @@ import (
 	"strings"
 	"testing"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/tilepipe/tilepipe/artifacts"
+	"github.com/tilepipe/tilepipe/artifacts/samples"
 	"github.com/tilepipe/tilepipe/cohort"
 	"github.com/tilepipe/tilepipe/internal/testroute"
 	"github.com/tilepipe/tilepipe/internal/visit"
 	"github.com/tilepipe/tilepipe/oracle"
-	"golang.org/x/sys/unix"
 )
 
 // adversary is one kernel of the adversarial suite (docs/threat-model.md):
@@ -266,7 +268,7 @@ func TestAdversaries(t *testing.T) {
 				// It passed: what it could gain it gains only on warm
 				// samples, and the row's claim rests on its novel ones.
 				for _, s := range readReplay(t, filepath.Join(dir, "replay")).Summary {
-					if s.Kind != visit.KindNovel || s.WarmNs <= 0 {
+					if s.Kind != samples.KindNovel || s.WarmNs <= 0 {
 						t.Errorf("adversary %s passed; row %s/%s rests on %q samples (warm %g ns), want novel with the warm figure beside it", a.name, s.Case, s.Route, s.Kind, s.WarmNs)
 					}
 				}

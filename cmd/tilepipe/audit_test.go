@@ -13,6 +13,7 @@ import (
 
 	specs "github.com/opencontainers/image-spec/specs-go"
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
+
 	"github.com/tilepipe/tilepipe/artifacts"
 	"github.com/tilepipe/tilepipe/artifacts/samples"
 	"github.com/tilepipe/tilepipe/artifacts/tensor"
@@ -20,7 +21,6 @@ import (
 	"github.com/tilepipe/tilepipe/cohort"
 	"github.com/tilepipe/tilepipe/internal/floors"
 	"github.com/tilepipe/tilepipe/internal/testroute"
-	"github.com/tilepipe/tilepipe/internal/visit"
 	"github.com/tilepipe/tilepipe/oracle"
 	"github.com/tilepipe/tilepipe/report"
 )
@@ -334,7 +334,7 @@ func TestAuditRecomputes(t *testing.T) {
 			resample(t, dir, func(rows []samples.Row) []samples.Row {
 				var out []samples.Row
 				for _, r := range rows {
-					if r.Kind != visit.KindNovel {
+					if r.Kind != samples.KindNovel {
 						out = append(out, r)
 					}
 				}

@@ -82,11 +82,11 @@ func TestExport(t *testing.T) {
 		return cols
 	}
 	smp := read("samples.parquet")
-	perOp, warm := map[[2]string][]float64{}, map[[2]string][]float64{}
+	perOp, warm := map[artifacts.Pair][]float64{}, map[artifacts.Pair][]float64{}
 	kinds := map[string]bool{}
 	for i, k := range smp["kind"] {
 		kinds[k.(string)] = true
-		key := [2]string{smp["case"][i].(string), smp["route"][i].(string)}
+		key := artifacts.Pair{Case: smp["case"][i].(string), Route: smp["route"][i].(string)}
 		if v := smp["novel_per_op_ns"][i]; (v != nil) != (k == "novel") {
 			t.Fatalf("sample row %d: kind %s, novel_per_op_ns %v: want a value on novel rows alone", i, k, v)
 		} else if v != nil {
@@ -118,10 +118,10 @@ func TestExport(t *testing.T) {
 		t.Fatalf("exported %d summaries, the replay has %d", len(sum["case"]), len(doc.Summary))
 	}
 	for i, s := range doc.Summary {
-		if got := stats.Median(perOp[[2]string{s.Case, s.Route}]); got != s.MedianNs || sum["median_ns"][i] != s.MedianNs || sum["kind"][i] != "novel" {
+		if got := stats.Median(perOp[s.Pair()]); got != s.MedianNs || sum["median_ns"][i] != s.MedianNs || sum["kind"][i] != "novel" {
 			t.Errorf("%s/%s: median of novel_per_op_ns %g, summaries.parquet median_ns %v kind %v, the replay's %g novel", s.Case, s.Route, got, sum["median_ns"][i], sum["kind"][i], s.MedianNs)
 		}
-		if got := stats.Median(warm[[2]string{s.Case, s.Route}]); got != s.WarmNs || sum["warm_ns"][i] != s.WarmNs {
+		if got := stats.Median(warm[s.Pair()]); got != s.WarmNs || sum["warm_ns"][i] != s.WarmNs {
 			t.Errorf("%s/%s: median of batch_per_op_ns %g, summaries.parquet warm_ns %v, the replay's %g", s.Case, s.Route, got, sum["warm_ns"][i], s.WarmNs)
 		}
 		if s.RatioPairs == 0 && sum["ratio"][i] != nil {

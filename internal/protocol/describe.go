@@ -12,6 +12,7 @@ import (
 	"regexp"
 	"slices"
 
+	"github.com/tilepipe/tilepipe/artifacts"
 	"github.com/tilepipe/tilepipe/oracle"
 )
 
@@ -60,9 +61,9 @@ func ParseDescription(b []byte) (Description, error) {
 		return d, fmt.Errorf("protocol: want 1, got %d", d.Protocol)
 	case !ValidName(d.Name):
 		return d, fmt.Errorf("name %q: want letters, digits, '.', '_' or '-'", d.Name)
-	case d.Kind != "object" && d.Kind != "process" && d.Kind != "cubin":
+	case d.Kind != artifacts.KindObject && d.Kind != artifacts.KindProcess && d.Kind != artifacts.KindCubin:
 		return d, fmt.Errorf("kind %q: want object, process or cubin", d.Kind)
-	case d.Kind == "cubin" && !slices.Equal(d.Devices, []string{oracle.DeviceCUDA}):
+	case d.Kind == artifacts.KindCubin && !slices.Equal(d.Devices, []string{oracle.DeviceCUDA}):
 		return d, fmt.Errorf("kind cubin: devices %v, want [cuda] (a cubin runs on the GPU alone)", d.Devices)
 	case !d.Available && d.Reason == "":
 		return d, errors.New("an unavailable route must give a reason")

@@ -27,13 +27,13 @@ const MinCalibrated = 3
 const CalibrationSlack = 4
 
 // kinds are the sample kinds replay takes, in the order it takes them.
-var kinds = []string{visit.KindEmpty, visit.KindBatch, visit.KindSingle, visit.KindNovel, visit.KindGraph}
+var kinds = []string{samples.KindEmpty, samples.KindBatch, samples.KindSingle, samples.KindNovel, samples.KindGraph}
 
 // Clock is the span that is the time of a sample of kind on device (a
 // case's [oracle.Case.DeviceOf]): on a GPU the CUDA-event span of the
 // launches, for every sample that launches; replay's own span otherwise.
 func Clock(device, kind string) string {
-	if device == oracle.DeviceCUDA && kind != visit.KindEmpty {
+	if device == oracle.DeviceCUDA && kind != samples.KindEmpty {
 		return samples.ClockCUDA
 	}
 	return samples.ClockReplay
@@ -95,16 +95,16 @@ func Visit(v artifacts.VisitResult, rows []samples.Row, cfg artifacts.ReplayConf
 		}
 		want := int64(-1) // the calls a sample of the row's kind has, where fixed
 		switch r.Kind {
-		case visit.KindEmpty:
+		case samples.KindEmpty:
 			want = 0
-		case visit.KindBatch:
+		case samples.KindBatch:
 			want = n
 			batch = append(batch, visit.Sample{Kind: r.Kind, Index: int(r.Index), Calls: r.Calls, SpanNs: r.TotalNs, TimerNs: r.TimerNs, Clock: r.Clock})
-		case visit.KindSingle:
+		case samples.KindSingle:
 			want = 1
-		case visit.KindNovel:
+		case samples.KindNovel:
 			want = v.Novel.Calls
-		case visit.KindGraph:
+		case samples.KindGraph:
 			if !graph {
 				bad("samples row %d: a graph sample, but the replay took none (config.graphBatch %d, a %s case)", i, cfg.GraphBatch, device)
 				continue
@@ -118,9 +118,9 @@ func Visit(v artifacts.VisitResult, rows []samples.Row, cfg artifacts.ReplayConf
 		if want >= 0 && r.Calls != want {
 			what := fmt.Sprintf("want %d", want)
 			switch r.Kind {
-			case visit.KindBatch:
+			case samples.KindBatch:
 				what = fmt.Sprintf("callsPerSample %d", n)
-			case visit.KindGraph:
+			case samples.KindGraph:
 				what = fmt.Sprintf("graph batch %d x replays %d", v.Graph.Batch, v.Graph.Replays)
 			}
 			bad("%s sample %d: %d calls, %s", r.Kind, r.Index, r.Calls, what)
@@ -129,8 +129,8 @@ func Visit(v artifacts.VisitResult, rows []samples.Row, cfg artifacts.ReplayConf
 	for _, c := range []struct {
 		kind, field string
 		want        int
-	}{{visit.KindEmpty, "config.samples", cfg.Samples}, {visit.KindBatch, "config.samples", cfg.Samples}, {visit.KindSingle, "config.singles", cfg.Singles}, {visit.KindNovel, "config.samples", cfg.Samples}, {visit.KindGraph, "config.samples", cfg.Samples}} {
-		if c.kind == visit.KindGraph && !graph {
+	}{{samples.KindEmpty, "config.samples", cfg.Samples}, {samples.KindBatch, "config.samples", cfg.Samples}, {samples.KindSingle, "config.singles", cfg.Singles}, {samples.KindNovel, "config.samples", cfg.Samples}, {samples.KindGraph, "config.samples", cfg.Samples}} {
+		if c.kind == samples.KindGraph && !graph {
 			continue
 		}
 		if count[c.kind] != c.want {
@@ -157,17 +157,17 @@ func order(v artifacts.VisitResult, rows []samples.Row, cfg artifacts.ReplayConf
 		kind  string
 		count int
 		calls int64
-	}{{visit.KindEmpty, cfg.Samples, 0}, {visit.KindBatch, cfg.Samples, v.CallsPerSample}, {visit.KindSingle, cfg.Singles, 1}} {
+	}{{samples.KindEmpty, cfg.Samples, 0}, {samples.KindBatch, cfg.Samples, v.CallsPerSample}, {samples.KindSingle, cfg.Singles, 1}} {
 		for i := range k.count {
 			want = append(want, visit.Sample{Kind: k.kind, Index: i, Calls: k.calls})
 		}
 	}
 	for i := range v.Novel.Samples {
-		want = append(want, visit.Sample{Kind: visit.KindNovel, Index: i, Calls: v.Novel.Calls})
+		want = append(want, visit.Sample{Kind: samples.KindNovel, Index: i, Calls: v.Novel.Calls})
 	}
 	if graph {
 		for i := range cfg.Samples {
-			want = append(want, visit.Sample{Kind: visit.KindGraph, Index: i, Calls: graphCalls})
+			want = append(want, visit.Sample{Kind: samples.KindGraph, Index: i, Calls: graphCalls})
 		}
 	}
 	if len(want) != len(rows) { // the counts hold, so this cannot be
@@ -246,7 +246,7 @@ func Calibration(cfg artifacts.ReplayConfig, visits []artifacts.VisitResult, row
 		}
 		var spans []float64
 		for _, r := range rows[i] {
-			if r.Kind == visit.KindBatch {
+			if r.Kind == samples.KindBatch {
 				spans = append(spans, float64(r.TotalNs))
 			}
 		}

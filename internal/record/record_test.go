@@ -27,10 +27,10 @@ func cpu() (artifacts.VisitResult, []samples.Row) {
 		v.Novel.Checked = append(v.Novel.Checked, g)
 	}
 	rows := []samples.Row{
-		row(visit.KindEmpty, 0, 0, 30_000), row(visit.KindEmpty, 1, 0, 31_000),
-		row(visit.KindBatch, 0, 64, 1_200_000), row(visit.KindBatch, 1, 64, 1_250_000),
-		row(visit.KindSingle, 0, 1, 50_000),
-		row(visit.KindNovel, 0, 10, 500_000), row(visit.KindNovel, 1, 10, 510_000),
+		row(samples.KindEmpty, 0, 0, 30_000), row(samples.KindEmpty, 1, 0, 31_000),
+		row(samples.KindBatch, 0, 64, 1_200_000), row(samples.KindBatch, 1, 64, 1_250_000),
+		row(samples.KindSingle, 0, 1, 50_000),
+		row(samples.KindNovel, 0, 10, 500_000), row(samples.KindNovel, 1, 10, 510_000),
 	}
 	return v, rows
 }
@@ -51,7 +51,7 @@ func row(kind string, i int, calls, span int64) samples.Row {
 // visit's are.
 func onCUDA(rows []samples.Row) []samples.Row {
 	for i := range rows {
-		if rows[i].Kind != visit.KindEmpty {
+		if rows[i].Kind != samples.KindEmpty {
 			rows[i].Clock = samples.ClockCUDA
 		}
 	}
@@ -89,7 +89,7 @@ func TestVisit(t *testing.T) {
 		{"callsPerSample not a power of two", func(v *artifacts.VisitResult, rows []samples.Row) []samples.Row {
 			v.CallsPerSample = 48
 			for i := range rows {
-				if rows[i].Kind == visit.KindBatch {
+				if rows[i].Kind == samples.KindBatch {
 					rows[i].Calls = 48
 				}
 			}
@@ -98,7 +98,7 @@ func TestVisit(t *testing.T) {
 		{"callsPerSample over the cap", func(v *artifacts.VisitResult, rows []samples.Row) []samples.Row {
 			v.CallsPerSample = 2 * MaxCalls
 			for i := range rows {
-				if rows[i].Kind == visit.KindBatch {
+				if rows[i].Kind == samples.KindBatch {
 					rows[i].Calls = 2 * MaxCalls
 				}
 			}
@@ -208,7 +208,7 @@ func TestVisitNovel(t *testing.T) {
 		{"fewer calls than calibrated", func(v *artifacts.VisitResult, rows []samples.Row) []samples.Row {
 			v.Novel.Calls, v.Novel.Checked = 5, v.Novel.Checked[:10]
 			for i := range rows {
-				if rows[i].Kind == visit.KindNovel {
+				if rows[i].Kind == samples.KindNovel {
 					rows[i].Calls = 5
 				}
 			}
@@ -319,9 +319,9 @@ func calibrated(n int, calls int64, span int64) ([]artifacts.VisitResult, [][]sa
 	for i := range n {
 		vs = append(vs, artifacts.VisitResult{Visit: artifacts.Visit{Index: i}, Status: artifacts.StatusPassed, CallsPerSample: calls})
 		rows = append(rows, []samples.Row{
-			{Visit: int32(i), Kind: visit.KindEmpty, TotalNs: 30_000},
-			{Visit: int32(i), Kind: visit.KindBatch, Calls: calls, TotalNs: span},
-			{Visit: int32(i), Kind: visit.KindBatch, Calls: calls, TotalNs: span + 100_000},
+			{Visit: int32(i), Kind: samples.KindEmpty, TotalNs: 30_000},
+			{Visit: int32(i), Kind: samples.KindBatch, Calls: calls, TotalNs: span},
+			{Visit: int32(i), Kind: samples.KindBatch, Calls: calls, TotalNs: span + 100_000},
 		})
 	}
 	return vs, rows
@@ -381,7 +381,7 @@ func TestVisitGraph(t *testing.T) {
 			TargetNs: 100_000_000, MaxReplays: visit.MaxGraphReplays, MaxCalls: visit.MaxGraphCalls,
 			Attempts: []artifacts.GraphAttempt{{Replays: 1, Ns: 500_000}, {Replays: 200, Ns: 99_000_000}}, Replays: 200}
 		for i := range gc.Samples {
-			rows = append(rows, samples.Row{Visit: 3, Round: 1, Position: 1, Case: "gemm-16x16x16", Route: "naive", Kind: visit.KindGraph, Index: int32(i),
+			rows = append(rows, samples.Row{Visit: 3, Round: 1, Position: 1, Case: "gemm-16x16x16", Route: "naive", Kind: samples.KindGraph, Index: int32(i),
 				Calls: 32 * 200, TotalNs: 100_100_000, TimerNs: 99_500_000, Clock: samples.ClockCUDA})
 		}
 		return v, rows

@@ -251,7 +251,7 @@ func (s *Set) Judge(outputs []oracle.Param, raw [][]byte) (oracle.Verdict, error
 func Outputs(sig []oracle.Param) []oracle.Param {
 	var out []oracle.Param
 	for _, p := range sig {
-		if p.Role == "output" {
+		if p.Role == oracle.RoleOutput {
 			out = append(out, p)
 		}
 	}

@@ -24,13 +24,6 @@ type Plan struct {
 	Pin bool
 }
 
-// Sample kinds.
-const (
-	KindBatch  = "batch"
-	KindSingle = "single"
-	KindEmpty  = "empty" // no calls: the channel's own overhead
-)
-
 // Sample is one span measured by replay, with the timer's own number.
 type Sample struct {
 	Kind    string
@@ -85,11 +78,11 @@ func CheckGap(ss []Sample) error {
 	empty, events := 0.0, false
 	for _, s := range ss {
 		switch s.Kind {
-		case KindBatch:
+		case samples.KindBatch:
 			gaps = append(gaps, float64(s.SpanNs-s.TimerNs))
 			spans = append(spans, float64(s.SpanNs))
 			events = events || s.Clock == samples.ClockCUDA
-		case KindEmpty:
+		case samples.KindEmpty:
 			empty = max(empty, float64(s.SpanNs))
 		}
 	}
@@ -155,7 +148,7 @@ func (s *Session) Drive(p Plan) ([]Sample, int64, error) {
 		kind  string
 		count int
 		calls int64
-	}{{KindEmpty, p.Samples, 0}, {KindBatch, p.Samples, n}, {KindSingle, p.Singles, 1}} {
+	}{{samples.KindEmpty, p.Samples, 0}, {samples.KindBatch, p.Samples, n}, {samples.KindSingle, p.Singles, 1}} {
 		for i := 0; i < k.count; i++ {
 			smp, err := take(k.kind, i, k.calls)
 			if err != nil {

@@ -11,10 +11,6 @@ import (
 	"github.com/tilepipe/tilepipe/artifacts/samples"
 )
 
-// KindGraph is a graph sample: R replays of a CUDA graph of N logical
-// calls (docs/gpu.md, "Graph samples"); its calls are N*R.
-const KindGraph = "graph"
-
 // The methodology's graph timing protocol (tile-benchmark-methodology.md,
 // adaptive_replay_span_v2) and its limits.
 const (
@@ -152,7 +148,7 @@ func (s *Session) DriveGraph(batch int64, count int, target, warmup time.Duratio
 	}
 	var out []Sample
 	for i := range count {
-		smp, err := take(KindGraph, i, g.Replays)
+		smp, err := take(samples.KindGraph, i, g.Replays)
 		if err != nil {
 			return nil, g, err
 		}

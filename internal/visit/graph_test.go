@@ -167,7 +167,7 @@ func TestDriveGraph(t *testing.T) {
 			if tc.want != "" {
 				return
 			}
-			if rec.Replays != 2000 || len(rec.Attempts) != 2 || len(graph) != 2 || graph[0].Kind != KindGraph || graph[0].Calls != 32*2000 || graph[1].TimerNs != 20000 {
+			if rec.Replays != 2000 || len(rec.Attempts) != 2 || len(graph) != 2 || graph[0].Kind != samples.KindGraph || graph[0].Calls != 32*2000 || graph[1].TimerNs != 20000 {
 				t.Errorf("graph = %+v, samples %+v; want R 2000 after 2 attempts, 2 samples of 64000 calls in 20000 ns", rec, graph)
 			}
 			if why := CheckGraph(rec, 32, target, warmup); why != "" {
@@ -227,7 +227,7 @@ func TestTelemetryAroundSamples(t *testing.T) {
 				}
 				last = a
 			}
-			if len(got) == 0 || got[len(got)-1].Kind != KindGraph {
+			if len(got) == 0 || got[len(got)-1].Kind != samples.KindGraph {
 				t.Errorf("samples %+v: want stream samples, then graph samples", got)
 			}
 		})

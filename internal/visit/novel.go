@@ -5,11 +5,6 @@ import (
 	"fmt"
 )
 
-// KindNovel is a novel sample (visit protocol 4, docs/protocol.md): N
-// calls, call j on novel slot j, whose inputs replay wrote while the
-// visit was frozen; the claim's samples on a CPU.
-const KindNovel = "novel"
-
 // NovelCalls is the calls of each novel sample of a visit whose warm
 // samples were calibrated to calls per sample, with slots novel sets.
 func NovelCalls(calls int64, slots int) int64 {

@@ -120,7 +120,7 @@ func TestCheckClock(t *testing.T) {
 		{100_000, 0, true},
 		{20 * ms, -1, false},
 	} {
-		err := CheckClock(Sample{Kind: KindBatch, Calls: 8, SpanNs: tc.span, TimerNs: tc.timer})
+		err := CheckClock(Sample{Kind: samples.KindBatch, Calls: 8, SpanNs: tc.span, TimerNs: tc.timer})
 		if (err == nil) != tc.ok {
 			t.Errorf("CheckClock(span %d, timer %d) = %v, want ok %v", tc.span, tc.timer, err, tc.ok)
 		}
@@ -131,10 +131,10 @@ func TestCheckClock(t *testing.T) {
 	batch := func(pairs ...int64) []Sample {
 		var ss []Sample
 		for i := 0; i < len(pairs); i += 2 {
-			ss = append(ss, Sample{Kind: KindBatch, Index: i / 2, Calls: 8, SpanNs: pairs[i], TimerNs: pairs[i+1]})
+			ss = append(ss, Sample{Kind: samples.KindBatch, Index: i / 2, Calls: 8, SpanNs: pairs[i], TimerNs: pairs[i+1]})
 		}
 		// Empty and single samples are the channel's: not in the gap.
-		return append(ss, Sample{Kind: KindEmpty, SpanNs: 30 * ms}, Sample{Kind: KindSingle, Calls: 1, SpanNs: 30 * ms})
+		return append(ss, Sample{Kind: samples.KindEmpty, SpanNs: 30 * ms}, Sample{Kind: samples.KindSingle, Calls: 1, SpanNs: 30 * ms})
 	}
 	for _, tc := range []struct {
 		name string
@@ -171,10 +171,10 @@ func TestCheckGapEvents(t *testing.T) {
 	gpu := func(empty int64, gaps ...int64) []Sample {
 		var ss []Sample
 		for i := range 3 {
-			ss = append(ss, Sample{Kind: KindEmpty, Index: i, SpanNs: empty - int64(i)*10*us, Clock: samples.ClockReplay})
+			ss = append(ss, Sample{Kind: samples.KindEmpty, Index: i, SpanNs: empty - int64(i)*10*us, Clock: samples.ClockReplay})
 		}
 		for i, g := range gaps {
-			ss = append(ss, Sample{Kind: KindBatch, Index: i, Calls: 64, SpanNs: 20_000 * us, TimerNs: 20_000*us - g, Clock: samples.ClockCUDA})
+			ss = append(ss, Sample{Kind: samples.KindBatch, Index: i, Calls: 64, SpanNs: 20_000 * us, TimerNs: 20_000*us - g, Clock: samples.ClockCUDA})
 		}
 		return ss
 	}

@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tilepipe/tilepipe/artifacts/samples"
 	"github.com/tilepipe/tilepipe/internal/launch"
 	"github.com/tilepipe/tilepipe/internal/visit"
 	"github.com/tilepipe/tilepipe/oracle"
@@ -226,7 +227,7 @@ launch %s
 			return nil, 0, err
 		}
 		span, tn, err := s.Novel(sets)
-		return append(ss, visit.Sample{Kind: visit.KindNovel, Calls: sets, SpanNs: span.Nanoseconds(), TimerNs: tn}), n, err
+		return append(ss, visit.Sample{Kind: samples.KindNovel, Calls: sets, SpanNs: span.Nanoseconds(), TimerNs: tn}), n, err
 	})
 	if err != nil {
 		t.Fatal(err)

@@ -17,6 +17,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tilepipe/tilepipe/artifacts/samples"
 	"github.com/tilepipe/tilepipe/internal/visit"
 )
 
@@ -323,7 +324,7 @@ func checkTiming(t *testing.T, fault string, r *visit.Run, timed bool) {
 			t.Errorf("harness(%s) sample %+v: want 0 <= timer ns <= span", fault, s)
 		}
 	}
-	if want := map[string]int{visit.KindBatch: 3, visit.KindSingle: 3, visit.KindEmpty: 3}; !maps.Equal(kinds, want) {
+	if want := map[string]int{samples.KindBatch: 3, samples.KindSingle: 3, samples.KindEmpty: 3}; !maps.Equal(kinds, want) {
 		t.Errorf("harness(%s) samples = %v, want %v", fault, kinds, want)
 	}
 	n := r.Calls

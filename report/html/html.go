@@ -123,7 +123,7 @@ func samplePlot(c string, routes []string, rows []samples.Row) (template.HTML, e
 			}
 			sc.GlyphStyle.Color = routeColor(routes, r)
 			sc.GlyphStyle.Radius = vg.Points(2)
-			if kind == "single" {
+			if kind == samples.KindSingle {
 				sc.GlyphStyle.Shape = draw.CrossGlyph{}
 			} else {
 				sc.GlyphStyle.Shape = draw.CircleGlyph{}
