@@ -10,29 +10,27 @@ import (
 	"github.com/tilepipe/tilepipe/internal/plan"
 )
 
-// stopping re-derives an adaptive replay's stops (config.target,
+// stoppingCheck re-derives an adaptive replay's stops (config.target,
 // docs/statistics.md "Rounds to a precision target"): at every boundary
 // it recomputes, from the recorded samples of the rounds before it and
 // with the audit's own summaries, each open case's paired ratios and the
 // visit time each row spent, applies the rule (internal/adaptive), and
 // compares the stops with the document's. The plan must be the one those
 // stops give (balance checks it). A replay of fixed rounds records none.
-func (a *auditor) stopping() {
-	d := a.rdoc
+func stoppingCheck(cp *checkpoint, f *facts) finding {
+	d := cp.rdoc
 	c := d.Config
 	if c.Target <= 0 {
 		var p []string
 		if len(d.Stops) > 0 {
 			p = append(p, fmt.Sprintf("config.target is 0 (fixed rounds), yet the document records %d stops", len(d.Stops)))
 		}
-		a.add("stopping rule", p, nil, fmt.Sprintf("fixed rounds: every case %d", c.Rounds))
-		return
+		return finding{problems: p, summary: fmt.Sprintf("fixed rounds: every case %d", c.Rounds)}
 	}
 	if slices.ContainsFunc(d.Closure, func(cc artifacts.ClosureCheck) bool { return cc.Status != artifacts.StatusPassed }) {
-		a.add("stopping rule", nil, []string{"a closure check failed, which ended the replay early: its stops are not re-derived"}, "adaptive rounds ended by a failed closure check")
-		return
+		return finding{warnings: []string{"a closure check failed, which ended the replay early: its stops are not re-derived"}, summary: "adaptive rounds ended by a failed closure check"}
 	}
-	want := a.stops()
+	want := cp.stops(f)
 	var p []string
 	if !slices.Equal(want, d.Stops) {
 		p = append(p, fmt.Sprintf("stops %v, the rule gives %v from the recorded samples", d.Stops, want))
@@ -47,7 +45,7 @@ func (a *auditor) stopping() {
 			reached++
 		}
 	}
-	a.add("stopping rule", p, nil, fmt.Sprintf("re-derived where %d cases stopped (target ±%.3g%%, budget %g s a row%s, at most %d rounds); %d of %d ratio rows reached the target", len(want), c.Target*100, c.BudgetS, replayBudget(c), c.MaxRounds, reached, ratios))
+	return finding{problems: p, summary: fmt.Sprintf("re-derived where %d cases stopped (target ±%.3g%%, budget %g s a row%s, at most %d rounds); %d of %d ratio rows reached the target", len(want), c.Target*100, c.BudgetS, replayBudget(c), c.MaxRounds, reached, ratios)}
 }
 
 // replayBudget is ", N s for the replay" where it has a budget.
@@ -59,10 +57,10 @@ func replayBudget(c artifacts.ReplayConfig) string {
 }
 
 // stops applies the stopping rule to the recorded visits and samples.
-func (a *auditor) stops() []artifacts.CaseStop {
-	d := a.rdoc
+func (cp *checkpoint) stops(f *facts) []artifacts.CaseStop {
+	d := cp.rdoc
 	c := d.Config
-	visits, vrows, _ := a.passedRows()
+	visits, vrows, _ := f.passedRows()
 	rowsOf := map[int][]samples.Row{}
 	for i, v := range visits {
 		rowsOf[v.Index] = vrows[i]
@@ -102,11 +100,11 @@ func (a *auditor) stops() []artifacts.CaseStop {
 				spent[v.Route] += v.WallNs
 				rows = append(rows, rowsOf[v.Index]...)
 			}
-			got := recompute(before, rows, a.device, nil) // replay decided without floors
+			got := recompute(before, rows, cp.device, nil) // replay decided without floors
 			var sums []artifacts.Summary
 			var routes []string
 			for _, rt := range d.Routes {
-				if !a.timeable(cs, rt) {
+				if !cp.timeable(cs, rt) {
 					continue
 				}
 				routes = append(routes, rt)
@@ -140,8 +138,8 @@ func (a *auditor) stops() []artifacts.CaseStop {
 }
 
 // timeable: the pairs the plan visits (prepared entries).
-func (a *auditor) timeable(c, rt string) bool {
-	for _, e := range a.pdoc.Entries {
+func (cp *checkpoint) timeable(c, rt string) bool {
+	for _, e := range cp.pdoc.Entries {
 		if e.Case == c && e.Route == rt {
 			return e.Status == artifacts.StatusPrepared
 		}
@@ -151,17 +149,17 @@ func (a *auditor) timeable(c, rt string) bool {
 
 // adaptivePlan is the plan an adaptive replay's stops give: the fixed
 // rounds, then each case in every round before its stop.
-func (a *auditor) adaptivePlan() []artifacts.Visit {
-	d := a.rdoc
+func (cp *checkpoint) adaptivePlan() []artifacts.Visit {
+	d := cp.rdoc
 	roundsOf := map[string]int{}
 	last := d.Config.Rounds
 	for _, s := range d.Stops {
 		roundsOf[s.Case] = s.Rounds
 		last = max(last, s.Rounds)
 	}
-	visits := plan.Plan(d.Cases, d.Routes, d.Config.Rounds, a.timeable)
+	visits := plan.Plan(d.Cases, d.Routes, d.Config.Rounds, cp.timeable)
 	for r := d.Config.Rounds; r < last; r++ {
-		visits = plan.RoundVisits(visits, d.Cases, d.Routes, r, func(c string) bool { return roundsOf[c] > r }, a.timeable)
+		visits = plan.RoundVisits(visits, d.Cases, d.Routes, r, func(c string) bool { return roundsOf[c] > r }, cp.timeable)
 	}
 	return visits
 }

@@ -8,15 +8,15 @@ import (
 	"github.com/tilepipe/tilepipe/cohort"
 )
 
-// cohort checks the capture's cohort.json layer against its document.
-func (a *auditor) cohort() {
+// cohortCheck checks the capture's cohort.json layer against its document.
+func cohortCheck(cp *checkpoint, f *facts) finding {
 	var p []string
-	if b, err := readLayer(a.cap, "cohort.json"); err != nil {
+	if b, err := readLayer(cp.cap, "cohort.json"); err != nil {
 		p = append(p, err.Error())
 	} else {
-		p = cohortAgrees(b, a.cdoc)
+		p = cohortAgrees(b, cp.cdoc)
 	}
-	a.add("cohort", p, nil, fmt.Sprintf("cohort.json parsed again: its name, rounds, target and %d cases are the capture document's", len(a.cdoc.Cases)))
+	return finding{problems: p, summary: fmt.Sprintf("cohort.json parsed again: its name, rounds, target and %d cases are the capture document's", len(cp.cdoc.Cases))}
 }
 
 // cohortAgrees parses the cohort as capture was given it (b), by the

@@ -47,12 +47,12 @@ type RowRatio struct {
 }
 
 // claims decides, row by row, whether the audit supports the row's claim.
-func (a *auditor) claims(rep *Report) {
+func claims(d artifacts.ReplayDoc, rep *Report) {
 	status := map[artifacts.Pair]artifacts.Summary{}
-	for _, s := range a.rdoc.Summary {
+	for _, s := range d.Summary {
 		status[s.Pair()] = s
 	}
-	base := a.rdoc.Config.Baseline
+	base := d.Config.Baseline
 	for i := range rep.Rows {
 		r := &rep.Rows[i]
 		s := status[r.Pair()]
@@ -84,14 +84,15 @@ func (a *auditor) claims(rep *Report) {
 	}
 }
 
-// containment re-checks what replay's own clock and accounting recorded
+// containmentCheck re-checks what replay's own clock and accounting recorded
 // (docs/threat-model.md): the sandbox every visit ran in, each passed
 // visit's CPU time against its wall time and threads, each sample's span
 // against the timer's own number, and the empty samples that measure the
-// channel. It marks every row of a replay that ran without a sandbox.
-func (a *auditor) containment() []Row {
+// channel. (rowsOf marks every row of a replay that ran without a
+// sandbox.)
+func containmentCheck(cp *checkpoint, f *facts) finding {
 	var p, w []string
-	d := a.rdoc
+	d := cp.rdoc
 	switch {
 	case d.Config.NoSandbox && d.Sandbox != nil:
 		p = append(p, "config.noSandbox is set, yet a sandbox is recorded")
@@ -121,7 +122,7 @@ func (a *auditor) containment() []Row {
 		if v.Throttled != 0 {
 			p = append(p, fmt.Sprintf("visit %d: passed, yet hit its CPU quota in %d periods", v.Index, v.Throttled))
 		}
-		rows, err := readRows(a.rep, v.Samples)
+		rows, err := readRows(cp.rep, v.Samples)
 		if err != nil {
 			p = append(p, fmt.Sprintf("visit %d samples: %v", v.Index, err))
 			continue
@@ -145,7 +146,12 @@ func (a *auditor) containment() []Row {
 	if limit == "" {
 		limit = "not recorded"
 	}
-	a.add("containment", p, w, fmt.Sprintf("sandbox record, CPU accounting and replay's clock against the timer's for %d passed visits; CPU limit: %s", checked, limit))
+	return finding{problems: p, warnings: w, summary: fmt.Sprintf("sandbox record, CPU accounting and replay's clock against the timer's for %d passed visits; CPU limit: %s", checked, limit)}
+}
+
+// rowsOf is one row per summary of the replay, for the claims table; every
+// row of a replay that ran without a sandbox is marked MarkNoSandbox.
+func rowsOf(d artifacts.ReplayDoc) []Row {
 	var out []Row
 	for _, s := range d.Summary {
 		r := Row{Case: s.Case, Route: s.Route, Status: s.Status}

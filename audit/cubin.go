@@ -18,20 +18,20 @@ import (
 // maxCubin bounds a cubin or PTX read back.
 const maxCubin = 1 << 30
 
-// cubinChain checks that every prepared cubin entry's cubin is its PTX's
+// cubinChainCheck checks that every prepared cubin entry's cubin is its PTX's
 // (docs/gpu.md, "The cubin chain").
-func (a *auditor) cubinChain() {
+func cubinChainCheck(cp *checkpoint, f *facts) finding {
 	readPrep := func(d artifacts.Digest, limit int64) ([]byte, error) {
-		if !a.prep.Has(d) {
+		if !cp.prep.Has(d) {
 			return nil, fmt.Errorf("blob %s is not a layer of the prepared stage", artifacts.Short(d))
 		}
-		return a.prep.Store.ReadVerified(d, "prepared output", limit)
+		return cp.prep.Store.ReadVerified(d, "prepared output", limit)
 	}
-	p, w, n := cubinChains(a.cdoc, a.pdoc, a.readCapture, readPrep, rebuildHere)
+	p, w, n := cubinChains(cp.cdoc, cp.pdoc, cp.readCapture, readPrep, rebuildHere)
 	if n == 0 && len(p)+len(w) == 0 {
-		return // no cubin entry: nothing to say
+		return finding{skip: true} // no cubin entry: nothing to say
 	}
-	a.add("cubin chain", p, w, fmt.Sprintf("%d cubin entries: the cubin each timer loads holds the code ptxas builds from the PTX stored beside it", n))
+	return finding{problems: p, warnings: w, summary: fmt.Sprintf("%d cubin entries: the cubin each timer loads holds the code ptxas builds from the PTX stored beside it", n)}
 }
 
 // rebuild builds ptx with the ptxas at path (args as recorded) and returns

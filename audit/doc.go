@@ -24,10 +24,24 @@
 // memory or compute could deliver; its recorded clock, bandwidth and CPU
 // flags against this machine's).
 //
-// Each check family lives in its own file as a function of explicit
-// inputs returning its findings (planAgrees, journalAgrees, cohortAgrees,
-// routesAgree, resultsAgree, pin, clockAgrees, flagsAgree), so that it is
-// tested from hand-made documents.
+// # Shape
+//
+// The audit is a table of pure checks (check.go). Its first step is
+// explicit: openCheckpoint opens the three stages, re-hashing every blob
+// (the blobs check), and nothing else is read unless that passed; then the
+// pin and the signatures. The facts several checks share are derived once,
+// up front: every case's FP64 reference (captureFacts) and the passed
+// visits' sample tables (forReplay). Each check family is then a function
+// of the checkpoint and the facts returning a finding (problems, warnings,
+// a summary, marks on rows), in a file of its own (chain.go, inputs.go,
+// oracle.go, outputs.go, summaries.go, records.go, ...); the table,
+// checks, lists them in the report's order. A merged replay's audit
+// (merged.go) runs the table's perCapture checks once and the others once
+// per shard, each shard a checkpoint of its own sharing the capture's
+// facts. The narrower helpers beneath them (planAgrees, journalAgrees,
+// cohortAgrees, routesAgree, resultsAgree, pin, clockAgrees, flagsAgree,
+// checkSummaries) take documents alone, so that they are tested from
+// hand-made documents.
 //
 // # Report
 //

@@ -13,7 +13,7 @@ import (
 	"github.com/tilepipe/tilepipe/oracle"
 )
 
-// floors re-applies the physical floors the replay measured and recorded:
+// floorsCheck re-applies the physical floors the replay measured and recorded:
 // every recorded floor must follow from its own numbers and the case, and
 // every row must pass or fail exactly as its floor says. The bandwidths
 // and the clock are measured again here and this machine's CPU flags read:
@@ -25,19 +25,19 @@ import (
 // must agree with themselves and stay below what any GPU delivers
 // (floors.CheckCeilings); the GPU is not measured again here (the auditor
 // may have none).
-func (a *auditor) floors() {
+func floorsCheck(cp *checkpoint, f *facts) finding {
 	var p, w []string
 	cases := map[string]artifacts.CapturedCase{}
-	for _, c := range a.cdoc.Cases {
+	for _, c := range cp.cdoc.Cases {
 		cases[c.Case.ID] = c
 	}
 	var flags []string
-	if r, err := a.rep.Receipt(); err == nil {
+	if r, err := cp.rep.Receipt(); err == nil {
 		flags = r.Predicate.Environment.CPUFlags
 	}
 	var gpus []string
 	noGPU := map[string]bool{} // why sessions measured no GPU ceilings
-	for _, s := range a.rdoc.Sessions {
+	for _, s := range cp.rdoc.Sessions {
 		if s.ClockHz <= 0 {
 			p = append(p, fmt.Sprintf("session %d: no measured clock", s.Index))
 		}
@@ -58,20 +58,20 @@ func (a *auditor) floors() {
 			why := ""
 			switch {
 			case c.Case.DeviceOf() != oracle.DeviceCUDA:
-				why = checkFloor(f, c, a.rdoc.Config, s.ClockHz, flags)
+				why = checkFloor(f, c, cp.rdoc.Config, s.ClockHz, flags)
 			case s.GPU == nil:
 				why = "a GPU case's floor, but the session recorded no GPU ceilings"
 			default:
-				why = checkGPUFloor(f, floors.GPUCase(c.Case, c.Signature, a.rdoc.Config.Sets, s.GPU))
+				why = checkGPUFloor(f, floors.GPUCase(c.Case, c.Signature, cp.rdoc.Config.Sets, s.GPU))
 			}
 			if why != "" {
 				p = append(p, fmt.Sprintf("session %d floor of %s: %s", s.Index, f.Case, why))
 			}
 		}
 	}
-	fl := floors.OfSessions(a.rdoc.Sessions)
+	fl := floors.OfSessions(cp.rdoc.Sessions)
 	n := 0
-	for _, s := range a.rdoc.Summary {
+	for _, s := range cp.rdoc.Summary {
 		if s.Samples == 0 {
 			continue // not timed, or a failed visit
 		}
@@ -104,12 +104,12 @@ func (a *auditor) floors() {
 	// against the record.
 	floors.WarmUp(200 * time.Millisecond)
 	var recorded []float64
-	for _, s := range a.rdoc.Sessions {
+	for _, s := range cp.rdoc.Sessions {
 		recorded = append(recorded, s.ClockHz)
 	}
 	clock := ownClock(slices.Max(append([]float64{0}, recorded...)))
-	cp, cw := clockAgrees(recorded, clock)
-	p, w = append(p, cp...), append(w, cw...)
+	clp, clw := clockAgrees(recorded, clock)
+	p, w = append(p, clp...), append(w, clw...)
 	own, err := artifacts.CPUFlags(artifacts.CPUInfoPath)
 	if err != nil {
 		w = append(w, fmt.Sprintf("this machine's CPU flags: %v", err))
@@ -122,7 +122,7 @@ func (a *auditor) floors() {
 			continue // a GPU's bandwidth, not this CPU's
 		}
 		if _, ok := mine[f.WorkingSet]; !ok {
-			mine[f.WorkingSet] = floors.TouchBandwidth(f.WorkingSet, a.rdoc.Config.Threads)
+			mine[f.WorkingSet] = floors.TouchBandwidth(f.WorkingSet, cp.rdoc.Config.Threads)
 		}
 		if f.Bandwidth > 4*mine[f.WorkingSet] {
 			w = append(w, fmt.Sprintf("%s: the replay recorded %.1f GB/s for a %d-byte working set, this machine measures %.1f GB/s", f.Case, f.Bandwidth/1e9, f.WorkingSet, mine[f.WorkingSet]/1e9))
@@ -147,8 +147,8 @@ func (a *auditor) floors() {
 		slices.Sort(slacks)
 		gpu += " (GPU floor slacks from the ceilings' spread: " + strings.Join(slices.Compact(slacks), ", ") + ")"
 	}
-	a.add("physical floor", p, w, fmt.Sprintf("%d timed rows against the floors replay measured (memory bandwidth per working set, clock x vector width), slack %d; clock: recorded %s, this machine %.2f GHz; vector flags: recorded %s, this machine %s%s",
-		n, floors.Slack, ghz(recorded), clock/1e9, vectorFlags(flags), vectorFlags(own), gpu))
+	return finding{problems: p, warnings: w, summary: fmt.Sprintf("%d timed rows against the floors replay measured (memory bandwidth per working set, clock x vector width), slack %d; clock: recorded %s, this machine %.2f GHz; vector flags: recorded %s, this machine %s%s",
+		n, floors.Slack, ghz(recorded), clock/1e9, vectorFlags(flags), vectorFlags(own), gpu)}
 }
 
 // reasons is ": " and the distinct reasons, or "".

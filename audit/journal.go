@@ -12,18 +12,18 @@ import (
 	"github.com/tilepipe/tilepipe/internal/visit"
 )
 
-// journal checks the journal.jsonl layer against the document.
-func (a *auditor) journal() {
+// journalCheck checks the journal.jsonl layer against the document.
+func journalCheck(cp *checkpoint, f *facts) finding {
 	var p []string
 	lines := 0
-	if b, err := readLayer(a.rep, "journal.jsonl"); err != nil {
+	if b, err := readLayer(cp.rep, "journal.jsonl"); err != nil {
 		p = append(p, err.Error())
 	} else {
 		ls, perr := parseJournal(b)
 		lines = len(ls)
-		p = append(perr, journalAgrees(ls, a.rdoc)...)
+		p = append(perr, journalAgrees(ls, cp.rdoc)...)
 	}
-	a.add("journal", p, nil, fmt.Sprintf("%d journal.jsonl lines against the document's sessions, visits and closure checks", lines))
+	return finding{problems: p, summary: fmt.Sprintf("%d journal.jsonl lines against the document's sessions, visits and closure checks", lines)}
 }
 
 // parseJournal reads journal.jsonl: one [artifacts.JournalLine] per line,

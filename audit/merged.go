@@ -13,72 +13,45 @@ import (
 )
 
 // merged audits a merged replay (tilepipe merge): the capture and the
-// prepared stage once; then every shard it names, opened where the merge
-// found it, re-hashed and audited as the replay it is, each check named
-// with its shard; then the merge itself (the merge check); then the merged
-// document's summaries recomputed from its sample table and its results
-// table rendered again. A row's claim rests on its shard's checks.
-func (a *auditor) merged(cfg Config, rep *Report) {
-	a.cohort()
-	a.routes()
-	a.inputs()
-	a.oracle()
-	subs, ok := a.openShards(cfg, rep)
+// prepared stage once (the table's perCapture checks); then every shard it
+// names, opened where the merge found it, re-hashed and audited as the
+// replay it is (its signatures and the table's other checks), each check
+// named with its shard; then the merge itself (the merge check); then the
+// merged document's summaries recomputed from its sample table and its
+// results table rendered again. A row's claim rests on its shard's checks.
+func (a *auditor) merged(cp *checkpoint, cfg Config, rep *Report) {
+	f := captureFacts(cp)
+	a.run(cp, f, false, true)
+	subs, ok := a.openShards(cp, cfg, rep)
 	if !ok {
 		return
 	}
 	rowOf := map[artifacts.Pair]Row{}
 	for _, s := range subs {
-		s.signatures(cfg.Trust)
-		s.chain()
-		s.outputs()
-		s.summaries()
-		s.records()
-		s.journal()
-		s.results()
-		s.stopping()
-		s.balance()
-		s.timeWindows()
-		s.floors()
-		flags := s.telemetry()
-		for _, r := range s.containment() {
-			r.Marks = append(r.Marks, flags[r.Pair()]...)
+		sa := &auditor{progress: a.progress, scope: fmt.Sprintf(" (shard %s)", s.shard)}
+		_, sig := signaturesCheck(s.cp, cfg.Trust)
+		sa.add("signatures", sig)
+		marks := sa.run(s.cp, f.forReplay(s.cp), false, false)
+		for _, r := range rowsOf(s.cp.rdoc) {
+			r.Marks = append(r.Marks, marks[r.Pair()]...)
 			rowOf[r.Pair()] = r
 		}
-		a.checks = append(a.checks, s.checks...)
+		a.checks = append(a.checks, sa.checks...)
 	}
-	a.chain()
-	a.mergeCheck(subs)
-	rows, err := readRows(a.rep, a.rdoc.Samples)
-	if err != nil {
-		a.add("summaries", []string{err.Error()}, nil, "could not read the merged sample table")
-	} else {
-		var p []string
-		var union []samples.Row
-		for i, s := range subs {
-			sr, err := readRows(s.rep, s.rdoc.Samples)
-			if err != nil {
-				p = append(p, fmt.Sprintf("shard %s samples.arrow: %v", s.rdoc.Config.Shard, err))
-				continue
-			}
-			union = append(union, shard.Rows(sr, a.rdoc.Merge.Shards[i].VisitOffset)...)
-		}
-		if !slices.Equal(union, rows) {
-			p = append(p, fmt.Sprintf("samples.arrow has %d rows, the shards' tables (visits renumbered) %d, or they differ in content", len(rows), len(union)))
-		}
-		a.checkSummaries(rows, p)
-	}
-	a.results()
+	a.add("chain", chainCheck(cp, f))
+	a.add("merge", mergeCheck(cp, subs))
+	a.add("summaries", mergedSummaries(cp, subs))
+	a.add("results table", resultsCheck(cp, f))
 	machineOf := map[string]string{}
-	if len(a.rdoc.Merge.Mixed) > 0 {
-		for _, r := range a.rdoc.Merge.Shards {
+	if len(cp.rdoc.Merge.Mixed) > 0 {
+		for _, r := range cp.rdoc.Merge.Shards {
 			for _, c := range r.Cases {
 				machineOf[c] = MarkMixed + ": shard " + r.Shard.String() + " ran on " + r.Machine
 			}
 		}
 	}
 	var orphans []string
-	for _, s := range a.rdoc.Summary {
+	for _, s := range cp.rdoc.Summary {
 		r, ok := rowOf[s.Pair()]
 		if !ok {
 			r = Row{Case: s.Case, Route: s.Route, Status: s.Status, Marks: []string{"no shard audited this row"}}
@@ -89,7 +62,37 @@ func (a *auditor) merged(cfg Config, rep *Report) {
 		}
 		rep.Rows = append(rep.Rows, r)
 	}
-	a.add("merge rows", orphans, nil, fmt.Sprintf("each of the %d merged rows is a shard's row, audited with its shard", len(a.rdoc.Summary)))
+	a.add("merge rows", finding{problems: orphans, summary: fmt.Sprintf("each of the %d merged rows is a shard's row, audited with its shard", len(cp.rdoc.Summary))})
+}
+
+// mergedSummaries checks the merged sample table against the shards'
+// (visits renumbered) and recomputes the merged summaries from it.
+func mergedSummaries(cp *checkpoint, subs []shardCheckpoint) finding {
+	rows, err := readRows(cp.rep, cp.rdoc.Samples)
+	if err != nil {
+		return finding{problems: []string{err.Error()}, summary: "could not read the merged sample table"}
+	}
+	var p []string
+	var union []samples.Row
+	for i, s := range subs {
+		sr, err := readRows(s.cp.rep, s.cp.rdoc.Samples)
+		if err != nil {
+			p = append(p, fmt.Sprintf("shard %s samples.arrow: %v", s.cp.rdoc.Config.Shard, err))
+			continue
+		}
+		union = append(union, shard.Rows(sr, cp.rdoc.Merge.Shards[i].VisitOffset)...)
+	}
+	if !slices.Equal(union, rows) {
+		p = append(p, fmt.Sprintf("samples.arrow has %d rows, the shards' tables (visits renumbered) %d, or they differ in content", len(rows), len(union)))
+	}
+	return checkSummaries(cp, rows, p)
+}
+
+// shardCheckpoint is one shard of a merged replay, a checkpoint of its own
+// that shares the merged replay's capture and prepared stage.
+type shardCheckpoint struct {
+	cp    *checkpoint
+	shard artifacts.ShardSpec
 }
 
 // MarkMixed marks every row of a merged replay whose shards ran on
@@ -98,13 +101,13 @@ const MarkMixed = "mixed machines"
 
 // openShards opens every shard the merged document names, where the merge
 // found it (relative to the merged stage), re-hashing every blob, and
-// makes an auditor of each.
-func (a *auditor) openShards(cfg Config, rep *Report) ([]*auditor, bool) {
+// makes a checkpoint of each.
+func (a *auditor) openShards(cp *checkpoint, cfg Config, rep *Report) ([]shardCheckpoint, bool) {
 	var p []string
-	var subs []*auditor
-	a.shardBlobs = map[artifacts.Digest]bool{}
+	var subs []shardCheckpoint
+	cp.shardBlobs = map[artifacts.Digest]bool{}
 	n := 0
-	for i, ref := range a.rdoc.Merge.Shards {
+	for i, ref := range cp.rdoc.Merge.Shards {
 		dir := ref.Path
 		if !filepath.IsAbs(dir) {
 			dir = filepath.Join(cfg.Replay, dir)
@@ -118,18 +121,17 @@ func (a *auditor) openShards(cfg Config, rep *Report) ([]*auditor, bool) {
 			p = append(p, fmt.Sprintf("merge.shards[%d] (shard %s): %s holds manifest %s, the merged document names %s", i, ref.Shard, dir, st.Descriptor.Digest, ref.Manifest))
 			continue
 		}
-		s := &auditor{cap: a.cap, prep: a.prep, cdoc: a.cdoc, pdoc: a.pdoc, rep: st, progress: a.progress, expected: a.expected,
-			capVerified: a.capVerified, prepVerified: a.prepVerified, scope: fmt.Sprintf(" (shard %s)", ref.Shard)}
+		s := &checkpoint{cap: cp.cap, prep: cp.prep, cdoc: cp.cdoc, pdoc: cp.pdoc, rep: st, capVerified: cp.capVerified, prepVerified: cp.prepVerified}
 		if err := st.ReadDoc(&s.rdoc); err != nil {
 			p = append(p, fmt.Sprintf("merge.shards[%d] (shard %s): %v", i, ref.Shard, err))
 			continue
 		}
 		n += 2 + len(st.Manifest.Layers)
-		a.shardBlobs[ref.Manifest], a.shardBlobs[s.rdoc.Samples] = true, true
+		cp.shardBlobs[ref.Manifest], cp.shardBlobs[s.rdoc.Samples] = true, true
 		rep.Stages[artifacts.ReplayType+" shard "+ref.Shard.String()] = string(ref.Manifest)
-		subs = append(subs, s)
+		subs = append(subs, shardCheckpoint{s, ref.Shard})
 	}
-	a.add("shard blobs", p, nil, fmt.Sprintf("opened the %d shards the merged replay names and re-hashed their %d blobs", len(a.rdoc.Merge.Shards), n))
+	a.add("shard blobs", finding{problems: p, summary: fmt.Sprintf("opened the %d shards the merged replay names and re-hashed their %d blobs", len(cp.rdoc.Merge.Shards), n)})
 	return subs, len(p) == 0
 }
 
@@ -140,11 +142,11 @@ func (a *auditor) openShards(cfg Config, rep *Report) ([]*auditor, bool) {
 // plan, visits, sessions, closure checks and stops are the shards', in
 // shard order and renumbered; the receipt consumed every shard; and the
 // merge began after every shard was committed.
-func (a *auditor) mergeCheck(subs []*auditor) {
+func mergeCheck(cp *checkpoint, subs []shardCheckpoint) finding {
 	var p []string
-	d := a.rdoc
+	d := cp.rdoc
 	var all []string
-	for _, c := range a.cdoc.Cases {
+	for _, c := range cp.cdoc.Cases {
 		all = append(all, c.Case.ID)
 	}
 	if !slices.Equal(d.Cases, all) {
@@ -156,7 +158,7 @@ func (a *auditor) mergeCheck(subs []*auditor) {
 	if len(d.Merge.Shards) == 0 {
 		p = append(p, "merge.shards: none; a merged replay is made of at least one shard")
 	}
-	mr, err := a.rep.Receipt()
+	mr, err := cp.rep.Receipt()
 	if err != nil {
 		p = append(p, "merged receipt: "+err.Error())
 	}
@@ -168,7 +170,7 @@ func (a *auditor) mergeCheck(subs []*auditor) {
 	var specs []artifacts.ShardSpec
 	var docs []artifacts.ReplayDoc
 	for i, s := range subs {
-		ref, sd := d.Merge.Shards[i], s.rdoc
+		ref, sd := d.Merge.Shards[i], s.cp.rdoc
 		want := artifacts.ShardSpec{Index: i, Count: len(d.Merge.Shards)}
 		if ref.Shard != want || sd.Config.Shard != want {
 			p = append(p, fmt.Sprintf("merge.shards[%d]: shard %s, its document says %s; want %s (every shard once, in order)", i, ref.Shard, sd.Config.Shard, want))
@@ -191,10 +193,10 @@ func (a *auditor) mergeCheck(subs []*auditor) {
 		if !reflect.DeepEqual(sd.Sandbox, d.Sandbox) {
 			p = append(p, fmt.Sprintf("shard %s: sandbox %+v, the merged replay's %+v", want, sd.Sandbox, d.Sandbox))
 		}
-		if sub := s.rep.Manifest.Subject; sub == nil || sub.Digest != a.prep.Descriptor.Digest {
-			p = append(p, fmt.Sprintf("shard %s: manifest subject: want the prepared manifest %s", want, a.prep.Descriptor.Digest))
+		if sub := s.cp.rep.Manifest.Subject; sub == nil || sub.Digest != cp.prep.Descriptor.Digest {
+			p = append(p, fmt.Sprintf("shard %s: manifest subject: want the prepared manifest %s", want, cp.prep.Descriptor.Digest))
 		}
-		sr, err := s.rep.Receipt()
+		sr, err := s.cp.rep.Receipt()
 		if err != nil {
 			p = append(p, fmt.Sprintf("shard %s receipt: %v", want, err))
 			continue
@@ -230,7 +232,7 @@ func (a *auditor) mergeCheck(subs []*auditor) {
 			p = append(p, fmt.Sprintf("%s: the merged document's are not the shards' in shard order, renumbered", f.name))
 		}
 	}
-	a.add("merge", p, nil, fmt.Sprintf("%d shards of one plan of the prepared stage, each once, with one config and one set of input seeds; the merged plan, visits and sessions are theirs renumbered; machines %s", len(subs), mixedWord(d.Merge.Mixed)))
+	return finding{problems: p, summary: fmt.Sprintf("%d shards of one plan of the prepared stage, each once, with one config and one set of input seeds; the merged plan, visits and sessions are theirs renumbered; machines %s", len(subs), mixedWord(d.Merge.Mixed))}
 }
 
 func mixedWord(mixed []string) string {

@@ -9,49 +9,48 @@ import (
 	"strings"
 
 	"github.com/tilepipe/tilepipe/artifacts"
-	"github.com/tilepipe/tilepipe/artifacts/samples"
 	"github.com/tilepipe/tilepipe/internal/record"
 	"github.com/tilepipe/tilepipe/internal/sets"
 	"github.com/tilepipe/tilepipe/oracle"
 )
 
-// records checks what the replay recorded in more than one place: its
+// recordsCheck checks what the replay recorded in more than one place: its
 // configuration and plan in the document, in plan.json and (the
 // configuration) in the receipt; every passed visit's record against its
 // own sample table; and the batch samples against config.sampleMs
 // (internal/record).
-func (a *auditor) records() {
+func recordsCheck(cp *checkpoint, f *facts) finding {
 	var p []string
-	if b, err := readLayer(a.rep, "plan.json"); err != nil {
+	if b, err := readLayer(cp.rep, "plan.json"); err != nil {
 		p = append(p, err.Error())
 	} else {
-		p = append(p, planAgrees(b, a.rdoc)...)
+		p = append(p, planAgrees(b, cp.rdoc)...)
 	}
-	if b, err := a.rep.Statement(); err != nil {
+	if b, err := cp.rep.Statement(); err != nil {
 		p = append(p, err.Error())
 	} else {
-		p = append(p, receiptConfigAgrees(b, a.rdoc.Config)...)
+		p = append(p, receiptConfigAgrees(b, cp.rdoc.Config)...)
 	}
-	visits, rows, unread := a.passedRows()
+	visits, rows, unread := f.passedRows()
 	p = append(p, unread...)
-	rule, err := sets.RuleOf(a.rdoc.Config.NovelRule)
+	rule, err := sets.RuleOf(cp.rdoc.Config.NovelRule)
 	if err != nil {
 		p = append(p, err.Error())
 		visits = nil // no rule to hold them to
 	}
 	for i, v := range visits {
 		device, limit := oracle.DeviceCPU, int64(sets.NovelChecks)
-		if c := a.capturedCase(v.Case); c != nil { // a case not captured is the outputs check's
+		if c := cp.capturedCase(v.Case); c != nil { // a case not captured is the outputs check's
 			device, limit = c.Case.DeviceOf(), rule.Checks(c.Case, c.Signature)
 		}
-		p = append(p, record.Visit(v, rows[i], a.rdoc.Config, device, limit)...)
+		p = append(p, record.Visit(v, rows[i], cp.rdoc.Config, device, limit)...)
 	}
 	// Calibration is judged on timings, which a loaded machine bends:
 	// an honest replay under a parallel make test missed it. A warning,
 	// not a failure (docs/threat-model.md).
-	w := record.Calibration(a.rdoc.Config, visits, rows)
-	a.add("records", p, w, fmt.Sprintf("configuration and plan in the document, plan.json and the receipt; %d passed visits' records against their sample tables; batch samples against sampleMs %g ms (warmupMs leaves no trace)",
-		len(visits), a.rdoc.Config.SampleMs))
+	w := record.Calibration(cp.rdoc.Config, visits, rows)
+	return finding{problems: p, warnings: w, summary: fmt.Sprintf("configuration and plan in the document, plan.json and the receipt; %d passed visits' records against their sample tables; batch samples against sampleMs %g ms (warmupMs leaves no trace)",
+		len(visits), cp.rdoc.Config.SampleMs)}
 }
 
 // planAgrees compares plan.json (b, an [artifacts.PlanRecord], written
@@ -174,31 +173,4 @@ func strictJSON(b []byte, v any) error {
 	dec := json.NewDecoder(bytes.NewReader(b))
 	dec.DisallowUnknownFields()
 	return dec.Decode(v)
-}
-
-// passedRows reads the sample table of every passed visit once, for every
-// check that needs them; unread names the tables that could not be read.
-func (a *auditor) passedRows() (visits []artifacts.VisitResult, rows [][]samples.Row, unread []string) {
-	if a.rows == nil {
-		a.rows = &visitRows{}
-		for _, v := range a.rdoc.Visits {
-			if v.Status != artifacts.StatusPassed {
-				continue
-			}
-			vr, err := readRows(a.rep, v.Samples)
-			if err != nil {
-				a.rows.unread = append(a.rows.unread, fmt.Sprintf("visit %d samples: %v", v.Index, err))
-				continue
-			}
-			a.rows.visits, a.rows.rows = append(a.rows.visits, v), append(a.rows.rows, vr)
-		}
-	}
-	return a.rows.visits, a.rows.rows, a.rows.unread
-}
-
-// visitRows are the passed visits with their sample tables.
-type visitRows struct {
-	visits []artifacts.VisitResult
-	rows   [][]samples.Row
-	unread []string
 }

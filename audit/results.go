@@ -31,16 +31,16 @@ func resultsAgree(stored []byte, d artifacts.ReplayDoc) []string {
 	return []string{"results.md differs from the table the document renders"}
 }
 
-// results checks the results.md layer.
-func (a *auditor) results() {
+// resultsCheck checks the results.md layer.
+func resultsCheck(cp *checkpoint, f *facts) finding {
 	var p []string
-	b, err := readLayer(a.rep, "results.md")
+	b, err := readLayer(cp.rep, "results.md")
 	if err != nil {
 		p = append(p, err.Error())
 	} else {
-		p = resultsAgree(b, a.rdoc)
+		p = resultsAgree(b, cp.rdoc)
 	}
-	a.add("results table", p, nil, "results.md is the table the replay document renders, byte for byte")
+	return finding{problems: p, summary: "results.md is the table the replay document renders, byte for byte"}
 }
 
 // readLayer reads the verified layer titled title of st.

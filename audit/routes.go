@@ -6,6 +6,7 @@ import (
 	"slices"
 
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
+
 	"github.com/tilepipe/tilepipe/artifacts"
 	"github.com/tilepipe/tilepipe/internal/protocol"
 )
@@ -13,12 +14,12 @@ import (
 // maxDescribe bounds a describe answer read back.
 const maxDescribe = 1 << 20
 
-// routes checks every route entry of the capture document against the
+// routesCheck checks every route entry of the capture document against the
 // describe answer stored beside it.
-func (a *auditor) routes() {
-	p := routesAgree(a.cdoc.Routes, a.cap.Layers, func(d artifacts.Digest) ([]byte, error) { return a.readCapture(d, maxDescribe) })
-	p = append(p, envAgree(a.cdoc, a.pdoc)...)
-	a.add("routes", p, nil, fmt.Sprintf("%d routes' entries against their stored describe answers (routes/NAME/describe.json) and programs; every prepared entry's environment and below-best note are its build's", len(a.cdoc.Routes)))
+func routesCheck(cp *checkpoint, f *facts) finding {
+	p := routesAgree(cp.cdoc.Routes, cp.cap.Layers, func(d artifacts.Digest) ([]byte, error) { return cp.readCapture(d, maxDescribe) })
+	p = append(p, envAgree(cp.cdoc, cp.pdoc)...)
+	return finding{problems: p, summary: fmt.Sprintf("%d routes' entries against their stored describe answers (routes/NAME/describe.json) and programs; every prepared entry's environment and below-best note are its build's", len(cp.cdoc.Routes))}
 }
 
 // envAgree: the environment a prepared entry gives its visits is the one

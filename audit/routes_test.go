@@ -7,6 +7,7 @@ import (
 
 	"github.com/opencontainers/go-digest"
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
+
 	"github.com/tilepipe/tilepipe/artifacts"
 )
 

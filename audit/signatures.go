@@ -12,20 +12,20 @@ import (
 // signature.
 const Unsigned = "unsigned"
 
-// signatures checks each stage's receipt signature (DSSE, artifacts/sign)
+// signaturesCheck checks each stage's receipt signature (DSSE, artifacts/sign)
 // against the keys the reviewer trusts. With --trust every receipt must be
 // signed by one of them: a receipt unsigned, signed by another key or
 // changed after it was signed fails, named. Without --trust nothing can be
 // verified: the check says which receipts carry signatures, by which
 // keys, and the verdict says "unsigned" where none does. It returns that
-// word for the verdict.
-func (a *auditor) signatures(trust []sign.Public) string {
+// word for the verdict, and its finding.
+func signaturesCheck(cp *checkpoint, trust []sign.Public) (string, finding) {
 	var p, signed, unsigned []string
 	by := map[string]bool{}
 	for _, st := range []struct {
 		name string
 		s    *artifacts.Stage
-	}{{"capture", a.cap}, {"prepared", a.prep}, {"replay", a.rep}} {
+	}{{"capture", cp.cap}, {"prepared", cp.prep}, {"replay", cp.rep}} {
 		env, _, err := st.s.Envelope()
 		switch {
 		case err != nil:
@@ -74,8 +74,7 @@ func (a *auditor) signatures(trust []sign.Public) string {
 		verdict = "signatures FAILED"
 		summary = "capture, prepared and replay receipts against the trusted keys " + keyList(trust)
 	}
-	a.add("signatures", p, w, summary)
-	return verdict
+	return verdict, finding{problems: p, warnings: w, summary: summary}
 }
 
 func keyList(ks []sign.Public) string {

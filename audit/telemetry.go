@@ -31,18 +31,18 @@ func idleProbes(g *artifacts.GPUIdle, rows int) string {
 	return ""
 }
 
-// telemetry checks that every sample of a passed GPU visit carries the
+// telemetryCheck checks that every sample of a passed GPU visit carries the
 // GPU's readings from before and after it (and no CPU sample does), and
 // names every sample they flag (docs/gpu.md, "Telemetry"): a warning per
-// visit, and a mark on its row. The flags themselves were re-derived from
+// visit, and a mark on its row (the finding's marks). The flags themselves were re-derived from
 // the readings when each table was read (samples.ReadFile).
-func (a *auditor) telemetry() map[artifacts.Pair][]string {
+func telemetryCheck(cp *checkpoint, f *facts) finding {
 	var p, w []string
 	marks := map[artifacts.Pair]map[string]int{}
-	visits, vrows, _ := a.passedRows() // unreadable tables fail in summaries
+	visits, vrows, _ := f.passedRows() // unreadable tables fail in summaries
 	gpu, flagged, implausible, probed := 0, 0, 0, 0
 	for i, v := range visits {
-		cuda := a.device(v.Case) == oracle.DeviceCUDA
+		cuda := cp.device(v.Case) == oracle.DeviceCUDA
 		if cuda {
 			gpu++
 		}
@@ -94,14 +94,15 @@ func (a *auditor) telemetry() map[artifacts.Pair][]string {
 		}
 		w = append(w, fmt.Sprintf("visit %d (%s %s, round %d): %s", v.Index, v.Case, v.Route, v.Round+1, strings.Join(parts, "; ")))
 	}
-	a.add("telemetry", p, w, fmt.Sprintf("GPU readings around every sample of %d passed GPU visits; %d samples flagged (power, heat or another process); %d with readings of no powered GPU; %d of them probed idle around every sample (replays made before the probe have none)", gpu, flagged, implausible, probed))
 	out := map[artifacts.Pair][]string{}
 	for k, m := range marks {
 		for _, f := range sortedKeys(m) {
 			out[k] = append(out[k], fmt.Sprintf("%s: %d samples", f, m[f]))
 		}
 	}
-	return out
+	fd := finding{problems: p, warnings: w, summary: fmt.Sprintf("GPU readings around every sample of %d passed GPU visits; %d samples flagged (power, heat or another process); %d with readings of no powered GPU; %d of them probed idle around every sample (replays made before the probe have none)", gpu, flagged, implausible, probed)}
+	fd.marks = out
+	return fd
 }
 
 // MarkTelemetryUnread marks a row some of whose samples' readings cannot

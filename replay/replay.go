@@ -146,17 +146,57 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	if err := checkCPU(r.cdoc, func() ([]string, error) { return artifacts.CPUFlags(artifacts.CPUInfoPath) }); err != nil {
 		return nil, err
 	}
-	routes, cases := r.routesAndCases()
+	routes, cases, err := r.settle()
+	if err != nil {
+		return nil, err
+	}
+	if err := r.probeMachine(ctx); err != nil {
+		return nil, err
+	}
+	pr, inputsDigest, err := r.planRecord(routes, cases)
+	if err != nil {
+		return nil, err
+	}
+	done, closures, err := r.createOrResume(&pr)
+	if r.s != nil {
+		defer r.s.Release() // committed, it is released already
+	}
+	if err != nil {
+		return nil, err
+	}
+	defer r.journal.Close()
+	cleanup, err := r.beginSession(start, cases, pr, done, inputsDigest)
+	defer cleanup()
+	if err != nil {
+		return nil, err
+	}
+	programs, err := r.materialize()
+	if err != nil {
+		return nil, err
+	}
+	rs := &rounds{pr: &pr, done: done, closures: closures, programs: programs, ad: r.newAdaptive(cases, routes), cases: cases, routes: routes}
+	if err := r.runRounds(ctx, rs); err != nil {
+		return nil, err
+	}
+	return r.finish(pr, done, rs.closures, rs.ad.stops)
+}
+
+// settle fixes what the replay is of and how it is sized, from the flags,
+// the cohort and the rules (docs/statistics.md): its routes and cases (a
+// shard's share of them), its rounds, its target and budgets, its level;
+// then checks the whole configuration.
+func (r *replayer) settle() (routes, cases []string, err error) {
+	routes, cases = r.routesAndCases()
 	if sh := r.cfg.Shard; sh.Count > 0 {
 		if err := shard.Check(sh, len(cases)); err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		if r.cfg.Inputs == "" {
-			return nil, fmt.Errorf("--shard %s: give --inputs FILE, the input seeds every shard of the replay shares (tilepipe slurm writes %s; docs/scale.md)", sh, sets.InputsFile)
+			return nil, nil, fmt.Errorf("--shard %s: give --inputs FILE, the input seeds every shard of the replay shares (tilepipe slurm writes %s; docs/scale.md)", sh, sets.InputsFile)
 		}
 		cases = shard.Cases(cases, sh)
 	} else if r.cfg.Inputs != "" {
-		return nil, errors.New("--inputs: only a shard (--shard I/N) reads its input seeds from a file; a replay draws its own")
+		return nil, nil, errors.New("--inputs: only a shard (--shard I/N) reads its input seeds from a file; a replay draws its own")
 	}
 	if r.cfg.Rounds == 0 {
 		r.cfg.Rounds = r.cdoc.Rounds // the cohort's default, if it has one
@@ -177,13 +217,17 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		r.cfg.BudgetS, r.cfg.TotalBudgetS, r.cfg.MaxRounds = 0, 0, 0 // recorded only for adaptive replays
 	}
 	r.cfg.Level = artifacts.LevelFor(r.cfg.Target)
-	if err := r.checkConfig(routes); err != nil {
-		return nil, err
-	}
+	return routes, cases, r.checkConfig(routes)
+}
+
+// probeMachine finds what this machine gives the visits: the sandbox (and
+// the GPU devices a CUDA visit's sandbox shows), the CPU quota, and the
+// freezer, without which there is no claim to time.
+func (r *replayer) probeMachine(ctx context.Context) error {
 	if !r.cfg.NoSandbox {
 		sb, err := visit.Probe(ctx, r.cfg.Bwrap)
 		if err != nil {
-			return nil, fmt.Errorf("replay: no sandbox can be made on this machine: %v; --no-sandbox times without one (the audit marks every row)", err)
+			return fmt.Errorf("replay: no sandbox can be made on this machine: %v; --no-sandbox times without one (the audit marks every row)", err)
 		}
 		r.sandbox = sb
 		for _, e := range r.entries {
@@ -208,10 +252,17 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 				if lerr != nil {
 					why = lerr.Error()
 				}
-				return nil, fmt.Errorf("replay: a visit is frozen between its novel samples (docs/protocol.md, visit protocol 4), and no cgroup freezer can be made here (%s): run replay as root, or where this process may make cgroups", why)
+				return fmt.Errorf("replay: a visit is frozen between its novel samples (docs/protocol.md, visit protocol 4), and no cgroup freezer can be made here (%s): run replay as root, or where this process may make cgroups", why)
 			}
 		}
 	}
+	return nil
+}
+
+// planRecord is the replay's plan: its configuration, routes and cases,
+// the balanced plan of its fixed rounds, and its input seeds (drawn here,
+// or read from --inputs by a shard, with the file's digest).
+func (r *replayer) planRecord(routes, cases []string) (artifacts.PlanRecord, artifacts.Digest, error) {
 	pr := artifacts.PlanRecord{Prepared: r.prep.Descriptor.Digest, Capture: r.cap.Descriptor.Digest, Config: r.cfg.ReplayConfig, Routes: routes, Cases: cases,
 		Plan: plan.Plan(cases, routes, r.cfg.Rounds, func(c, rt string) bool {
 			e := r.entries[artifacts.Pair{Case: c, Route: rt}]
@@ -219,23 +270,31 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		})}
 	seeds, err := sets.Draw(r.cfg.PlannedRounds())
 	if err != nil {
-		return nil, err
+		return pr, "", err
 	}
 	pr.Inputs = artifacts.InputSeeds(seeds)
 	var inputsDigest artifacts.Digest
 	if r.cfg.Inputs != "" {
 		if pr.Inputs, inputsDigest, err = sets.ReadFile(r.cfg.Inputs, r.cfg.PlannedRounds()); err != nil {
-			return nil, err
+			return pr, "", err
 		}
 	}
-	done, closures, err := r.createOrResume(&pr)
-	if r.s != nil {
-		defer r.s.Release() // committed, it is released already
+	return pr, inputsDigest, nil
+}
+
+// beginSession begins this invocation's session on the stage: the warm
+// set 0 each row's first passed visit fixed, the cores, the floors and
+// the one-thread bandwidth measured now, the session journaled, the
+// input cache, and the receipt begun. cleanup undoes what it set up
+// (the cores' pinning, the GPU monitor, the input cache); call it
+// whatever the error.
+func (r *replayer) beginSession(start time.Time, cases []string, pr artifacts.PlanRecord, done map[int]*artifacts.VisitResult, inputsDigest artifacts.Digest) (cleanup func(), err error) {
+	var undo []func()
+	cleanup = func() {
+		for i := len(undo) - 1; i >= 0; i-- {
+			undo[i]()
+		}
 	}
-	if err != nil {
-		return nil, err
-	}
-	defer r.journal.Close()
 	r.set0 = map[artifacts.Pair]*artifacts.VisitResult{}
 	for _, i := range slices.Sorted(maps.Keys(done)) {
 		if v := done[i]; v.Status == artifacts.StatusPassed && r.set0[v.Pair()] == nil {
@@ -246,14 +305,14 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	sess := artifacts.Session{Index: len(r.sessions), Started: start, ColdBandwidth: floors.ColdBandwidth(1)}
 	unpin, err := r.placeCores(&sess)
 	if err != nil {
-		return nil, err
+		return cleanup, err
 	}
-	defer unpin()
+	undo = append(undo, unpin)
 	r.cfg.Progress.Printf("replay: memory delivers %.1f GB/s to one thread (read+write, %d MiB)", sess.ColdBandwidth/1e9, floors.ColdSize>>20)
 	if err := r.measureFloors(&sess, cases); err != nil {
-		return nil, err
+		return cleanup, err
 	}
-	defer r.stopMonitor()
+	undo = append(undo, r.stopMonitor)
 	for _, d := range r.deps.List() {
 		if d.VerifiedAt.After(sess.Verified) {
 			sess.Verified = d.VerifiedAt
@@ -261,118 +320,155 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	}
 	r.sessions = append(r.sessions, sess)
 	if err := r.append(artifacts.JournalLine{Session: &sess}); err != nil {
-		return nil, err
+		return cleanup, err
 	}
 	r.inputs = &inputCache{seeds: sets.Seeds(pr.Inputs), warm: r.cfg.Sets}
-	defer r.inputs.release()
+	undo = append(undo, r.inputs.release)
 	r.rec = artifacts.Receipt{Stage: "replay", Tool: artifacts.ToolInfo(), StartedOn: start, Environment: artifacts.Fingerprint(),
-		Parameters:  map[string]any{"prepared": absPath(cfg.Prepared), "capture": r.cap.Store.Dir(), "config": r.cfg.ReplayConfig, "resume": cfg.Resume, "sandbox": r.sandbox.Record(), "cpuLimit": r.cpuLimit},
+		Parameters:  map[string]any{"prepared": absPath(r.cfg.Prepared), "capture": r.cap.Store.Dir(), "config": r.cfg.ReplayConfig, "resume": r.cfg.Resume, "sandbox": r.sandbox.Record(), "cpuLimit": r.cpuLimit},
 		Predecessor: &artifacts.Dependency{Name: "prepared manifest", Digest: r.prep.Descriptor.Digest, VerifiedAt: r.deps.List()[0].VerifiedAt}}
 	if r.cfg.Inputs != "" {
 		r.rec.Parameters["inputs"] = map[string]any{"file": absPath(r.cfg.Inputs), "digest": inputsDigest}
 	}
+	return cleanup, nil
+}
 
-	programs, err := r.materialize()
-	if err != nil {
-		return nil, err
+// rounds is the state runRounds carries from round to round: the plan
+// (adaptive rounds append to it), the visits done, the closure checks, and
+// what every visit needs.
+type rounds struct {
+	pr            *artifacts.PlanRecord
+	done          map[int]*artifacts.VisitResult
+	closures      []artifacts.ClosureCheck
+	programs      map[artifacts.Pair]program
+	ad            *adaptiveRounds
+	cases, routes []string
+	byRound       map[int][]artifacts.Visit
+	failed        bool // a closure check failed: the replay ends
+}
+
+// runRounds runs every round of the plan not done yet (a resumed replay
+// skips what its journal holds), each between its closure checks, until
+// the rounds are spent, the stopping rule closes every case, or a
+// closure check fails.
+func (r *replayer) runRounds(ctx context.Context, rs *rounds) error {
+	rs.failed = slices.ContainsFunc(rs.closures, func(c artifacts.ClosureCheck) bool { return c.Status != artifacts.StatusPassed })
+	rs.byRound = map[int][]artifacts.Visit{}
+	for _, v := range rs.pr.Plan {
+		rs.byRound[v.Round] = append(rs.byRound[v.Round], v)
 	}
-	closureFailed := slices.ContainsFunc(closures, func(c artifacts.ClosureCheck) bool { return c.Status != artifacts.StatusPassed })
-	byRound := map[int][]artifacts.Visit{}
-	for _, v := range pr.Plan {
-		byRound[v.Round] = append(byRound[v.Round], v)
-	}
-	ad := r.newAdaptive(cases, routes)
-	for round := 0; round < r.cfg.PlannedRounds() && !closureFailed; round++ {
+	for round := 0; round < r.cfg.PlannedRounds() && !rs.failed; round++ {
 		if round >= r.cfg.Rounds {
-			// An adaptive round: the stopping rule decides which cases it
-			// visits, from the rounds before it (internal/adaptive).
-			open, err := ad.open(round, done)
+			more, err := r.openRound(round, rs)
 			if err != nil {
-				return nil, err
+				return err
 			}
-			if len(open) == 0 {
+			if !more {
 				break
 			}
-			n := len(pr.Plan)
-			pr.Plan = plan.RoundVisits(pr.Plan, cases, routes, round, func(c string) bool { return open[c] }, ad.timeable)
-			for _, v := range pr.Plan[n:] {
-				if d, ok := done[v.Index]; ok && d.Visit != v {
-					return nil, fmt.Errorf("--resume %s: %s: visit %d is not the adaptive plan's (%+v, the rule gives %+v): the journal disagrees with its own samples; start a new replay", r.cfg.Output, journalFile, v.Index, d.Visit, v)
-				}
-				byRound[round] = append(byRound[round], v)
-			}
-			r.cfg.Progress.Printf("replay: round %d: %d of %d cases open (adaptive, target ±%.3g%%)", round+1, len(open), len(cases), r.cfg.Target*100)
 		}
-		var todo []artifacts.Visit
-		for _, v := range byRound[round] {
-			if _, ok := done[v.Index]; !ok {
-				todo = append(todo, v)
-			}
+		if err := r.runRound(ctx, round, rs); err != nil {
+			return err
 		}
-		if len(todo) == 0 {
-			// Killed after the round's last visit, before the check
-			// after it: do that check now.
-			if last := lastVisitEnd(byRound[round], done); !last.IsZero() && !slices.ContainsFunc(closures, func(c artifacts.ClosureCheck) bool {
-				return c.Round == round && c.When == "after" && !c.At.Before(last)
-			}) {
-				cc := r.checkClosure(round, "after", programs)
-				closures = append(closures, cc)
-				if err := r.append(artifacts.JournalLine{Closure: &cc}); err != nil {
-					return nil, err
-				}
-				closureFailed = cc.Status != artifacts.StatusPassed
-			}
-			continue
-		}
-		cc := r.checkClosure(round, "before", programs)
-		closures = append(closures, cc)
-		if err := r.append(artifacts.JournalLine{Closure: &cc}); err != nil {
-			return nil, err
-		}
-		if cc.Status != artifacts.StatusPassed {
-			closureFailed = true
-			break
-		}
-		for _, v := range todo {
-			if err := ctx.Err(); err != nil {
-				return nil, fmt.Errorf("replay interrupted after %d of %d visits: %w", len(done), len(pr.Plan), err)
-			}
-			r.cfg.Progress.StepUpTo("replay", len(done)+1, len(pr.Plan), r.budgetLeft(done, len(pr.Plan)), fmt.Sprintf("round %d %s %s", v.Round+1, v.Case, v.Route))
-			vr, err := r.visit(ctx, v, programs)
-			if err != nil {
-				if ctx.Err() != nil {
-					return nil, fmt.Errorf("replay interrupted in visit %d of %d (not recorded): %w", v.Index+1, len(pr.Plan), ctx.Err())
-				}
-				return nil, err
-			}
-			if vr.Status != artifacts.StatusPassed {
-				r.cfg.Progress.Printf("replay: visit %d %s %s failed: %s", v.Index, v.Case, v.Route, vr.Reason)
-			}
-			if r.cases[v.Case].Case.DeviceOf() == oracle.DeviceCUDA && visit.PoisonsGPU(vr.Reason) {
-				r.gpuSuspect = fmt.Sprintf("visit %d", v.Index)
-			}
-			if err := r.append(artifacts.JournalLine{Visit: vr}); err != nil {
-				return nil, err
-			}
-			done[v.Index] = vr
-		}
-		cc = r.checkClosure(round, "after", programs)
-		closures = append(closures, cc)
-		if err := r.append(artifacts.JournalLine{Closure: &cc}); err != nil {
-			return nil, err
-		}
-		closureFailed = cc.Status != artifacts.StatusPassed
 	}
 	r.cfg.Progress.Done()
-	if len(done) > 0 {
-		if last := slices.Max(slices.Collect(maps.Keys(done))); last >= len(pr.Plan) {
-			return nil, fmt.Errorf("--resume %s: %s: visit %d is beyond the plan the stopping rule gives (%d visits): the journal disagrees with its own samples; start a new replay", r.cfg.Output, journalFile, last, len(pr.Plan))
+	if len(rs.done) > 0 {
+		if last := slices.Max(slices.Collect(maps.Keys(rs.done))); last >= len(rs.pr.Plan) {
+			return fmt.Errorf("--resume %s: %s: visit %d is beyond the plan the stopping rule gives (%d visits): the journal disagrees with its own samples; start a new replay", r.cfg.Output, journalFile, last, len(rs.pr.Plan))
 		}
 	}
-	if r.cfg.Target > 0 && !closureFailed {
-		ad.finish(r.cfg.PlannedRounds())
+	if r.cfg.Target > 0 && !rs.failed {
+		rs.ad.finish(r.cfg.PlannedRounds())
 	}
-	return r.finish(pr, done, closures, ad.stops)
+	return nil
+}
+
+// openRound plans adaptive round: the stopping rule decides which cases
+// it visits, from the rounds before it (internal/adaptive). It reports
+// false when no case is open.
+func (r *replayer) openRound(round int, rs *rounds) (bool, error) {
+	open, err := rs.ad.open(round, rs.done)
+	if err != nil || len(open) == 0 {
+		return false, err
+	}
+	n := len(rs.pr.Plan)
+	rs.pr.Plan = plan.RoundVisits(rs.pr.Plan, rs.cases, rs.routes, round, func(c string) bool { return open[c] }, rs.ad.timeable)
+	for _, v := range rs.pr.Plan[n:] {
+		if d, ok := rs.done[v.Index]; ok && d.Visit != v {
+			return false, fmt.Errorf("--resume %s: %s: visit %d is not the adaptive plan's (%+v, the rule gives %+v): the journal disagrees with its own samples; start a new replay", r.cfg.Output, journalFile, v.Index, d.Visit, v)
+		}
+		rs.byRound[round] = append(rs.byRound[round], v)
+	}
+	r.cfg.Progress.Printf("replay: round %d: %d of %d cases open (adaptive, target ±%.3g%%)", round+1, len(open), len(rs.cases), r.cfg.Target*100)
+	return true, nil
+}
+
+// runRound runs the visits of round not done yet between a closure check
+// before and one after. A round whose visits are all done (killed after
+// its last visit) gets only the check after it, if it lacks one.
+func (r *replayer) runRound(ctx context.Context, round int, rs *rounds) error {
+	var todo []artifacts.Visit
+	for _, v := range rs.byRound[round] {
+		if _, ok := rs.done[v.Index]; !ok {
+			todo = append(todo, v)
+		}
+	}
+	if len(todo) == 0 {
+		if last := lastVisitEnd(rs.byRound[round], rs.done); !last.IsZero() && !slices.ContainsFunc(rs.closures, func(c artifacts.ClosureCheck) bool {
+			return c.Round == round && c.When == "after" && !c.At.Before(last)
+		}) {
+			return r.closure(round, "after", rs)
+		}
+		return nil
+	}
+	if err := r.closure(round, "before", rs); err != nil || rs.failed {
+		return err
+	}
+	for _, v := range todo {
+		if err := r.runVisit(ctx, v, rs); err != nil {
+			return err
+		}
+	}
+	return r.closure(round, "after", rs)
+}
+
+// closure runs and journals the closure check of round (when: "before" or
+// "after"); a failed one ends the replay.
+func (r *replayer) closure(round int, when string, rs *rounds) error {
+	cc := r.checkClosure(round, when, rs.programs)
+	rs.closures = append(rs.closures, cc)
+	if err := r.append(artifacts.JournalLine{Closure: &cc}); err != nil {
+		return err
+	}
+	rs.failed = cc.Status != artifacts.StatusPassed
+	return nil
+}
+
+// runVisit runs one visit and journals its result; an interruption is an
+// error that says how far the replay got.
+func (r *replayer) runVisit(ctx context.Context, v artifacts.Visit, rs *rounds) error {
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("replay interrupted after %d of %d visits: %w", len(rs.done), len(rs.pr.Plan), err)
+	}
+	r.cfg.Progress.StepUpTo("replay", len(rs.done)+1, len(rs.pr.Plan), r.budgetLeft(rs.done, len(rs.pr.Plan)), fmt.Sprintf("round %d %s %s", v.Round+1, v.Case, v.Route))
+	vr, err := r.visit(ctx, v, rs.programs)
+	if err != nil {
+		if ctx.Err() != nil {
+			return fmt.Errorf("replay interrupted in visit %d of %d (not recorded): %w", v.Index+1, len(rs.pr.Plan), ctx.Err())
+		}
+		return err
+	}
+	if vr.Status != artifacts.StatusPassed {
+		r.cfg.Progress.Printf("replay: visit %d %s %s failed: %s", v.Index, v.Case, v.Route, vr.Reason)
+	}
+	if r.cases[v.Case].Case.DeviceOf() == oracle.DeviceCUDA && visit.PoisonsGPU(vr.Reason) {
+		r.gpuSuspect = fmt.Sprintf("visit %d", v.Index)
+	}
+	if err := r.append(artifacts.JournalLine{Visit: vr}); err != nil {
+		return err
+	}
+	rs.done[v.Index] = vr
+	return nil
 }
 
 // budgetLeft is what the replay budget (config.totalBudgetS) leaves

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"fmt"
+	"os"
 	"os/exec"
 	"reflect"
 	"slices"
@@ -253,5 +254,84 @@ func TestHeavyDepsFound(t *testing.T) {
 	}
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("heavyDeps = %q\nwant %q", got, want)
+	}
+}
+
+// layoutNames are the package paths README's layout table names: every
+// backticked path in its first column (a path ending in / names its
+// directory's packages).
+func layoutNames(readme string) ([]string, error) {
+	_, table, ok := strings.Cut(readme, "\n## Layout\n")
+	if !ok {
+		return nil, fmt.Errorf("README.md has no \"## Layout\" section")
+	}
+	table, _, _ = strings.Cut(table, "\n\n## ")
+	var names []string
+	for _, line := range strings.Split(table, "\n") {
+		if !strings.HasPrefix(line, "| `") {
+			continue
+		}
+		first := strings.Split(line, "|")[1]
+		for i, part := range strings.Split(first, "`") {
+			if i%2 == 1 {
+				names = append(names, part)
+			}
+		}
+	}
+	return names, nil
+}
+
+// unlisted is every module-relative package of pkgs that names does not
+// cover.
+func unlisted(pkgs, names []string) []string {
+	var out []string
+	for _, p := range pkgs {
+		covered := false
+		for _, n := range names {
+			if p == strings.TrimSuffix(n, "/") || (strings.HasSuffix(n, "/") && strings.HasPrefix(p, n)) || (strings.HasPrefix(p, n+"/") && strings.Contains(p, "/internal/")) {
+				covered = true
+			}
+		}
+		if !covered {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// TestLayoutTable: README's layout table names every package of the module
+// (evidence scripts under docs/ excepted).
+func TestLayoutTable(t *testing.T) {
+	b, err := os.ReadFile("../../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	names, err := layoutNames(string(b))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var pkgs []string
+	for p := range listImports(t) {
+		if r := rel(p); r != "" && !under(r, "docs") {
+			pkgs = append(pkgs, r)
+		}
+	}
+	if len(pkgs) < 20 {
+		t.Fatalf("go list found %d packages: the check checks nothing", len(pkgs))
+	}
+	sort.Strings(pkgs)
+	for _, p := range unlisted(pkgs, names) {
+		t.Errorf("package %s is not in README.md's layout table", p)
+	}
+}
+
+func TestUnlisted(t *testing.T) {
+	names, err := layoutNames("x\n## Layout\n\n| package | role |\n| --- | --- |\n| `artifacts`, `internal/visit` | a |\n| `routes/` | b |\n\n## Next\n| `stats` | c |\n")
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := unlisted([]string{"artifacts", "artifacts/internal/footer", "artifacts/sign", "internal/visit", "routes/orc", "stats"}, names)
+	if want := []string{"artifacts/sign", "stats"}; !reflect.DeepEqual(got, want) {
+		t.Errorf("unlisted = %q, want %q (names %q)", got, want, names)
 	}
 }

@@ -1,0 +1,247 @@
+package audit
+
+import (
+	"fmt"
+	"math"
+	"slices"
+	"sort"
+
+	"github.com/tilepipe/tilepipe/artifacts"
+	"github.com/tilepipe/tilepipe/artifacts/samples"
+	"github.com/tilepipe/tilepipe/internal/adaptive"
+	"github.com/tilepipe/tilepipe/internal/floors"
+	"github.com/tilepipe/tilepipe/internal/record"
+	"github.com/tilepipe/tilepipe/internal/sets"
+	"github.com/tilepipe/tilepipe/stats"
+)
+
+// summariesCheck recomputes every summary from the raw sample table and the
+// per-visit tables.
+func summariesCheck(cp *checkpoint, f *facts) finding {
+	var p []string
+	rows, err := readRows(cp.rep, cp.rdoc.Samples)
+	if err != nil {
+		return finding{problems: []string{err.Error()}, summary: "could not read the sample table"}
+	}
+	// The combined table must be exactly the per-visit tables (each
+	// checked against its visit's record in records()).
+	var union []samples.Row
+	_, vrows, unread := f.passedRows()
+	p = append(p, unread...)
+	for _, vr := range vrows {
+		union = append(union, vr...)
+	}
+	if !slices.Equal(union, rows) {
+		p = append(p, fmt.Sprintf("samples.arrow has %d rows, the passed visits' tables have %d (or differ in content)", len(rows), len(union)))
+	}
+	return checkSummaries(cp, rows, p)
+}
+
+// checkSummaries recomputes every summary and paired ratio of the document
+// from rows, its sample table, and adds the summaries check with the
+// problems p found before.
+func checkSummaries(cp *checkpoint, rows []samples.Row, p []string) finding {
+	want := recompute(cp.rdoc, rows, cp.device, floors.OfSessions(cp.rdoc.Sessions))
+	for _, e := range cp.pdoc.Entries { // the routes check holds each entry's note to its build's
+		if w, ok := want[e.Pair()]; ok {
+			w.BelowBest = e.BelowBest
+			want[e.Pair()] = w
+		}
+	}
+	have := map[artifacts.Pair]artifacts.Summary{}
+	for _, s := range cp.rdoc.Summary {
+		have[s.Pair()] = s
+	}
+	for k, w := range want {
+		h, ok := have[k]
+		if !ok {
+			p = append(p, fmt.Sprintf("summary %s/%s missing", k.Case, k.Route))
+			continue
+		}
+		for _, f := range []struct {
+			name   string
+			hv, wv float64
+		}{{"medianNs", h.MedianNs, w.MedianNs}, {"minNs", h.MinNs, w.MinNs}, {"maxNs", h.MaxNs, w.MaxNs}, {"q1Ns", h.Q1Ns, w.Q1Ns}, {"q3Ns", h.Q3Ns, w.Q3Ns}, {"channelNs", h.ChannelNs, w.ChannelNs}, {"graphNs", h.GraphNs, w.GraphNs}, {"graphMinNs", h.GraphMinNs, w.GraphMinNs}, {"warmNs", h.WarmNs, w.WarmNs}, {"singleNs", h.SingleNs, w.SingleNs}, {"ratio", h.Ratio, w.Ratio}, {"ratioMin", h.RatioMin, w.RatioMin}, {"ratioMax", h.RatioMax, w.RatioMax}, {"ratioLo", h.RatioLo, w.RatioLo}, {"ratioHi", h.RatioHi, w.RatioHi}, {"precision", h.Precision, w.Precision}} {
+			if !near(f.hv, f.wv) {
+				p = append(p, fmt.Sprintf("summary %s/%s %s: stored %g, recomputed %g", k.Case, k.Route, f.name, f.hv, f.wv))
+			}
+		}
+		if h.BelowBest != w.BelowBest {
+			p = append(p, fmt.Sprintf("summary %s/%s belowBest: stored %q, the prepared entry says %q", k.Case, k.Route, h.BelowBest, w.BelowBest))
+		}
+		if h.Kind != w.Kind {
+			p = append(p, fmt.Sprintf("summary %s/%s kind: stored %q, recomputed %q (a CPU row rests on novel samples, a GPU row on batch samples)", k.Case, k.Route, h.Kind, w.Kind))
+		}
+		if h.Samples != w.Samples || h.Verdict != w.Verdict || h.Flagged != w.Flagged || h.RatioExcluded != w.RatioExcluded {
+			p = append(p, fmt.Sprintf("summary %s/%s: stored samples %d verdict %q flagged %d ratioExcluded %d, recomputed %d %q %d %d", k.Case, k.Route, h.Samples, h.Verdict, h.Flagged, h.RatioExcluded, w.Samples, w.Verdict, w.Flagged, w.RatioExcluded))
+		}
+	}
+	var w []string
+	switch l := cp.rdoc.Config.Load; l {
+	case artifacts.LoadExclude, artifacts.LoadAllow:
+	case "":
+		n := 0
+		for _, v := range cp.rdoc.Visits {
+			if v.Load != nil && v.Load.Loaded {
+				n++
+			}
+		}
+		if n > 0 {
+			w = append(w, fmt.Sprintf("%d visits overlapped other load and config.load is absent (a replay made before the load rule): their rounds are kept in the paired ratios", n))
+		}
+	default:
+		p = append(p, fmt.Sprintf("config.load %q: want %q or %q", l, artifacts.LoadExclude, artifacts.LoadAllow))
+	}
+	if l := cp.rdoc.Config.Level; l != 0 && l != artifacts.LevelFor(cp.rdoc.Config.Target) {
+		p = append(p, fmt.Sprintf("config.level %g: the rule gives %g to a replay of target %g (or absent, in a replay made before it)", l, artifacts.LevelFor(cp.rdoc.Config.Target), cp.rdoc.Config.Target))
+	}
+	switch _, err := stats.PairedRatios(cp.rdoc.Config.Interval, cp.rdoc.Config.IntervalLevel(), nil, 0, 0); {
+	case err != nil:
+		p = append(p, "config."+err.Error())
+	case cp.rdoc.Config.Interval == stats.IntervalBootstrap:
+		w = append(w, "the paired ratios' intervals are the percentile bootstrap of a replay made before exact intervals (config.interval absent): below about 10 rounds it calls identical binaries different more often than 5% (1 in 8 at 4 rounds, docs/statistics.md)")
+	}
+	return finding{problems: p, warnings: w, summary: fmt.Sprintf("recomputed %d summaries and paired ratios from %d raw samples", len(want), len(rows))}
+}
+
+func near(a, b float64) bool {
+	if a == b {
+		return true
+	}
+	return math.Abs(a-b) <= 1e-9*math.Max(math.Abs(a), math.Abs(b))
+}
+
+func countKind(rows []samples.Row, kind string) int {
+	n := 0
+	for _, r := range rows {
+		if r.Kind == kind {
+			n++
+		}
+	}
+	return n
+}
+
+func readRows(st *artifacts.Stage, d artifacts.Digest) ([]samples.Row, error) {
+	if !st.Has(d) {
+		return nil, fmt.Errorf("sample table %s is not a layer of the replay", artifacts.Short(d))
+	}
+	return samples.ReadFile(st.Store.Path(d), nil)
+}
+
+// recompute derives the timing summaries of passed (case, route) pairs
+// from raw rows, written independently of replay's code path, judging
+// rows by the floors fl as replay did (nil: by none, as an adaptive
+// replay's stopping decisions).
+func recompute(doc artifacts.ReplayDoc, rows []samples.Row, device func(id string) string, fl map[string]artifacts.CaseFloor) map[artifacts.Pair]artifacts.Summary {
+	failed := map[artifacts.Pair]bool{}
+	loaded := map[[3]string]bool{} // (case, route, round) left out of ratios
+	for _, v := range doc.Visits {
+		if v.Status != artifacts.StatusPassed {
+			failed[v.Pair()] = true
+		}
+		if doc.Config.Load == artifacts.LoadExclude && v.Load != nil && v.Load.Loaded {
+			loaded[[3]string{v.Case, v.Route, fmt.Sprint(v.Round)}] = true
+		}
+	}
+	all := map[artifacts.Pair][]float64{}
+	rounds := map[artifacts.Pair]map[int32][]float64{}
+	channel := map[artifacts.Pair][]float64{}
+	graph := map[artifacts.Pair][]float64{}
+	flagged := map[artifacts.Pair]int{}
+	warm, single := map[artifacts.Pair][]float64{}, map[artifacts.Pair][]float64{}
+	for _, r := range rows {
+		k := artifacts.Pair{Case: r.Case, Route: r.Route}
+		if r.Flags != "" && !failed[k] {
+			flagged[k]++
+		}
+		if r.Kind == samples.KindEmpty && !failed[k] {
+			channel[k] = append(channel[k], float64(r.TotalNs))
+		}
+		if r.Kind == samples.KindGraph && !failed[k] {
+			graph[k] = append(graph[k], float64(r.TimerNs)/float64(r.Calls)) // a graph sample is GPU-timed
+		}
+		// A row's claim rests on its novel samples (visit protocol 4); its
+		// batch samples are the warm figure. A GPU sample's time is its
+		// CUDA-event span (records() checks every row's clock against its
+		// case's device).
+		ns := r.TotalNs
+		if record.Clock(device(r.Case), r.Kind) == samples.ClockCUDA {
+			ns = r.TimerNs
+		}
+		if r.Kind == samples.KindBatch && !failed[k] {
+			warm[k] = append(warm[k], float64(ns)/float64(r.Calls))
+		}
+		if r.Kind == samples.KindSingle && !failed[k] {
+			single[k] = append(single[k], float64(ns)/float64(r.Calls))
+		}
+		if r.Kind != samples.KindNovel || failed[k] {
+			continue
+		}
+		all[k] = append(all[k], float64(ns)/float64(r.Calls))
+		if rounds[k] == nil {
+			rounds[k] = map[int32][]float64{}
+		}
+		rounds[k][r.Round] = append(rounds[k][r.Round], float64(ns)/float64(r.Calls))
+	}
+	// A row whose fastest sample beats its case's floor (fl) failed in
+	// replay (replay.Summaries): it keeps its statistics but gets no ratio,
+	// and neither does any row it is the baseline of.
+	out := map[artifacts.Pair]artifacts.Summary{}
+	below := map[artifacts.Pair]bool{}
+	for k, xs := range all {
+		s := stats.Summarize(xs)
+		sum := artifacts.Summary{Case: k.Case, Route: k.Route, Samples: s.N, MedianNs: s.Median, MinNs: s.Min, MaxNs: s.Max, Q1Ns: s.Q1, Q3Ns: s.Q3, Flagged: flagged[k]}
+		if len(channel[k]) > 0 {
+			sum.ChannelNs = stats.Median(channel[k])
+		}
+		sum.Kind = samples.KindNovel
+		if len(warm[k]) > 0 {
+			sum.WarmNs = stats.Median(warm[k])
+		}
+		if len(single[k]) > 0 && doc.Config.NovelRule >= int(sets.Rule2) {
+			sum.SingleNs = stats.Median(single[k])
+		}
+		if len(graph[k]) > 0 {
+			sum.GraphNs, sum.GraphMinNs = stats.Median(graph[k]), slices.Min(graph[k])
+		}
+		if f, ok := fl[k.Case]; ok {
+			below[k] = floors.Below(f, floors.Fastest(sum)) != ""
+		}
+		out[k] = sum
+	}
+	for k, sum := range out {
+		base := artifacts.Pair{Case: k.Case, Route: doc.Config.Baseline}
+		if k.Route != doc.Config.Baseline && all[base] != nil && !below[k] && !below[base] {
+			var ids []int
+			for rd := range rounds[k] {
+				if _, ok := rounds[base][rd]; ok {
+					ids = append(ids, int(rd))
+				}
+			}
+			sort.Ints(ids)
+			var ratios []float64
+			for _, rd := range ids {
+				if loaded[[3]string{k.Case, k.Route, fmt.Sprint(rd)}] || loaded[[3]string{base.Case, base.Route, fmt.Sprint(rd)}] {
+					sum.RatioExcluded++
+					continue
+				}
+				ratios = append(ratios, stats.Median(rounds[k][int32(rd)])/stats.Median(rounds[base][int32(rd)]))
+			}
+			if len(ratios) == 0 {
+				sum.Verdict = stats.TooFew
+				out[k] = sum
+				continue
+			}
+			r, err := stats.PairedRatios(doc.Config.Interval, doc.Config.IntervalLevel(), ratios, doc.Config.Bootstrap, doc.Config.Seed)
+			if err != nil {
+				r = stats.Ratio{N: len(ratios), Exact: true} // no interval, no verdict; the summaries check names the interval
+			}
+			sum.Ratio, sum.RatioMin, sum.RatioMax, sum.RatioLo, sum.RatioHi, sum.Verdict = r.Median, r.Min, r.Max, r.Lo, r.Hi, r.Verdict()
+			if doc.Config.Target > 0 {
+				sum.Precision = adaptive.Precision(r.Median, r.Lo, r.Hi, r.Coverage > 0)
+			}
+		}
+		out[k] = sum
+	}
+	return out
+}
