@@ -208,8 +208,9 @@ func openCheckpoint(cfg Config, rep *Report) (*checkpoint, finding) {
 	cp := &checkpoint{capVerified: map[artifacts.Digest]bool{}, prepVerified: map[artifacts.Digest]bool{}}
 	var problems []string
 	n := 0
-	open := func(dir, typ string, into **artifacts.Stage, doc any, seen map[artifacts.Digest]bool) {
-		st, err := artifacts.OpenStage(dir, typ, func(_ string, d ocispec.Descriptor) {
+	open := func(dir string, into **artifacts.Stage, doc artifacts.Document, seen map[artifacts.Digest]bool) {
+		typ := doc.StageType()
+		st, err := artifacts.ReadStage(dir, doc, func(_ string, d ocispec.Descriptor) {
 			n++
 			if seen != nil {
 				seen[d.Digest] = true
@@ -219,7 +220,7 @@ func openCheckpoint(cfg Config, rep *Report) (*checkpoint, finding) {
 			problems = append(problems, err.Error())
 			return
 		}
-		if err := st.ReadDoc(doc); err != nil {
+		if err := artifacts.ValidateStage(st); err != nil {
 			problems = append(problems, err.Error())
 			return
 		}
@@ -229,10 +230,10 @@ func openCheckpoint(cfg Config, rep *Report) (*checkpoint, finding) {
 			rep.replay = ocispec.Descriptor{MediaType: st.Descriptor.MediaType, Digest: st.Descriptor.Digest, Size: st.Descriptor.Size, ArtifactType: st.Descriptor.ArtifactType}
 		}
 	}
-	open(cfg.Capture, artifacts.CaptureType, &cp.cap, &cp.cdoc, cp.capVerified)
-	open(cfg.Prepared, artifacts.PreparedType, &cp.prep, &cp.pdoc, cp.prepVerified)
-	open(cfg.Replay, artifacts.ReplayType, &cp.rep, &cp.rdoc, nil)
-	return cp, finding{problems: problems, summary: fmt.Sprintf("re-hashed %d blobs (manifests, receipts, layers) of 3 stages", n)}
+	open(cfg.Capture, &cp.cap, &cp.cdoc, cp.capVerified)
+	open(cfg.Prepared, &cp.prep, &cp.pdoc, cp.prepVerified)
+	open(cfg.Replay, &cp.rep, &cp.rdoc, nil)
+	return cp, finding{problems: problems, summary: fmt.Sprintf("re-hashed %d blobs (manifests, receipts, layers) of 3 stages; their documents read strictly, of schema %d, and every stage's invariants hold (artifacts.ValidateStage)", n, artifacts.DocSchema)}
 }
 
 // MarshalStatement wraps the report as an in-toto Statement about the three

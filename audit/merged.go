@@ -112,7 +112,11 @@ func (a *auditor) openShards(cp *checkpoint, cfg Config, rep *Report) ([]shardCh
 		if !filepath.IsAbs(dir) {
 			dir = filepath.Join(cfg.Replay, dir)
 		}
-		st, err := artifacts.OpenStage(dir, artifacts.ReplayType, nil)
+		s := &checkpoint{cap: cp.cap, prep: cp.prep, cdoc: cp.cdoc, pdoc: cp.pdoc, capVerified: cp.capVerified, prepVerified: cp.prepVerified}
+		st, err := artifacts.ReadStage(dir, &s.rdoc, nil)
+		if err == nil {
+			err = artifacts.ValidateStage(st)
+		}
 		if err != nil {
 			p = append(p, fmt.Sprintf("merge.shards[%d] (shard %s): %v", i, ref.Shard, err))
 			continue
@@ -121,11 +125,7 @@ func (a *auditor) openShards(cp *checkpoint, cfg Config, rep *Report) ([]shardCh
 			p = append(p, fmt.Sprintf("merge.shards[%d] (shard %s): %s holds manifest %s, the merged document names %s", i, ref.Shard, dir, st.Descriptor.Digest, ref.Manifest))
 			continue
 		}
-		s := &checkpoint{cap: cp.cap, prep: cp.prep, cdoc: cp.cdoc, pdoc: cp.pdoc, rep: st, capVerified: cp.capVerified, prepVerified: cp.prepVerified}
-		if err := st.ReadDoc(&s.rdoc); err != nil {
-			p = append(p, fmt.Sprintf("merge.shards[%d] (shard %s): %v", i, ref.Shard, err))
-			continue
-		}
+		s.rep = st
 		n += 2 + len(st.Manifest.Layers)
 		cp.shardBlobs[ref.Manifest], cp.shardBlobs[s.rdoc.Samples] = true, true
 		rep.Stages[artifacts.ReplayType+" shard "+ref.Shard.String()] = string(ref.Manifest)

@@ -97,20 +97,14 @@ func CaseDigest(c artifacts.CapturedCase, oracleVersion string) string {
 // open reads a checkpoint's capture and replay stages (every blob
 // re-hashed) and checks the replay is of that capture.
 func open(dir string) (Side, error) {
-	cap, err := artifacts.OpenStage(filepath.Join(dir, "capture"), artifacts.CaptureType, nil)
-	if err != nil {
-		return Side{}, err
-	}
-	rep, err := artifacts.OpenStage(filepath.Join(dir, "replay"), artifacts.ReplayType, nil)
-	if err != nil {
-		return Side{}, err
-	}
 	var cdoc artifacts.CaptureDoc
-	if err := cap.ReadDoc(&cdoc); err != nil {
+	cap, err := artifacts.ReadStage(filepath.Join(dir, "capture"), &cdoc, nil)
+	if err != nil {
 		return Side{}, err
 	}
 	var rdoc artifacts.ReplayDoc
-	if err := rep.ReadDoc(&rdoc); err != nil {
+	rep, err := artifacts.ReadStage(filepath.Join(dir, "replay"), &rdoc, nil)
+	if err != nil {
 		return Side{}, err
 	}
 	if rdoc.Capture != cap.Descriptor.Digest {

@@ -52,12 +52,9 @@ var Files = []string{"samples.parquet", "samples.csv", "summaries.parquet", "sum
 // or none (they are written in a temporary directory beside it, renamed
 // into place at the end).
 func Run(ctx context.Context, replayDir, output string) error {
-	st, err := artifacts.OpenStage(replayDir, artifacts.ReplayType, nil)
-	if err != nil {
-		return err
-	}
 	var doc artifacts.ReplayDoc
-	if err := st.ReadDoc(&doc); err != nil {
+	st, err := artifacts.ReadStage(replayDir, &doc, nil)
+	if err != nil {
 		return err
 	}
 	rows, err := samples.ReadFile(st.Store.Path(doc.Samples), memory.DefaultAllocator)

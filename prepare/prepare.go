@@ -118,16 +118,10 @@ func Run(ctx context.Context, cfg Config) (_ *Result, err error) {
 		return nil, err
 	}
 	var deps artifacts.Deps
-	cap, err := artifacts.OpenStage(cfg.Capture, artifacts.CaptureType, deps.Verified)
+	var cdoc artifacts.CaptureDoc
+	cap, err := artifacts.ReadStage(cfg.Capture, &cdoc, deps.Verified)
 	if err != nil {
 		return nil, err
-	}
-	var cdoc artifacts.CaptureDoc
-	if err := cap.ReadDoc(&cdoc); err != nil {
-		return nil, err
-	}
-	if cdoc.Schema != artifacts.DocSchema {
-		return nil, fmt.Errorf("capture %s: %s schema: want %d, got %d", cfg.Capture, artifacts.DocTitle, artifacts.DocSchema, cdoc.Schema)
 	}
 	var sb *visit.Sandbox
 	if !cfg.NoSandbox {

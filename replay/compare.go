@@ -17,23 +17,14 @@ import (
 // replay's, with Config.Baseline and Summary replaced; it is not stored.
 func Compare(preparedDir, replayDir, baseline string) (artifacts.ReplayDoc, error) {
 	var doc artifacts.ReplayDoc
-	prep, err := artifacts.OpenStage(preparedDir, artifacts.PreparedType, nil)
-	if err != nil {
-		return doc, err
-	}
 	var pdoc artifacts.PreparedDoc
-	if err := prep.ReadDoc(&pdoc); err != nil {
-		return doc, err
-	}
-	rep, err := artifacts.OpenStage(replayDir, artifacts.ReplayType, nil)
+	prep, err := artifacts.ReadStage(preparedDir, &pdoc, nil)
 	if err != nil {
 		return doc, err
 	}
-	if err := rep.ReadDoc(&doc); err != nil {
+	rep, err := artifacts.ReadStage(replayDir, &doc, nil)
+	if err != nil {
 		return doc, err
-	}
-	if doc.Schema != artifacts.DocSchema {
-		return doc, fmt.Errorf("replay %s: %s: schema: want %d, got %d", replayDir, artifacts.DocTitle, artifacts.DocSchema, doc.Schema)
 	}
 	if doc.Prepared != prep.Descriptor.Digest {
 		return doc, fmt.Errorf("replay %s: made from prepared %s, but %s is %s", replayDir, doc.Prepared, preparedDir, prep.Descriptor.Digest)

@@ -155,13 +155,10 @@ func (r *replayer) openShards(dirs []string, routes, all []string) ([]*part, err
 		}
 		p := &part{dir: abs}
 		var at time.Time
-		if p.st, err = artifacts.OpenStage(abs, artifacts.ReplayType, func(string, ocispec.Descriptor) { at = time.Now().UTC() }); err != nil {
+		if p.st, err = artifacts.ReadStage(abs, &p.doc, func(string, ocispec.Descriptor) { at = time.Now().UTC() }); err != nil {
 			return nil, fmt.Errorf("shard %s: %w", dir, err)
 		}
 		p.at = at
-		if err := p.st.ReadDoc(&p.doc); err != nil {
-			return nil, fmt.Errorf("shard %s: %w", dir, err)
-		}
 		sh := p.doc.Config.Shard
 		switch {
 		case p.doc.Merge != nil:

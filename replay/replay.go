@@ -712,15 +712,9 @@ func gemmRates(g *artifacts.GPUCeilings) string {
 // open verifies the prepared stage, finds its capture and verifies that.
 func (r *replayer) open() error {
 	var err error
-	r.prep, err = artifacts.OpenStage(r.cfg.Prepared, artifacts.PreparedType, r.deps.Verified)
+	r.prep, err = artifacts.ReadStage(r.cfg.Prepared, &r.pdoc, r.deps.Verified)
 	if err != nil {
 		return err
-	}
-	if err := r.prep.ReadDoc(&r.pdoc); err != nil {
-		return err
-	}
-	if r.pdoc.Schema != artifacts.DocSchema {
-		return fmt.Errorf("prepared %s: %s schema: want %d, got %d", r.cfg.Prepared, artifacts.DocTitle, artifacts.DocSchema, r.pdoc.Schema)
 	}
 	capDir := r.cfg.Capture
 	if capDir == "" {
@@ -734,7 +728,7 @@ func (r *replayer) open() error {
 		}
 		capDir = p
 	}
-	r.cap, err = artifacts.OpenStage(capDir, artifacts.CaptureType, r.deps.Verified)
+	r.cap, err = artifacts.ReadStage(capDir, &r.cdoc, r.deps.Verified)
 	if err != nil {
 		return fmt.Errorf("capture of %s: %w", r.cfg.Prepared, err)
 	}
@@ -743,9 +737,6 @@ func (r *replayer) open() error {
 	}
 	if s := r.prep.Manifest.Subject; s == nil || s.Digest != r.pdoc.Capture {
 		return fmt.Errorf("prepared %s: manifest subject: want the capture manifest %s", r.cfg.Prepared, r.pdoc.Capture)
-	}
-	if err := r.cap.ReadDoc(&r.cdoc); err != nil {
-		return err
 	}
 	for i := range r.cdoc.Cases {
 		r.cases[r.cdoc.Cases[i].Case.ID] = &r.cdoc.Cases[i]

@@ -578,6 +578,12 @@ func TestAuditRehashed(t *testing.T) {
 			})
 			return []string{ev("results.md line %d: %q, the document renders %q", n, stored, rendered)}
 		}, "results table", "FAILED", []string{"results table"}},
+		{"a null list in the document", func(t *testing.T, dir string) []string {
+			// Strict decoding reads null as an empty list; a stage
+			// tilepipe wrote never holds one (artifacts.ValidateStage).
+			forgeStage(t, rep(dir), artifacts.ReplayType, nil, func(_ *artifacts.Stage, d *map[string]any, _ *artifacts.Receipt) { (*d)["routes"] = nil })
+			return []string{"tilepipe.json: null at .routes, want a value ([] for a list)"}
+		}, "blobs", "FAILED", []string{"blobs"}},
 		{"sampleMs in the document only", func(t *testing.T, dir string) []string {
 			forgeReplay(t, dir, func(_ *artifacts.Stage, d *replayDoc, _ *artifacts.Receipt) { d.Config.SampleMs = 5 })
 			return []string{ev("plan.json config.sampleMs: %v, the document says 5", orig.Config.SampleMs), ev("receipt parameters.config.sampleMs: %v, the document says 5", orig.Config.SampleMs)}

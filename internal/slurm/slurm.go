@@ -120,13 +120,10 @@ func Plan(cfg Config) (*Job, error) {
 	// The prepared stage, verified before anything is submitted (each
 	// shard verifies it again before it times): its cases bound the
 	// shards, its receipt names the capture.
-	prep, err := artifacts.OpenStage(j.Prepared, artifacts.PreparedType, nil)
+	var pdoc artifacts.PreparedDoc
+	prep, err := artifacts.ReadStage(j.Prepared, &pdoc, nil)
 	if err != nil {
 		return nil, fmt.Errorf("--prepared: %w", err)
-	}
-	var pdoc artifacts.PreparedDoc
-	if err := prep.ReadDoc(&pdoc); err != nil {
-		return nil, err
 	}
 	cases := map[string]bool{}
 	for _, e := range pdoc.Entries {

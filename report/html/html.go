@@ -348,14 +348,12 @@ th{background:#eee}td.n{text-align:right;font-variant-numeric:tabular-nums}
 // stage (dir/audit) where there is one, which must be the audit of that
 // replay.
 func Load(dir string) (Page, error) {
-	st, err := artifacts.OpenStage(filepath.Join(dir, "replay"), artifacts.ReplayType, nil)
+	pg := Page{Title: "tilepipe report: " + filepath.Base(filepath.Clean(dir))}
+	st, err := artifacts.ReadStage(filepath.Join(dir, "replay"), &pg.Doc, nil)
 	if err != nil {
 		return Page{}, err
 	}
-	pg := Page{Title: "tilepipe report: " + filepath.Base(filepath.Clean(dir)), Replay: string(st.Descriptor.Digest)}
-	if err := st.ReadDoc(&pg.Doc); err != nil {
-		return Page{}, err
-	}
+	pg.Replay = string(st.Descriptor.Digest)
 	if pg.Samples, err = samples.ReadFile(st.Store.Path(pg.Doc.Samples), memory.DefaultAllocator); err != nil {
 		return Page{}, fmt.Errorf("replay %s: samples: %w", st.Store.Dir(), err)
 	}
