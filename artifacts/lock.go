@@ -121,6 +121,36 @@ func (s *Store) Discard() error {
 	return err
 }
 
+// Abort is Discard for a writer's deferred cleanup: where *err is set (the
+// writer failed, or was interrupted, before its commit) it removes the
+// stage this process created, adding to *err any failure to remove it.
+//
+//	s, err := artifacts.Begin(dir, "capture", say)
+//	...
+//	defer s.Abort(&err)
+func (s *Store) Abort(err *error) {
+	if *err == nil {
+		return
+	}
+	if derr := s.Discard(); derr != nil {
+		*err = fmt.Errorf("%w (and removing the incomplete %s: %v)", *err, s.dir, derr)
+	}
+}
+
+// Begin starts writing the stage named name (capture, prepare) at dir, as
+// Restart does, and says through say (when not nil) that a stage a dead
+// writer left incomplete is started again.
+func Begin(dir, name string, say func(format string, args ...any)) (*Store, error) {
+	s, dead, err := Restart(dir)
+	if err != nil {
+		return nil, err
+	}
+	if dead != nil && say != nil {
+		say("%s: %s was left incomplete by %s, which died: starting it again", name, s.Dir(), dead)
+	}
+	return s, nil
+}
+
 // Release lets go of the writer lock of a stage that stays uncommitted
 // (a replay to be resumed), keeping the lock file: removing it could let
 // two later writers lock two different files.

@@ -3,11 +3,12 @@ package artifacts
 import (
 	"errors"
 	"fmt"
-	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 )
 
 // TestOneWriter: a stage being written refuses a second writer, naming
@@ -111,4 +112,51 @@ func mustPut(t *testing.T, s *Store, js string) ocispec.Descriptor {
 		t.Fatal(err)
 	}
 	return d
+}
+
+// TestAbort: a writer's deferred Abort removes the stage it created when
+// it failed, keeps it when it did not, and leaves a committed stage alone.
+func TestAbort(t *testing.T) {
+	write := func(dir string, fail, commit bool) (err error) {
+		s, err := Begin(dir, "test", nil)
+		if err != nil {
+			return err
+		}
+		defer s.Abort(&err)
+		if _, err := s.PutBytes([]byte("x"), MediaOctet); err != nil {
+			return err
+		}
+		if commit {
+			cfg, err := s.PutJSON(map[string]string{}, MediaStatement)
+			if err != nil {
+				return err
+			}
+			if _, err := s.Commit(CaptureType, cfg, nil, nil); err != nil {
+				return err
+			}
+		}
+		if fail {
+			return errors.New("the writer failed")
+		}
+		s.Release()
+		return nil
+	}
+	for _, tc := range []struct {
+		name         string
+		fail, commit bool
+		exists       bool
+	}{
+		{"failed before its commit", true, false, false},
+		{"succeeded, uncommitted", false, false, true},
+		{"failed after its commit", true, true, true},
+	} {
+		dir := filepath.Join(t.TempDir(), "stage")
+		err := write(dir, tc.fail, tc.commit)
+		if tc.fail != (err != nil) {
+			t.Errorf("%s: write = %v", tc.name, err)
+		}
+		if _, serr := os.Lstat(dir); (serr == nil) != tc.exists {
+			t.Errorf("%s: %s exists %v, want %v", tc.name, dir, serr == nil, tc.exists)
+		}
+	}
 }

@@ -51,6 +51,25 @@ const (
 // Store is one stage directory: an OCI image layout whose blobs are the
 // stage's products, whose manifest lists them, and whose index.json is the
 // commit point. A directory without index.json is an incomplete stage.
+//
+// # Lifecycle
+//
+// A stage is written once, by one writer holding its lock:
+//
+//   - begin: [Create] (a new directory), [Begin] (capture and prepare: a
+//     stage whose writer died is started again) or [Resume] (replay: an
+//     uncommitted stage of its own is continued);
+//   - write: [Store.PutBytes], [Store.PutJSON], [Store.Name] and the
+//     other puts, each blob atomic and content-addressed;
+//   - end: [Store.Finish] (the document and the receipt, with its
+//     predecessor, then the commit) or [Store.Commit]; on an error before
+//     it, [Store.Abort] (deferred) removes what this writer created, and
+//     [Store.Release] keeps an uncommitted stage to be resumed.
+//
+// Readers see only committed stages, through [ReadStage] (or [OpenStage]
+// for a stage without a document), every blob re-hashed before anything
+// is read; [ValidateStage] holds a committed stage to the invariants
+// every writer keeps.
 type Store struct {
 	dir    string
 	titles titles

@@ -18,7 +18,7 @@ const StageTitle = "audit.md"
 // nil, audit.md as its layer, and the audited replay manifest as its
 // subject, so a checkpoint's chain reads capture ← prepared ← replay ←
 // audit in a registry as on disk. It returns the manifest descriptor.
-func WriteStage(dir string, r *Report, key *sign.Key) (ocispec.Descriptor, error) {
+func WriteStage(dir string, r *Report, key *sign.Key) (_ ocispec.Descriptor, err error) {
 	if r.replay.Digest == "" {
 		return ocispec.Descriptor{}, fmt.Errorf("audit stage %s: the audit opened no replay stage to be the subject of", dir)
 	}
@@ -26,22 +26,15 @@ func WriteStage(dir string, r *Report, key *sign.Key) (ocispec.Descriptor, error
 	if err != nil {
 		return ocispec.Descriptor{}, err
 	}
-	fail := func(err error) (ocispec.Descriptor, error) {
-		s.Discard()
-		return ocispec.Descriptor{}, err
-	}
+	defer s.Abort(&err)
 	md, err := s.PutBytes([]byte(Markdown(r)), artifacts.MediaMarkdown)
 	if err != nil {
-		return fail(err)
+		return ocispec.Descriptor{}, err
 	}
 	cfg, err := s.PutStatement(statement(r), key)
 	if err != nil {
-		return fail(err)
+		return ocispec.Descriptor{}, err
 	}
 	subject := r.replay
-	d, err := s.Commit(artifacts.AuditType, cfg, []ocispec.Descriptor{artifacts.Layer(StageTitle, md)}, &subject)
-	if err != nil {
-		return fail(err)
-	}
-	return d, nil
+	return s.Commit(artifacts.AuditType, cfg, []ocispec.Descriptor{artifacts.Layer(StageTitle, md)}, &subject)
 }

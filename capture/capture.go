@@ -140,22 +140,13 @@ func Run(ctx context.Context, cfg Config) (_ *Result, err error) {
 	if err := discriminating(cfg, co.Cases); err != nil {
 		return nil, err
 	}
-	s, dead, err := artifacts.Restart(cfg.Output)
+	s, err := artifacts.Begin(cfg.Output, "capture", cfg.Progress.Printf)
 	if err != nil {
 		return nil, err
 	}
-	if dead != nil {
-		cfg.Progress.Printf("%s: %s was left incomplete by %s, which died: starting it again", "capture", s.Dir(), dead)
-	}
 	// Failed or interrupted before the commit: nothing is left behind,
 	// so the same command can simply run again.
-	defer func() {
-		if err != nil {
-			if derr := s.Discard(); derr != nil {
-				err = fmt.Errorf("%w (and removing the incomplete %s: %v)", err, s.Dir(), derr)
-			}
-		}
-	}()
+	defer s.Abort(&err)
 	tmp, err := os.MkdirTemp("", "tilepipe-capture-")
 	if err != nil {
 		return nil, err

@@ -129,21 +129,12 @@ func Run(ctx context.Context, cfg Config) (_ *Result, err error) {
 			return nil, fmt.Errorf("prepare: no sandbox for closure listings can be made on this machine: %v; --no-sandbox lists them without one", err)
 		}
 	}
-	s, dead, err := artifacts.Restart(cfg.Output)
+	s, err := artifacts.Begin(cfg.Output, "prepare", cfg.Progress.Printf)
 	if err != nil {
 		return nil, err
 	}
-	if dead != nil {
-		cfg.Progress.Printf("%s: %s was left incomplete by %s, which died: starting it again", "prepare", s.Dir(), dead)
-	}
 	// Failed or interrupted before the commit: nothing is left behind.
-	defer func() {
-		if err != nil {
-			if derr := s.Discard(); derr != nil {
-				err = fmt.Errorf("%w (and removing the incomplete %s: %v)", err, s.Dir(), derr)
-			}
-		}
-	}()
+	defer s.Abort(&err)
 	tmp, err := os.MkdirTemp("", "tilepipe-prepare-")
 	if err != nil {
 		return nil, err

@@ -201,7 +201,7 @@ func Pull(ctx context.Context, ref, output string, p *progress.Reporter) ([]ocis
 // dir: its manifest (of artifact type typ), its config and every layer,
 // each written under the digest its bytes have and refused when that is
 // not the digest the manifest names.
-func pullStage(ctx context.Context, repo *remote.Repository, ref, typ, dir string) (ocispec.Descriptor, error) {
+func pullStage(ctx context.Context, repo *remote.Repository, ref, typ, dir string) (_ ocispec.Descriptor, err error) {
 	name := artifacts.StageName(typ)
 	desc, err := repo.Resolve(ctx, name)
 	if err != nil {
@@ -225,6 +225,7 @@ func pullStage(ctx context.Context, repo *remote.Repository, ref, typ, dir strin
 	if err != nil {
 		return ocispec.Descriptor{}, err
 	}
+	defer s.Abort(&err)
 	done := map[digest.Digest]bool{}
 	for _, b := range append([]ocispec.Descriptor{m.Config}, m.Layers...) {
 		if done[b.Digest] {
@@ -235,14 +236,12 @@ func pullStage(ctx context.Context, repo *remote.Repository, ref, typ, dir strin
 			title = "config"
 		}
 		if err := pullBlob(ctx, repo, s, b); err != nil {
-			s.Discard()
 			return ocispec.Descriptor{}, fmt.Errorf("pull %s:%s blob %s (%s): %w", ref, name, title, artifacts.Short(b.Digest), err)
 		}
 		done[b.Digest] = true
 	}
 	d, err := s.CommitManifest(mb, typ)
 	if err != nil {
-		s.Discard()
 		return ocispec.Descriptor{}, err
 	}
 	if d.Digest != desc.Digest {
