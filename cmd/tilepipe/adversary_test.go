@@ -136,7 +136,12 @@ var adversaries = []adversary{
 		reason: "output_not_overwritten: C novel sample 0 call 0 element 0"},
 	{name: "first_calls", class: "first calls only", stage: "replay",
 		reason: "output_not_overwritten: C novel sample 0 call 0 element 0"},
-	{name: "first_calls_warm", class: "first calls only", stage: "replay",
+	// Its 64 extra computed calls must end before the first novel sample:
+	// under fast's --warmup-ms 0 and 1 ms samples a loaded machine ran
+	// fewer calls than that first (a fresh-clone test-quiet at 45787f2:
+	// every timed call computed, the visit passed). A warm-up of 200 ms
+	// runs hundreds of calls on any machine.
+	{name: "first_calls_warm", class: "first calls only", stage: "replay", flags: []string{"--warmup-ms", "200"},
 		reason: "output_not_overwritten: C novel sample 0 call 0 element 0"},
 	{name: "partial_poison", class: "partial recompute", stage: "replay",
 		reason: "output_not_overwritten: C novel sample 0 call 0 element 0"},
