@@ -30,9 +30,28 @@ func stageWith(t *testing.T, doc any, title, mt string) string {
 	return s.Dir()
 }
 
+// rawDocStage commits a capture stage whose tilepipe.json holds doc's
+// bytes as given (Finish would marshal one value).
+func rawDocStage(t *testing.T, doc string) string {
+	t.Helper()
+	s := artifacts.TestStore(t)
+	cfg, err := s.PutJSON(map[string]string{}, artifacts.MediaStatement)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, err := s.PutBytes([]byte(doc), artifacts.MediaJSON)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Commit(artifacts.CaptureType, cfg, []ocispec.Descriptor{artifacts.Layer(artifacts.DocTitle, d)}, nil); err != nil {
+		t.Fatal(err)
+	}
+	return s.Dir()
+}
+
 // TestReadStage: a capture document of this schema reads; one of another
-// schema, one with a field the document does not have, and a stage of
-// another type are refused, each with what was expected.
+// schema, one with a field the document does not have, one followed by a
+// second document, and a stage of another type are refused, each with what was expected.
 func TestReadStage(t *testing.T) {
 	good := stageWith(t, artifacts.CaptureDoc{Schema: artifacts.DocSchema, Cohort: "c"}, "", "")
 	var doc artifacts.CaptureDoc
@@ -47,6 +66,7 @@ func TestReadStage(t *testing.T) {
 	}{
 		{"schema 2", stageWith(t, artifacts.CaptureDoc{Schema: 2}, "", ""), &artifacts.CaptureDoc{}, "tilepipe.json schema: want 1, got 2"},
 		{"unknown field", stageWith(t, map[string]any{"schema": 1, "extra": true}, "", ""), &artifacts.CaptureDoc{}, `unknown field "extra"`},
+		{"a second document after it", rawDocStage(t, `{"schema": 1} {"schema": 2}`), &artifacts.CaptureDoc{}, "decode JSON: data after the document"},
 		{"another stage's type", good, &artifacts.ReplayDoc{}, "manifest artifactType: want " + artifacts.ReplayType},
 	} {
 		_, err := artifacts.ReadStage(tc.dir, tc.doc, nil)

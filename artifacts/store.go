@@ -443,6 +443,11 @@ func (s *Store) ReadJSON(d Digest, name string, v any) error {
 	if err := dec.Decode(v); err != nil {
 		return fmt.Errorf("blob %s (%s): decode JSON: %w", name, Short(d), err)
 	}
+	// One value: whatever follows it (a second document a reader would
+	// not see) is refused, not ignored.
+	if _, err := dec.Token(); err != io.EOF {
+		return fmt.Errorf("blob %s (%s): decode JSON: data after the document", name, Short(d))
+	}
 	return nil
 }
 
