@@ -2,7 +2,9 @@ package audit
 
 import (
 	"fmt"
+	"maps"
 	"slices"
+	"strings"
 
 	"github.com/tilepipe/tilepipe/artifacts"
 	"github.com/tilepipe/tilepipe/internal/shard"
@@ -63,7 +65,7 @@ func planCovers(cp *checkpoint) (p []string, rounds int) {
 	for _, s := range d.Stops {
 		roundsOf[s.Case] = s.Rounds
 	}
-	for k := range prepared {
+	for _, k := range slices.SortedFunc(maps.Keys(prepared), func(a, b artifacts.Pair) int { return strings.Compare(a.String(), b.String()) }) {
 		want := d.Config.Rounds
 		if d.Config.Target > 0 && roundsOf[k.Case] > 0 {
 			want = roundsOf[k.Case]

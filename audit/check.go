@@ -34,8 +34,6 @@ type facts struct {
 	// its generator and seed: the oracle check compares it with the
 	// stored packet, the outputs check judges the stored outputs with it.
 	refs map[string]reference
-	// expected is refs' references of the cases that have one.
-	expected map[string][]oracle.Expected
 	// visits are the passed visits whose sample tables could be read,
 	// rows their tables (same order); unread names each table that could
 	// not be read.
@@ -56,18 +54,12 @@ type reference struct {
 // captureFacts are the facts of cp's capture: every case's reference.
 // A merged replay's shards share them.
 func captureFacts(cp *checkpoint) *facts {
-	f := &facts{refs: references(cp.cdoc), expected: map[string][]oracle.Expected{}}
-	for id, r := range f.refs {
-		if r.err == nil {
-			f.expected[id] = r.exp
-		}
-	}
-	return f
+	return &facts{refs: references(cp.cdoc)}
 }
 
 // forReplay is f with the passed rows of cp's replay.
 func (f *facts) forReplay(cp *checkpoint) *facts {
-	g := &facts{refs: f.refs, expected: f.expected}
+	g := &facts{refs: f.refs}
 	for _, v := range cp.rdoc.Visits {
 		if v.Status != artifacts.StatusPassed {
 			continue

@@ -266,8 +266,9 @@ func (cp *checkpoint) validations(f *facts, p *[]string) int {
 			}
 			n++
 			where := fmt.Sprintf("case %s route %s validation", c.Case.ID, b.Route)
-			exp, ok := f.expected[c.Case.ID]
-			if !ok {
+			ref, ok := f.refs[c.Case.ID]
+			exp := ref.exp
+			if !ok || ref.err != nil {
 				*p = append(*p, where+": the case has no recomputed reference")
 				continue
 			}
