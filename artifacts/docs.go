@@ -630,6 +630,10 @@ type CaseFloor struct {
 type GPUIdle struct {
 	Probes  int   `json:"probes"`
 	WorstNs int64 `json:"worstNs"`
+	// WorstWaitNs is the longest any probe's thread waited for a CPU
+	// (-1: unknown; absent in replays made before it was measured): a
+	// slow probe the host's CPUs delayed says so.
+	WorstWaitNs int64 `json:"worstWaitNs,omitempty"`
 }
 
 // NovelRecord is how a visit's novel samples were taken: Samples samples

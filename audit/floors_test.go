@@ -83,22 +83,27 @@ func TestAboveCeiling(t *testing.T) {
 }
 
 // TestIdleProbes: a passed GPU visit's idle probes must all be within
-// telemetry.BusyNs and number two a sample at least; a visit without any
-// (the CPU, a replay made before the probe) is not judged.
+// telemetry.BusyNs and number two a sample at least, and one more a
+// staged novel sample (novel rule 3: the probe that ends its span); a
+// visit without any (the CPU, a replay made before the probe) is not
+// judged.
 func TestIdleProbes(t *testing.T) {
 	for _, tc := range []struct {
-		name string
-		g    *artifacts.GPUIdle
-		rows int
-		want string
+		name         string
+		g            *artifacts.GPUIdle
+		rows, staged int
+		want         string
 	}{
-		{"none recorded", nil, 40, ""},
-		{"idle", &artifacts.GPUIdle{Probes: 96, WorstNs: 37800}, 40, ""},
-		{"busy, yet passed", &artifacts.GPUIdle{Probes: 96, WorstNs: 2384600}, 40, "idle probe of 2384 us, above 500 us: the GPU ran work of the visit outside its samples, and the visit passed"},
-		{"too few", &artifacts.GPUIdle{Probes: 79, WorstNs: 9000}, 40, "79 idle probes for 40 samples: want one before and one after every sample"},
-		{"no time", &artifacts.GPUIdle{Probes: 96}, 40, "96 idle probes, the slowest 0 ns: want each probe's time"},
+		{"none recorded", nil, 40, 0, ""},
+		{"idle", &artifacts.GPUIdle{Probes: 96, WorstNs: 37800}, 40, 0, ""},
+		{"busy, yet passed", &artifacts.GPUIdle{Probes: 96, WorstNs: 2384600}, 40, 0, "idle probe of 2384 us, above 500 us: the GPU ran work of the visit outside its samples, and the visit passed"},
+		{"too few", &artifacts.GPUIdle{Probes: 79, WorstNs: 9000}, 40, 0, "79 idle probes for 40 samples: want one before and one after every sample"},
+		{"no time", &artifacts.GPUIdle{Probes: 96}, 40, 0, "96 idle probes, the slowest 0 ns: want each probe's time"},
+		{"staged", &artifacts.GPUIdle{Probes: 90, WorstNs: 9000}, 40, 10, ""},
+		{"a staged span's probe missing", &artifacts.GPUIdle{Probes: 89, WorstNs: 9000}, 40, 10,
+			"89 idle probes for 40 samples, 10 of them staged: want one before and one after every sample, and one at the end of every staged sample's span"},
 	} {
-		if got := idleProbes(tc.g, tc.rows); got != tc.want {
+		if got := idleProbes(tc.g, tc.rows, tc.staged); got != tc.want {
 			t.Errorf("%s: idleProbes = %q, want %q", tc.name, got, tc.want)
 		}
 	}

@@ -149,6 +149,7 @@ func recompute(doc artifacts.ReplayDoc, rows []samples.Row, device func(id strin
 	graph := map[artifacts.Pair][]float64{}
 	flagged := map[artifacts.Pair]int{}
 	warm, single := map[artifacts.Pair][]float64{}, map[artifacts.Pair][]float64{}
+	rule, _ := sets.RuleOf(doc.Config.NovelRule) // an unknown rule is the records check's problem
 	for _, r := range rows {
 		k := artifacts.Pair{Case: r.Case, Route: r.Route}
 		if r.Flags != "" && !failed[k] {
@@ -162,10 +163,11 @@ func recompute(doc artifacts.ReplayDoc, rows []samples.Row, device func(id strin
 		}
 		// A row's claim rests on its novel samples (visit protocol 4); its
 		// batch samples are the warm figure. A GPU sample's time is its
-		// CUDA-event span (records() checks every row's clock against its
-		// case's device).
+		// CUDA-event span, but a staged novel sample's (novel rule 3) is
+		// replay's (records() checks every row's clock against its case's
+		// device and the rule).
 		ns := r.TotalNs
-		if record.Clock(device(r.Case), r.Kind) == samples.ClockCUDA {
+		if record.Clock(device(r.Case), r.Kind, rule) == samples.ClockCUDA {
 			ns = r.TimerNs
 		}
 		if r.Kind == samples.KindBatch && !failed[k] {

@@ -7,22 +7,27 @@ import (
 
 	"github.com/tilepipe/tilepipe/artifacts"
 	"github.com/tilepipe/tilepipe/artifacts/samples"
+	"github.com/tilepipe/tilepipe/internal/sets"
 	"github.com/tilepipe/tilepipe/internal/telemetry"
 	"github.com/tilepipe/tilepipe/oracle"
 )
 
 // idleProbes judges a passed visit's idle probes (artifacts.GPUIdle) for
-// its rows sample rows: every probe within telemetry.BusyNs (a slower one
-// fails the visit in replay, gpu_busy), and at least two a sample (one
-// before its command, one after its report; warm-up and calibration
-// commands add more). "" when they pass, or when the visit has none (the
-// CPU, or a replay made before the probe).
-func idleProbes(g *artifacts.GPUIdle, rows int) string {
+// its rows sample rows, staged of them novel samples whose slots replay's
+// monitor staged (novel rule 3): every probe within telemetry.BusyNs (a
+// slower one fails the visit in replay, gpu_busy), and at least two a
+// sample (one before its command, one after its report; warm-up and
+// calibration commands add more) and one more a staged sample (at the end
+// of its span). "" when they pass, or when the visit has none (the CPU,
+// or a replay made before the probe).
+func idleProbes(g *artifacts.GPUIdle, rows, staged int) string {
 	switch {
 	case g == nil:
 		return ""
 	case g.WorstNs > telemetry.BusyNs:
 		return fmt.Sprintf("idle probe of %d us, above %d us: the GPU ran work of the visit outside its samples, and the visit passed", g.WorstNs/1000, telemetry.BusyNs/1000)
+	case g.Probes < 2*rows+staged && staged > 0:
+		return fmt.Sprintf("%d idle probes for %d samples, %d of them staged: want one before and one after every sample, and one at the end of every staged sample's span", g.Probes, rows, staged)
 	case g.Probes < 2*rows:
 		return fmt.Sprintf("%d idle probes for %d samples: want one before and one after every sample", g.Probes, rows)
 	case g.Probes > 0 && g.WorstNs <= 0:
@@ -41,12 +46,17 @@ func telemetryCheck(cp *checkpoint, f *facts) finding {
 	marks := map[artifacts.Pair]map[string]int{}
 	visits, vrows, _ := f.passedRows() // unreadable tables fail in summaries
 	gpu, flagged, implausible, probed := 0, 0, 0, 0
+	rule, _ := sets.RuleOf(cp.rdoc.Config.NovelRule) // an unknown rule is the records check's problem
 	for i, v := range visits {
 		cuda := cp.device(v.Case) == oracle.DeviceCUDA
 		if cuda {
 			gpu++
 		}
-		if why := idleProbes(v.GPUIdle, len(vrows[i])); why != "" {
+		staged := 0
+		if rule.Staged(cp.device(v.Case)) {
+			staged = countKind(vrows[i], samples.KindNovel)
+		}
+		if why := idleProbes(v.GPUIdle, len(vrows[i]), staged); why != "" {
 			p = append(p, fmt.Sprintf("visit %d (%s %s): %s", v.Index, v.Case, v.Route, why))
 		}
 		if cuda && v.GPUIdle != nil {

@@ -300,17 +300,9 @@ func (p *preparer) compileHarness(ctx context.Context, doc *artifacts.PreparedDo
 // (its closure listing loads it).
 func (p *preparer) compileCUDATimer(ctx context.Context, doc *artifacts.PreparedDoc) error {
 	dir := filepath.Join(p.tmp, "cuda-timer")
-	if err := os.MkdirAll(filepath.Join(dir, "cuda"), 0o755); err != nil {
+	src, err := harness.WriteCUDA(dir, 0o444)
+	if err != nil {
 		return err
-	}
-	src, back := filepath.Join(dir, "harness.c"), filepath.Join(dir, "cuda", "backend.c")
-	for _, f := range []struct {
-		path string
-		b    []byte
-	}{{src, harness.Source}, {back, harness.CUDABackend}} {
-		if err := os.WriteFile(f.path, f.b, 0o444); err != nil {
-			return err
-		}
 	}
 	// One object: linked alone it is the cubin timer; object builds for a
 	// GPU case link it with their objects.
@@ -327,7 +319,6 @@ func (p *preparer) compileCUDATimer(ctx context.Context, doc *artifacts.Prepared
 			return fmt.Errorf("build the CUDA timer (%s): %s", strings.Join(argv, " "), reason)
 		}
 	}
-	var err error
 	if p.cudaSyms, err = loadTimerSymbols(ctx, p.cfg.CC, obj); err != nil {
 		return fmt.Errorf("link policy: %w", err)
 	}
@@ -340,7 +331,7 @@ func (p *preparer) compileCUDATimer(ctx context.Context, doc *artifacts.Prepared
 	doc.CUDAObject = &artifacts.FileRef{Path: "cuda-harness.o", Role: artifacts.RoleObject, Digest: od.Digest, Size: od.Size}
 	p.cudaLib = cudaLibDir()
 	doc.CUDALib = p.cudaLib
-	bd, err := p.s.PutFile(back, artifacts.MediaText)
+	bd, err := p.s.PutFile(filepath.Join(dir, "cuda", "backend.c"), artifacts.MediaText)
 	if err != nil {
 		return err
 	}

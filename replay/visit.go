@@ -24,6 +24,7 @@ import (
 	"github.com/tilepipe/tilepipe/internal/load"
 	"github.com/tilepipe/tilepipe/internal/record"
 	"github.com/tilepipe/tilepipe/internal/sets"
+	"github.com/tilepipe/tilepipe/internal/telemetry"
 	"github.com/tilepipe/tilepipe/internal/visit"
 	"github.com/tilepipe/tilepipe/oracle"
 	"github.com/tilepipe/tilepipe/report"
@@ -268,9 +269,26 @@ func (b *buffers) afterValidation(vr *artifacts.VisitResult) error {
 // freeze, finds any output element still holding the fill, and draws the
 // calls it will judge in full, keeping their outputs; then it thaws the
 // visit.
-func (b *buffers) runNovel(sess *visit.Session, count int, calls int64, clock string) ([]visit.Sample, error) {
+//
+// With a stager (a GPU case under novel rule 3) the slots reach the device
+// through replay's monitor, never through the visit: it gets the fresh
+// files once, makes each sample's allocation while the visit is frozen
+// and hands its descriptor over with the command; the span ends after its
+// idle probe; then it checks the allocation and brings the outputs down
+// into the files (docs/gpu-clock.md, "The stager").
+func (b *buffers) runNovel(sess *visit.Session, count int, calls int64, clock string, st *stager) (_ []visit.Sample, err error) {
 	if err := sess.Freeze(); err != nil {
 		return nil, err
+	}
+	if st != nil {
+		if err := st.open(b); err != nil {
+			return nil, err
+		}
+		defer func() {
+			if cerr := st.close(); err == nil && cerr != nil {
+				err = cerr
+			}
+		}()
 	}
 	n := visit.NovelCalls(calls, b.slots())
 	b.novel = &artifacts.NovelRecord{Samples: count, Calls: n}
@@ -299,7 +317,19 @@ func (b *buffers) runNovel(sess *visit.Session, count int, calls int64, clock st
 			fills[k] = visit.FillPattern(b.params[k].Dtype, binary.LittleEndian.Uint64(draw[:]))
 			m.FillSets(int(n), fills[k])
 		}
-		span, tn, err := sess.Novel(n)
+		var staging *visit.Staging
+		if st != nil {
+			if staging, err = st.stage(int64(i), n); err != nil {
+				return nil, err
+			}
+		}
+		span, tn, err := sess.NovelStaged(n, staging)
+		if staging != nil {
+			staging.Slots.Close()
+			if err == nil {
+				err = st.verdict()
+			}
+		}
 		if err != nil {
 			return nil, err
 		}
@@ -342,6 +372,94 @@ func (b *buffers) runNovel(sess *visit.Session, count int, calls int64, clock st
 		b.novel.FreezeNs = fz.Nanoseconds()
 	}
 	return out, sess.Thaw()
+}
+
+// stager is a GPU visit's monitor staging its novel slots (novel rule 3,
+// docs/gpu-clock.md, "The stager"); its idle probes count in probes.
+type stager struct {
+	m      *telemetry.Monitor
+	probes *telemetry.Probes
+	flush  bool // the visit's "l2 flush": the monitor writes the L2 over after each upload
+	// The last sample's outcome: its in-span probe's verdict and the
+	// monitor's reason.
+	busy   error
+	reason string
+}
+
+// fail is a failure of the monitor, which the visit fails with (as a
+// telemetry error fails it).
+func (st *stager) fail(err error) error { return &visit.Failure{Reason: "stager: " + err.Error()} }
+
+// open hands the monitor the visit's fresh files, in the visit file's
+// param order: the inputs, then the outputs.
+func (st *stager) open(b *buffers) error {
+	var files []telemetry.StageFile
+	for _, m := range b.novelIn {
+		files = append(files, telemetry.StageFile{Name: m.Name, Role: oracle.RoleInput, Bytes: int64(m.Layout.Bytes), File: m.File})
+	}
+	for _, m := range b.freshOut {
+		files = append(files, telemetry.StageFile{Name: m.Name, Role: oracle.RoleOutput, Bytes: int64(m.Layout.Bytes), File: m.File})
+	}
+	if _, err := st.m.Open(b.slots(), visit.FreshGap, files); err != nil {
+		return st.fail(err)
+	}
+	return nil
+}
+
+// stage makes sample i's allocation of n calls (the visit is frozen and
+// its files written) and the session's staging of it.
+func (st *stager) stage(i, n int64) (*visit.Staging, error) {
+	seq := i + 1
+	sg, err := st.m.Stage(seq, n, st.flush)
+	if err != nil {
+		return nil, st.fail(err)
+	}
+	st.busy, st.reason = nil, ""
+	return &visit.Staging{
+		Slots: sg.File,
+		// The probe's verdict waits until the allocation is down: the
+		// monitor answers the probe and goes on unstaging.
+		Probe: func() error {
+			if err := st.m.Probe(seq); err != nil {
+				return st.fail(err)
+			}
+			st.busy = st.probes.Add(st.m.IdleNs, st.m.IdleWaitNs)
+			return nil
+		},
+		Unstage: func() error {
+			r, err := st.m.Unstage(seq)
+			if err != nil {
+				return st.fail(err)
+			}
+			st.reason = r
+			return nil
+		},
+	}, nil
+}
+
+// verdict is the last sample's: work left running on the GPU after its
+// answer first (it could have changed what came down), then what the
+// monitor found in the allocation.
+func (st *stager) verdict() error {
+	switch {
+	case st.busy != nil:
+		return &visit.Failure{Reason: st.busy.Error()}
+	case st.reason != "":
+		return &visit.Failure{Reason: st.reason}
+	}
+	return nil
+}
+
+// close releases the files and any allocation the monitor still holds
+// (after a failed sample too), unless the monitor has ended.
+func (st *stager) close() error {
+	if !st.m.Alive() {
+		return nil
+	}
+	if err := st.m.CloseFiles(); err != nil {
+		return st.fail(err)
+	}
+	return nil
 }
 
 // drawCalls draws k of the calls 0 to n-1 uniformly from crypto/rand,
@@ -440,6 +558,8 @@ func (r *replayer) visit(ctx context.Context, v artifacts.Visit, programs map[ar
 	vr.Sets, vr.FreshSets, vr.Fill = len(in.warm), bufs.slots(), fmt.Sprintf("%016x", bufs.fill)
 	vr.MallocPerturb = r.inputs.seeds.Perturb(v.Round)
 	var tel func() (samples.Reading, error) // GPU telemetry around every sample
+	var probes *telemetry.Probes            // the GPU's idle probes
+	var st *stager                          // the GPU's novel slots' stager
 	if r.cases[v.Case].Case.DeviceOf() == oracle.DeviceCUDA {
 		if r.gpuSuspect != "" && r.gpuErr == nil && r.gpuDead == "" {
 			r.healthCheck()
@@ -458,9 +578,16 @@ func (r *replayer) visit(ctx context.Context, v artifacts.Visit, programs map[ar
 			return vr, nil
 		}
 		// Every reading probes the GPU for work of the visit outside its
-		// samples (telemetry.BusyNs).
-		vr.GPUIdle = &artifacts.GPUIdle{}
-		tel = func() (samples.Reading, error) { return m.Idle(&vr.GPUIdle.Probes, &vr.GPUIdle.WorstNs) }
+		// samples (telemetry.BusyNs), and so does the end of every staged
+		// novel sample.
+		probes = &telemetry.Probes{}
+		defer func() {
+			vr.GPUIdle = &artifacts.GPUIdle{Probes: probes.N, WorstNs: probes.WorstNs, WorstWaitNs: probes.WorstWaitNs}
+		}()
+		tel = func() (samples.Reading, error) { return m.Idle(probes) }
+		if sets.CurrentRule.Staged(oracle.DeviceCUDA) {
+			st = &stager{m: m, probes: probes, flush: r.cfg.L2 == "flush"}
+		}
 	}
 	l := r.layout(v, e, prog)
 	for _, p := range []string{l.dir, l.visitFile} {
@@ -513,7 +640,7 @@ func (r *replayer) visit(ctx context.Context, v artifacts.Visit, programs map[ar
 		}
 	}
 	vr.Argv, vr.Cores = sess.Argv, sess.Cores
-	smps, calls, final, derr := r.drive(sess, vr, e, bufs)
+	smps, calls, final, derr := r.drive(sess, vr, e, bufs, st)
 	reason, out, cerr := sess.Close(derr, final)
 	os.Remove(timer)
 	vr.End = time.Now().UTC()
@@ -609,7 +736,7 @@ func (r *replayer) visit(ctx context.Context, v artifacts.Visit, programs map[ar
 // drive takes the validated report, checks the validation outputs, takes
 // the warm samples and the fresh sample, then the final report, and checks
 // what the timed calls left; final says whether the final report arrived.
-func (r *replayer) drive(sess *visit.Session, vr *artifacts.VisitResult, e *artifacts.Prepared, bufs *buffers) ([]visit.Sample, int64, bool, error) {
+func (r *replayer) drive(sess *visit.Session, vr *artifacts.VisitResult, e *artifacts.Prepared, bufs *buffers, st *stager) ([]visit.Sample, int64, bool, error) {
 	rep, err := sess.Validated()
 	if err != nil {
 		return nil, 0, false, err
@@ -626,14 +753,15 @@ func (r *replayer) drive(sess *visit.Session, vr *artifacts.VisitResult, e *arti
 	if err := bufs.afterValidation(vr); err != nil {
 		return nil, 0, false, err
 	}
-	clock := record.Clock(r.cases[vr.Case].Case.DeviceOf(), samples.KindBatch)
+	device := r.cases[vr.Case].Case.DeviceOf()
+	clock := record.Clock(device, samples.KindBatch, sets.CurrentRule)
 	smps, calls, err := sess.Drive(visit.Plan{
 		Warmup: time.Duration(r.cfg.WarmupMs * float64(time.Millisecond)), Sample: time.Duration(r.cfg.SampleMs * float64(time.Millisecond)),
 		Samples: r.cfg.Samples, Singles: r.cfg.Singles, MaxCalls: record.MaxCalls, Clock: clock, Pin: r.cfg.Pin == artifacts.PinThreads})
 	if err != nil {
 		return nil, 0, false, err
 	}
-	novel, err := bufs.runNovel(sess, r.cfg.Samples, calls, clock)
+	novel, err := bufs.runNovel(sess, r.cfg.Samples, calls, record.Clock(device, samples.KindNovel, sets.CurrentRule), st)
 	if err != nil {
 		return nil, calls, false, err
 	}

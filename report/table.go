@@ -17,6 +17,7 @@ import (
 	"github.com/tilepipe/tilepipe/internal/adaptive"
 	"github.com/tilepipe/tilepipe/internal/floors"
 	"github.com/tilepipe/tilepipe/internal/load"
+	"github.com/tilepipe/tilepipe/internal/sets"
 	"github.com/tilepipe/tilepipe/oracle"
 	"github.com/tilepipe/tilepipe/stats"
 )
@@ -149,12 +150,21 @@ func judged(doc artifacts.ReplayDoc) string {
 	return b.String()
 }
 
+// clockNote says which span is a sample's time under the replay's novel
+// rule (record.Clock).
+func clockNote(rule int) string {
+	if rule < int(sets.Rule3) {
+		return "A sample's time is replay's own span of it, except on a GPU: there it is the CUDA-event span of the launches, which must lie inside replay's span"
+	}
+	return "A sample's time is replay's own span of it, and so is a GPU novel sample's (the claim: its slots staged on the device by replay's monitor, outside the visit, docs/gpu-clock.md); a GPU batch, single or graph sample's is the CUDA-event span of its launches, which must lie inside replay's span"
+}
+
 // Table renders the summaries as a markdown table, for people.
 func Table(doc artifacts.ReplayDoc) string {
 	var b bytes.Buffer
 	c := doc.Config
-	fmt.Fprintf(&b, "# tilepipe replay results\n\n%d rounds x %d routes, %d samples of >= %g ms after %g ms warm-up, %d threads; ratio = route time / %s time per round (below 1 is faster), %s. A sample's time is replay's own span of it, except on a GPU: there it is the CUDA-event span of the launches, which must lie inside replay's span%s. Channel = median span of an empty sample (no call), which each CPU batch sample includes once.%s\n\n",
-		c.Rounds, len(doc.Routes), c.Samples, c.SampleMs, c.WarmupMs, c.Threads, c.Baseline, intervalNote(c.Interval, c.IntervalLevel()), l2Note(doc), novelNote(doc.Summary))
+	fmt.Fprintf(&b, "# tilepipe replay results\n\n%d rounds x %d routes, %d samples of >= %g ms after %g ms warm-up, %d threads; ratio = route time / %s time per round (below 1 is faster), %s. %s%s. Channel = median span of an empty sample (no call), which each CPU batch sample includes once.%s\n\n",
+		c.Rounds, len(doc.Routes), c.Samples, c.SampleMs, c.WarmupMs, c.Threads, c.Baseline, intervalNote(c.Interval, c.IntervalLevel()), clockNote(c.NovelRule), l2Note(doc), novelNote(doc.Summary))
 	fmt.Fprintf(&b, "| case | route | status | median per op | min – max | channel | ratio vs %s [min – max] | %s interval | verdict |\n", c.Baseline, pct(c.IntervalLevel()))
 	b.WriteString("|---|---|---|---:|---|---:|---|---|---|\n")
 	machineOf := mixedMachines(doc)

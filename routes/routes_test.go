@@ -49,6 +49,7 @@ import (
 	"github.com/tilepipe/tilepipe/internal/protocol"
 	"github.com/tilepipe/tilepipe/internal/visit"
 	"github.com/tilepipe/tilepipe/oracle"
+	"github.com/tilepipe/tilepipe/prepare/harness"
 )
 
 const cmdTimeout = 120 * time.Second
@@ -1303,7 +1304,7 @@ func visitEnv(p *processResp) []string {
 }
 
 // visitSpec starts the built process timer on one thread, with fd 3 and
-// fd 4 as replay's command and report pipes, vc's memory files as fd 5
+// fd 4 as replay's command socket and report pipe, vc's memory files as fd 5
 // and up, and no sandbox.
 func visitSpec(work string, p *processResp, vc *visitCase) visit.Spec {
 	return visit.Spec{Argv: timerArgv(p, vc.path), Env: visitEnv(p), Dir: work, Timeout: cmdTimeout, Threads: 1, Files: vc.files()}
@@ -1806,7 +1807,7 @@ func TestTorchEagerProtocol(t *testing.T) {
 		var stdout, stderr bytes.Buffer
 		cmd.Stdout, cmd.Stderr = &stdout, &stderr
 		err := cmd.Run()
-		const want = "wrapper.py: fds 3 and 4: want replay's command and report pipes (docs/protocol.md, visit)\n"
+		const want = "wrapper.py: fds 3 and 4: want replay's command socket and report pipe (docs/protocol.md, visit)\n"
 		var ee *exec.ExitError
 		if !errors.As(err, &ee) || ee.ExitCode() != 2 || stderr.String() != want || stdout.Len() != 0 {
 			t.Errorf("visit without fds 3 and 4 = %v, stderr %q, stdout %q; want exit 2, stderr %q, no stdout", err, stderr.String(), stdout.String(), want)
@@ -2194,9 +2195,20 @@ func TestTorchEagerCUDA(t *testing.T) {
 	dims := dimsFor("add")
 	b, _ := build(t, "torch-eager", "add", dims, signature("add", dims))
 	checkProcessBuild(t, "add", b)
+	// The CUDA timer, whose --telemetry stages the GPU's novel slots as
+	// replay's monitor does.
+	dir := t.TempDir()
+	src, err := harness.WriteCUDA(dir, 0o644)
+	if err != nil {
+		t.Fatal(err)
+	}
+	monitor := filepath.Join(dir, "cuda-timer")
+	if out, err := exec.Command("cc", "-O2", "-DTILEPIPE_CUDA", "-o", monitor, src, "-ldl").CombinedOutput(); err != nil {
+		t.Fatalf("build the CUDA timer: %v\n%s", err, out)
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, b.Process.Interpreter, filepath.Join("torch-eager", "cuda_test.py"), "-j", "4")
+	cmd := exec.CommandContext(ctx, b.Process.Interpreter, filepath.Join("torch-eager", "cuda_test.py"), "-j", "4", "--monitor", monitor)
 	out, err := cmd.CombinedOutput()
 	t.Logf("%s", out)
 	if err != nil {

@@ -225,23 +225,38 @@ func TestGPUCheckpointAudits(t *testing.T) {
 // case, and its summaries lack rule 2's single-call medians: the audit
 // names both.
 func TestGPUCheckpointRule(t *testing.T) {
-	dir := copyCheckpoint(t)
-	forgeStage(t, filepath.Join(dir, "replay"), artifacts.ReplayType, nil, func(st *artifacts.Stage, d *artifacts.ReplayDoc, r *artifacts.Receipt) {
-		if d.Config.NovelRule != 0 {
-			t.Fatalf("the GPU checkpoint records novelRule %d, want it absent (rule 1)", d.Config.NovelRule)
-		}
-		reconfigure(t, st, d, r, func(c *artifacts.ReplayConfig) { c.NovelRule = 2 })
-	})
-	out := filepath.Join(t.TempDir(), "audit.json")
-	code, stdout, errs := tp(t, "audit", "--capture", filepath.Join(dir, "capture"), "--prepared", filepath.Join(dir, "prepared"), "--replay", filepath.Join(dir, "replay"), "--output", out)
-	for _, want := range []string{
-		"audit: FAILED outputs: ",
-		"- visit 0: 5461 novel slots, want 32768 for case add-2x64-cuda under novel rule 2\n",
-		"singleNs: stored 0, recomputed ",
+	for _, tc := range []struct {
+		rule  int
+		wants []string
+	}{
+		{2, []string{
+			"audit: FAILED outputs: ",
+			"- visit 0: 5461 novel slots, want 32768 for case add-2x64-cuda under novel rule 2\n",
+			"singleNs: stored 0, recomputed ",
+		}},
+		// Under rule 3 a GPU novel sample is staged and timed by replay's
+		// span: the checkpoint's event-timed novel samples are named.
+		{3, []string{
+			"audit: FAILED records: ",
+			`- visit 0: novel sample 0: clock "cuda_events", want "replay" for a cuda case` + "\n",
+		}},
 	} {
-		if code != 1 || !strings.Contains(stdout+errs, want) {
-			t.Errorf("audit of the GPU checkpoint relabelled rule 2 = exit %d, want 1 and %q\n%s%s", code, want, stdout, errs)
-		}
+		t.Run(fmt.Sprintf("rule %d", tc.rule), func(t *testing.T) {
+			dir := copyCheckpoint(t)
+			forgeStage(t, filepath.Join(dir, "replay"), artifacts.ReplayType, nil, func(st *artifacts.Stage, d *artifacts.ReplayDoc, r *artifacts.Receipt) {
+				if d.Config.NovelRule != 0 {
+					t.Fatalf("the GPU checkpoint records novelRule %d, want it absent (rule 1)", d.Config.NovelRule)
+				}
+				reconfigure(t, st, d, r, func(c *artifacts.ReplayConfig) { c.NovelRule = tc.rule })
+			})
+			out := filepath.Join(t.TempDir(), "audit.json")
+			code, stdout, errs := tp(t, "audit", "--capture", filepath.Join(dir, "capture"), "--prepared", filepath.Join(dir, "prepared"), "--replay", filepath.Join(dir, "replay"), "--output", out)
+			for _, want := range tc.wants {
+				if code != 1 || !strings.Contains(stdout+errs, want) {
+					t.Errorf("audit of the GPU checkpoint relabelled rule %d = exit %d, want 1 and %q\n%s%s", tc.rule, code, want, stdout, errs)
+				}
+			}
+		})
 	}
 }
 

@@ -8,6 +8,7 @@ import (
 
 	"github.com/tilepipe/tilepipe/artifacts"
 	"github.com/tilepipe/tilepipe/artifacts/samples"
+	"github.com/tilepipe/tilepipe/internal/sets"
 	"github.com/tilepipe/tilepipe/internal/visit"
 	"github.com/tilepipe/tilepipe/oracle"
 	"github.com/tilepipe/tilepipe/stats"
@@ -30,10 +31,13 @@ const CalibrationSlack = 4
 var kinds = []string{samples.KindEmpty, samples.KindBatch, samples.KindSingle, samples.KindNovel, samples.KindGraph}
 
 // Clock is the span that is the time of a sample of kind on device (a
-// case's [oracle.Case.DeviceOf]): on a GPU the CUDA-event span of the
-// launches, for every sample that launches; replay's own span otherwise.
-func Clock(device, kind string) string {
-	if device == oracle.DeviceCUDA && kind != samples.KindEmpty {
+// case's [oracle.Case.DeviceOf]) under novel rule rule: on a GPU the
+// CUDA-event span of the launches, for every sample that launches, but a
+// novel sample whose slots the rule stages ([sets.Rule.Staged]), which
+// replay's own span times whatever the route; replay's own span
+// otherwise.
+func Clock(device, kind string, rule sets.Rule) string {
+	if device == oracle.DeviceCUDA && kind != samples.KindEmpty && !(kind == samples.KindNovel && rule.Staged(device)) {
 		return samples.ClockCUDA
 	}
 	return samples.ClockReplay
@@ -48,6 +52,11 @@ func Visit(v artifacts.VisitResult, rows []samples.Row, cfg artifacts.ReplayConf
 	var p []string
 	bad := func(format string, args ...any) {
 		p = append(p, fmt.Sprintf("visit %d: ", v.Index)+fmt.Sprintf(format, args...))
+	}
+	rule, err := sets.RuleOf(cfg.NovelRule)
+	if err != nil {
+		bad("%v", err)
+		return p
 	}
 	if v.Threads != cfg.Threads {
 		bad("threads %d, config.threads %d", v.Threads, cfg.Threads)
@@ -90,7 +99,7 @@ func Visit(v artifacts.VisitResult, rows []samples.Row, cfg artifacts.ReplayConf
 				i, r.Visit, r.Round, r.Position, r.Case, r.Route, v.Round, v.Position, v.Case, v.Route)
 			return p
 		}
-		if w := Clock(device, r.Kind); r.Clock != w {
+		if w := Clock(device, r.Kind, rule); r.Clock != w {
 			bad("%s sample %d: clock %q, want %q for a %s case", r.Kind, r.Index, r.Clock, w, device)
 		}
 		want := int64(-1) // the calls a sample of the row's kind has, where fixed

@@ -311,6 +311,47 @@ func TestVisitClock(t *testing.T) {
 	}
 }
 
+// TestVisitClockStaged: under novel rule 3 a GPU visit's novel samples
+// are staged and timed by replay's span, whatever the route; their
+// events passed off as the time (a rule-2 timer's record relabelled) are
+// named, and its other samples keep their events.
+func TestVisitClockStaged(t *testing.T) {
+	c3 := cfg
+	c3.NovelRule = int(sets.Rule3)
+	staged := func() (artifacts.VisitResult, []samples.Row) {
+		v, rows := gpu()
+		for i := range rows {
+			if rows[i].Kind == samples.KindNovel {
+				rows[i].Clock = samples.ClockReplay
+			}
+		}
+		return v, rows
+	}
+	if v, rows := staged(); Visit(v, rows, c3, oracle.DeviceCUDA, sets.NovelChecks) != nil {
+		t.Errorf("Visit(a staged GPU visit) = %q, want none", Visit(v, rows, c3, oracle.DeviceCUDA, sets.NovelChecks))
+	}
+	for _, tc := range []struct {
+		name  string
+		row   int
+		clock string
+		want  string
+	}{
+		{"novel sample on its events", 5, samples.ClockCUDA, `visit 3: novel sample 0: clock "cuda_events", want "replay" for a cuda case`},
+		{"batch sample on replay's clock", 2, samples.ClockReplay, `visit 3: batch sample 0: clock "replay", want "cuda_events" for a cuda case`},
+	} {
+		v, rows := staged()
+		rows[tc.row].Clock = tc.clock
+		if got, want := Visit(v, rows, c3, oracle.DeviceCUDA, sets.NovelChecks), []string{tc.want}; !reflect.DeepEqual(got, want) {
+			t.Errorf("Visit(%s) = %q, want %q", tc.name, got, want)
+		}
+	}
+	c9 := cfg
+	c9.NovelRule = 9
+	if v, rows := staged(); !reflect.DeepEqual(Visit(v, rows, c9, oracle.DeviceCUDA, sets.NovelChecks), []string{"visit 3: config.novelRule 9: want 2 or 3 (or absent, in a replay made before rule 2)"}) {
+		t.Errorf("Visit(novel rule 9) = %q", Visit(v, rows, c9, oracle.DeviceCUDA, sets.NovelChecks))
+	}
+}
+
 // calibrated is n passed visits of 64 calls per batch sample, each batch
 // sample span ns long.
 func calibrated(n int, calls int64, span int64) ([]artifacts.VisitResult, [][]samples.Row) {

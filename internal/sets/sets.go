@@ -86,21 +86,32 @@ const (
 	// CheckBytes of outputs and CheckWork of oracle work hold (at least
 	// one a sample), and at most NovelChecks.
 	Rule2 Rule = 2
+	// Rule3: Rule2's slots and judged calls, and a CUDA case's novel
+	// slots staged by replay's monitor (docs/gpu-clock.md, "The
+	// stager"): one fresh device allocation a sample, uploaded while the
+	// visit is frozen and checked after it, so the time of every GPU
+	// novel sample is replay's own span ([Rule.Staged]).
+	Rule3 Rule = 3
 	// CurrentRule is the rule replay uses.
-	CurrentRule = Rule2
+	CurrentRule = Rule3
 )
 
 // RuleOf is the rule of a replay that recorded config.novelRule n: 0
-// (absent) is Rule1; anything but 0 and 2 is refused.
+// (absent) is Rule1; anything but 0, 2 and 3 is refused.
 func RuleOf(n int) (Rule, error) {
 	switch n {
 	case 0:
 		return Rule1, nil
-	case int(Rule2):
-		return Rule2, nil
+	case int(Rule2), int(Rule3):
+		return Rule(n), nil
 	}
-	return 0, fmt.Errorf("config.novelRule %d: want %d (or absent, in a replay made before it)", n, Rule2)
+	return 0, fmt.Errorf("config.novelRule %d: want %d or %d (or absent, in a replay made before rule 2)", n, Rule2, Rule3)
 }
+
+// Staged says whether a visit of a case on device has its novel slots
+// staged by replay's monitor, and so its novel samples timed by replay's
+// span (Rule3, a CUDA case).
+func (r Rule) Staged(device string) bool { return r >= Rule3 && device == oracle.DeviceCUDA }
 
 // The bounds of the rules.
 const (

@@ -128,16 +128,16 @@ func TestRuleChecks(t *testing.T) {
 	}
 }
 
-// TestRuleOf: absent is rule 1, 2 is rule 2, any other value is refused
-// with the field and what is expected.
+// TestRuleOf: absent is rule 1, 2 and 3 are themselves, any other value
+// is refused with the field and what is expected.
 func TestRuleOf(t *testing.T) {
-	for n, want := range map[int]Rule{0: Rule1, 2: Rule2} {
+	for n, want := range map[int]Rule{0: Rule1, 2: Rule2, 3: Rule3} {
 		if r, err := RuleOf(n); err != nil || r != want {
 			t.Errorf("RuleOf(%d) = %d, %v; want %d", n, r, err, want)
 		}
 	}
-	for _, n := range []int{1, 3, -1} {
-		want := fmt.Sprintf("config.novelRule %d: want 2 (or absent, in a replay made before it)", n)
+	for _, n := range []int{1, 4, -1} {
+		want := fmt.Sprintf("config.novelRule %d: want 2 or 3 (or absent, in a replay made before rule 2)", n)
 		if _, err := RuleOf(n); err == nil || err.Error() != want {
 			t.Errorf("RuleOf(%d) = %v, want %q", n, err, want)
 		}
@@ -169,5 +169,18 @@ func TestJudge(t *testing.T) {
 	}
 	if _, err := pool[0].Judge(outs, [][]byte{make([]byte, 20)}); err == nil || err.Error() != "sets: output C: 20 bytes, want 24" {
 		t.Errorf("a short output = %v", err)
+	}
+}
+
+// TestRuleStaged: only rule 3 stages novel slots, and only a CUDA case's.
+func TestRuleStaged(t *testing.T) {
+	for _, tc := range []struct {
+		rule   Rule
+		device string
+		want   bool
+	}{{Rule1, oracle.DeviceCUDA, false}, {Rule2, oracle.DeviceCUDA, false}, {Rule3, oracle.DeviceCUDA, true}, {Rule3, oracle.DeviceCPU, false}} {
+		if got := tc.rule.Staged(tc.device); got != tc.want {
+			t.Errorf("Rule%d.Staged(%s) = %v, want %v", tc.rule, tc.device, got, tc.want)
+		}
 	}
 }

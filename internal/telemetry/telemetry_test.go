@@ -87,23 +87,23 @@ func TestMonitorRefuses(t *testing.T) {
 // H200's time slice, 2.4 ms, when another process's kernel runs) fails
 // with gpu_busy, counted and kept as the worst, and the monitor runs on.
 func TestMonitorIdle(t *testing.T) {
-	m, err := Start(monitor(t, hello+`for idle in 9000 2400000 12000; do read cmd; echo "{\"sm_mhz\": 1980, \"mem_mhz\": 3201, \"temp_c\": 30, \"power_mw\": 120000, \"reasons\": 0, \"procs\": 1, \"power_violation_ns\": 0, \"thermal_violation_ns\": 0, \"idle_ns\": $idle}"; done
+	m, err := Start(monitor(t, hello+`for idle in 9000:-1 2400000:1800000 12000:0; do read cmd; echo "{\"sm_mhz\": 1980, \"mem_mhz\": 3201, \"temp_c\": 30, \"power_mw\": 120000, \"reasons\": 0, \"procs\": 1, \"power_violation_ns\": 0, \"thermal_violation_ns\": 0, \"idle_ns\": ${idle%:*}, \"idle_wait_ns\": ${idle#*:}}"; done
 sleep 5
 `), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer m.Close()
-	n, worst := 0, int64(0)
-	if _, err := m.Idle(&n, &worst); err != nil {
+	var g Probes
+	if _, err := m.Idle(&g); err != nil {
 		t.Errorf("idle probe of 9 us: %v", err)
 	}
-	want := "gpu_busy: replay's empty kernel took 2400 us on the GPU around a sample (idle, under 500 us): GPU work of the visit ran outside its samples"
-	if _, err := m.Idle(&n, &worst); err == nil || err.Error() != want {
+	want := "gpu_busy: replay's empty kernel took 2400 us on the GPU around a sample (idle, under 500 us; 1800 us of it waiting for a CPU): GPU work of the visit ran outside its samples"
+	if _, err := m.Idle(&g); err == nil || err.Error() != want {
 		t.Errorf("idle probe of 2.4 ms = %v, want %s", err, want)
 	}
-	if _, err := m.Idle(&n, &worst); err != nil || !m.Alive() || n != 3 || worst != 2400000 {
-		t.Errorf("after a busy probe: %v, alive %v, %d probes, worst %d ns; want the monitor running, 3 probes, worst 2400000", err, m.Alive(), n, worst)
+	if _, err := m.Idle(&g); err != nil || !m.Alive() || g != (Probes{N: 3, WorstNs: 2400000, WaitNs: 1800000, WorstWaitNs: 1800000}) {
+		t.Errorf("after a busy probe: %v, alive %v, %+v; want the monitor running, 3 probes, worst 2400000 of wait 1800000", err, m.Alive(), g)
 	}
 }
 

@@ -3,6 +3,7 @@ package visit
 import (
 	"fmt"
 	"math"
+	"os"
 	"strconv"
 	"strings"
 	"time"
@@ -181,7 +182,11 @@ func (s *Session) commandFrozen(verb string, n, calls int64, frozen bool) (span 
 			return 0, 0, err
 		}
 	}
-	if err := s.write(cmd); err != nil {
+	var slots *os.File
+	if s.staging != nil {
+		slots = s.staging.Slots
+	}
+	if err := s.send(cmd, slots); err != nil {
 		// The timer is gone: what it left on fd 4 says more.
 		if _, rerr := s.read(TypeSample); rerr != nil {
 			return 0, 0, rerr
@@ -192,7 +197,13 @@ func (s *Session) commandFrozen(verb string, n, calls int64, frozen bool) (span 
 	if err == nil && frozen {
 		err = s.Freeze()
 	}
+	if err == nil && s.staging != nil {
+		err = s.staging.Probe()
+	}
 	span = time.Since(t0)
+	if err == nil && s.staging != nil {
+		err = s.staging.Unstage()
+	}
 	if err != nil {
 		return 0, 0, err
 	}

@@ -87,6 +87,7 @@ type Session struct {
 	tel      Telemetry // of the last sample command
 	cgroup   *cgroup   // nil: no CPU quota
 	frozen   bool      // the visit's cgroup is frozen (Freeze, Novel)
+	staging  *Staging  // the novel sample being taken, when its slots are staged
 	Argv     []string  // what was started, sandbox included (the cgroup is the Limiter's record)
 	// Cores is the visit's top process's CPU mask, read back from the
 	// kernel just after it started (nil where it could not be read).
@@ -125,10 +126,19 @@ func newSink(r *os.File, limit int) *sink {
 	return s
 }
 
-// Start starts the timer with fd 3 (commands) and fd 4 (reports).
+// Start starts the timer with fd 3 (commands: a Unix stream socket, on
+// which a command can carry a descriptor) and fd 4 (reports: a pipe).
 func Start(ctx context.Context, spec Spec) (*Session, error) {
 	var cmdP, repP [2]int
-	if err := unix.Pipe2(cmdP[:], unix.O_CLOEXEC); err != nil {
+	sp, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		return nil, err
+	}
+	// cmdP[0] is the timer's end, as a pipe's read end would be.
+	cmdP = [2]int{sp[0], sp[1]}
+	if err := unix.Shutdown(cmdP[0], unix.SHUT_WR); err != nil { // the timer only reads commands
+		unix.Close(cmdP[0])
+		unix.Close(cmdP[1])
 		return nil, err
 	}
 	if err := unix.Pipe2(repP[:], unix.O_CLOEXEC); err != nil {
@@ -445,22 +455,52 @@ func (s *Session) FreezeCycle(k int) (time.Duration, error) {
 // and the clock stops once the visit is frozen again after the answer, so
 // everything the visit did with those inputs is inside the span.
 func (s *Session) Novel(n int64) (span time.Duration, timerNs int64, err error) {
+	return s.NovelStaged(n, nil)
+}
+
+// Staging is how a GPU novel sample's slots reach the visit under novel
+// rule 3 (docs/gpu-clock.md, "The stager"): replay's monitor made them as
+// one allocation while the visit was frozen, and Slots, its descriptor,
+// goes with the command. After the answer and the freeze, Probe (the
+// monitor's idle probe) runs inside the span, so GPU work the visit left
+// running when it answered is timed (or fails the visit); Unstage (the
+// monitor's download and checks) runs after the span, before the
+// sample's closing telemetry reading.
+type Staging struct {
+	Slots   *os.File
+	Probe   func() error
+	Unstage func() error
+}
+
+// NovelStaged is Novel with the slots staged by st (nil: in the visit's
+// memory files, as on the CPU).
+func (s *Session) NovelStaged(n int64, st *Staging) (span time.Duration, timerNs int64, err error) {
 	if !s.frozen {
 		return 0, 0, errors.New("visit: a novel sample of a visit that is not frozen")
 	}
+	s.staging = st
+	defer func() { s.staging = nil }()
 	return s.commandFrozen("novel", n, n, true)
 }
 
-func (s *Session) write(b []byte) error {
+func (s *Session) write(b []byte) error { return s.send(b, nil) }
+
+// send writes b on the command socket, carrying f's descriptor with its
+// first byte when f is not nil.
+func (s *Session) send(b []byte, f *os.File) error {
+	var oob []byte
+	if f != nil {
+		oob = unix.UnixRights(int(f.Fd()))
+	}
 	for len(b) > 0 {
-		n, err := unix.Write(s.cmdW, b)
+		n, err := unix.SendmsgN(s.cmdW, b, oob, nil, unix.MSG_NOSIGNAL)
 		if err == unix.EINTR {
 			continue
 		}
 		if err != nil {
 			return s.diedBefore("next")
 		}
-		b = b[n:]
+		b, oob = b[n:], nil
 	}
 	return nil
 }

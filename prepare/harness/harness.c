@@ -36,7 +36,9 @@
 #include <stdlib.h>
 #include <signal.h>
 #include <string.h>
+#include <sched.h>
 #include <sys/mman.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
 #include <time.h>
@@ -750,6 +752,101 @@ static int check_repeat(const struct visit *v, struct report *r, uint64_t set)
 	return 1;
 }
 
+/* ---- commands ---- */
+
+/* Replay's commands come on fd 3, a Unix stream socket (a pipe works too),
+ * one line each. A command may carry descriptors (SCM_RIGHTS): the CUDA
+ * timer's "novel SEQ N" carries the sample's staged allocation
+ * (docs/gpu-clock.md); no other command carries any. Replay sends one
+ * command and waits for its answer, so the descriptors that arrive belong
+ * to the line they arrive with. */
+enum { MAX_COMMAND = 126, MAX_REQUEST = 8190, MAX_CMD_FDS = MAX_PARAMS };
+
+/* commands reads lines of at most max bytes from fd. */
+struct commands {
+	int fd;
+	size_t max;
+	char buf[MAX_REQUEST + 2];
+	size_t n;
+	int fds[MAX_CMD_FDS];
+	int nfds;
+	int lost; /* descriptors beyond MAX_CMD_FDS, closed */
+};
+
+static void take_fds(struct commands *c, struct msghdr *m)
+{
+	for (struct cmsghdr *h = CMSG_FIRSTHDR(m); h; h = CMSG_NXTHDR(m, h)) {
+		if (h->cmsg_level != SOL_SOCKET || h->cmsg_type != SCM_RIGHTS)
+			continue;
+		size_t k = (h->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+		for (size_t i = 0; i < k; i++) {
+			int fd;
+			memcpy(&fd, CMSG_DATA(h) + i * sizeof(int), sizeof fd);
+			if (c->nfds < MAX_CMD_FDS)
+				c->fds[c->nfds++] = fd;
+			else {
+				close(fd);
+				c->lost++;
+			}
+		}
+	}
+	if (m->msg_flags & MSG_CTRUNC)
+		c->lost++;
+}
+
+/* next_command reads the next line into line (c->max + 2 bytes, the line
+ * without its newline) and returns 1, or 0 when replay closed c->fd.
+ * Descriptors the line carried are in c->fds until the caller takes them. */
+static int next_command(struct commands *c, char *line)
+{
+	if (c->max == 0 || c->max > MAX_REQUEST)
+		die("next_command: a reader of %zu-byte lines", c->max);
+	for (;;) {
+		char *nl = memchr(c->buf, '\n', c->n);
+		if (nl) {
+			size_t len = (size_t)(nl - c->buf);
+			memcpy(line, c->buf, len);
+			line[len] = 0;
+			c->n -= len + 1;
+			memmove(c->buf, nl + 1, c->n);
+			return 1;
+		}
+		if (c->n > c->max)
+			die("command: want one line of at most %zu bytes", c->max);
+		union {
+			struct cmsghdr h;
+			char b[CMSG_SPACE(MAX_CMD_FDS * sizeof(int))];
+		} ctl;
+		struct iovec io = {.iov_base = c->buf + c->n, .iov_len = c->max + 2 - c->n};
+		struct msghdr m = {.msg_iov = &io, .msg_iovlen = 1, .msg_control = ctl.b, .msg_controllen = sizeof ctl.b};
+		ssize_t got = recvmsg(c->fd, &m, MSG_CMSG_CLOEXEC);
+		if (got < 0 && errno == ENOTSOCK)
+			got = read(c->fd, c->buf + c->n, c->max + 2 - c->n);
+		else if (got >= 0)
+			take_fds(c, &m);
+		if (got < 0 && errno == EINTR)
+			continue;
+		if (got < 0)
+			die("read commands on fd %d: %s", c->fd, strerror(errno));
+		if (got == 0) {
+			if (c->n > 0)
+				die("command: %zu bytes without a newline before fd %d closed", c->n, c->fd);
+			return 0;
+		}
+		c->n += (size_t)got;
+	}
+}
+
+/* command_fds checks that the command just read carried want descriptors
+ * (0 or 1) and returns the one it carried (-1 for none). */
+static int command_fds(struct commands *c, const char *cmd, int want)
+{
+	if (c->nfds != want || c->lost)
+		die("command \"%s\": carried %d descriptor(s), want %d", cmd, c->nfds + c->lost, want);
+	c->nfds = 0;
+	return want ? c->fds[0] : -1;
+}
+
 #ifdef TILEPIPE_CUDA
 #include "cuda/backend.c"
 #endif
@@ -883,20 +980,18 @@ static int parse_command(const char *cmd, const char *verb, uint64_t *seq, uint6
  * N calls over the warm sets, "novel SEQ N" N calls on fresh sets 0 to
  * N-1 as replay just rewrote them (its novel slots); each is answered with
  * the timer's own span. */
-static void serve(FILE *in, struct visit *v)
+static void serve(struct commands *in, struct visit *v)
 {
-	char cmd[128];
+	char cmd[MAX_COMMAND + 2];
 	uint64_t cursor = 0;
 #ifdef TILEPIPE_CUDA
 	int filled = 0; /* the warm outputs' fill is on the device */
 #endif
-	while (fgets(cmd, sizeof cmd, in)) {
-		size_t len = strlen(cmd);
-		if (len == 0 || cmd[len - 1] != '\n')
-			die("command: want one line of at most %zu bytes", sizeof cmd - 2);
-		cmd[len - 1] = 0;
-		if (strcmp(cmd, "end") == 0)
+	while (next_command(in, cmd)) {
+		if (strcmp(cmd, "end") == 0) {
+			command_fds(in, cmd, 0);
 			return;
+		}
 #ifdef TILEPIPE_CUDA
 		/* Replay wrote its fill over the warm outputs before its first
 		 * command (docs/protocol.md, step 3). */
@@ -908,6 +1003,7 @@ static void serve(FILE *in, struct visit *v)
 		uint64_t s, n;
 		int64_t ns;
 		if (parse_command(cmd, "run", &s, &n)) {
+			command_fds(in, cmd, 0);
 #ifdef TILEPIPE_CUDA
 			gpu_flush();
 			ns = gpu_sample(WARM, 0, n, v->pools[WARM].sets, &cursor);
@@ -920,16 +1016,18 @@ static void serve(FILE *in, struct visit *v)
 			if (n > v->pools[FRESH].sets)
 				die("command \"%s\": want 0 to %" PRIu64 " novel calls (the fresh sets)", cmd, v->pools[FRESH].sets);
 #ifdef TILEPIPE_CUDA
-			gpu_novel_upload(v, n);
-			gpu_flush(); /* after the upload: under "l2 flush" no input is left in L2 */
-			ns = gpu_sample(FRESH, 0, n, n ? n : 1, &(uint64_t){0});
-			/* Replay reads them when the answer arrives. */
-			gpu_novel_download(v, n);
+			/* The slots come staged by replay's monitor, as one fresh
+			 * allocation whose descriptor the command carries. */
+			if (n == 0)
+				die("command \"%s\": a staged novel sample of no calls", cmd);
+			ns = gpu_novel_staged(v, command_fds(in, cmd, 1), n);
 #else
+			command_fds(in, cmd, 0);
 			ns = run_sample(n, v->sets[FRESH], v->nparams, n ? n : 1, &(uint64_t){0});
 #endif
 #ifdef TILEPIPE_CUDA
 		} else if (parse_command(cmd, "graph", &s, &n)) {
+			command_fds(in, cmd, 0);
 			/* n replays of the graph of graph_batch calls. */
 			if (!graph_batch)
 				die("command \"%s\": the visit file has no \"graph N\" line", cmd);
@@ -1019,10 +1117,6 @@ static int after_timing(struct visit *v, struct report *r)
 			r->checks[i] = r->ran[i] ? "pass" : "not_run";
 		return 0;
 	}
-	if (*novel_reason) {
-		snprintf(r->reason, sizeof r->reason, "%s", novel_reason);
-		return fail_check(r, CHECK_GUARDS);
-	}
 	/* Replay compares every warm set with the validated outputs. */
 	for (uint64_t s = 0; s < v->pools[WARM].sets; s++)
 		gpu_outputs(v, WARM, s, 0);
@@ -1041,7 +1135,7 @@ static int after_timing(struct visit *v, struct report *r)
 static int run_visit(const char *file)
 {
 	if (fcntl(CMD_FD, F_GETFD) < 0 || fcntl(REPORT_FD, F_GETFD) < 0)
-		die("fds %d and %d: want replay's command and report pipes (docs/protocol.md, visit)", CMD_FD, REPORT_FD);
+		die("fds %d and %d: want replay's command socket and report pipe (docs/protocol.md, visit)", CMD_FD, REPORT_FD);
 	static struct visit v;
 	parse_visit(file, &v);
 	map_buffers(&v);
@@ -1051,9 +1145,7 @@ static int run_visit(const char *file)
 	the_visit = &v;
 	install_fault_handler();
 
-	FILE *in = fdopen(CMD_FD, "r");
-	if (!in)
-		die("fd %d: %s", CMD_FD, strerror(errno));
+	static struct commands in = {.fd = CMD_FD, .max = MAX_COMMAND};
 	struct report r = {.reason = ""};
 	int ok = validate(&v, &r);
 	/* Replay's MALLOC_PERTURB_ fill is for the validation calls (their
@@ -1062,13 +1154,16 @@ static int run_visit(const char *file)
 	mallopt(M_PERTURB, 0);
 	send_status(&v, &r, ok, "validated");
 	if (ok) {
-		serve(in, &v);
+		serve(&in, &v);
 		send_status(&v, &r, after_timing(&v, &r), "final");
 	}
 	/* Stay until replay closes fd 3: it looks for processes left behind
 	 * while the timer is still here to hold the visit open. */
-	while (fgetc(in) != EOF)
-		;
+	for (char b[256];;) {
+		ssize_t got = read(CMD_FD, b, sizeof b);
+		if (got == 0 || (got < 0 && errno != EINTR))
+			break;
+	}
 	_exit(0);
 }
 

@@ -1,6 +1,10 @@
 package harness
 
-import _ "embed"
+import (
+	_ "embed"
+	"os"
+	"path/filepath"
+)
 
 // Source is harness.c, the C timer that prepare compiles once
 // (`cc -O2 -c harness.c`) and links, unchanged, with an object route's
@@ -17,3 +21,23 @@ var Source []byte
 //
 //go:embed cuda/backend.c
 var CUDABackend []byte
+
+// WriteCUDA writes the CUDA timer's sources into dir, laid out as its
+// build wants them (harness.c, cuda/backend.c), with mode perm, and
+// returns harness.c's path: compile it with -DTILEPIPE_CUDA and link
+// with -ldl.
+func WriteCUDA(dir string, perm os.FileMode) (string, error) {
+	if err := os.MkdirAll(filepath.Join(dir, "cuda"), 0o755); err != nil {
+		return "", err
+	}
+	src := filepath.Join(dir, "harness.c")
+	for _, f := range []struct {
+		path string
+		b    []byte
+	}{{src, Source}, {filepath.Join(dir, "cuda", "backend.c"), CUDABackend}} {
+		if err := os.WriteFile(f.path, f.b, perm); err != nil {
+			return "", err
+		}
+	}
+	return src, nil
+}

@@ -2,7 +2,7 @@
 """Drives wrapper.py through whole visits the way replay does (docs/protocol.md,
 "visit (timers)"), for the CUDA path of issue 11.
 
-    python3 routes/torch-eager/cuda_test.py [--device cuda|cpu] [-j JOBS]
+    python3 routes/torch-eager/cuda_test.py [--device cuda|cpu] [-j JOBS] [--monitor CUDA_TIMER]
 
 Needs torch in the interpreter that runs it (the wrapper runs under the same
 one). With --device cuda (the default) and no usable GPU it prints why and
@@ -11,7 +11,9 @@ exits 0 having checked only that the route and the wrapper refuse cuda
 of this driver itself, and of the CPU path).
 
 Each visit: replay's memory files (memfds, canaries, inputs sealed) on
-fds 5 and up, commands on fd 3, reports on fd 4. The driver reads the
+fds 5 and up, commands on fd 3 (a socket), reports on fd 4; on the GPU
+each novel sample's slots staged by the real monitor (--monitor, the CUDA
+timer's --telemetry), as replay stages them under novel rule 3. The driver reads the
 validated outputs of every warm set from the memory files and compares them
 with the same op computed by torch on the CPU in f32, overwrites them with a
 fill pattern, asks for empty and batch samples and a novel sample of every
@@ -29,8 +31,10 @@ import argparse
 import concurrent.futures
 import fcntl
 import json
+import array
 import os
 import select
+import socket
 import subprocess
 import sys
 import tempfile
@@ -224,12 +228,83 @@ def compare(what, got, want, tol):
     return ""
 
 
+def send_fds(sock, data, fds):
+    """data on sock, fds (a list) carried with its first byte."""
+    anc = [(socket.SOL_SOCKET, socket.SCM_RIGHTS, array.array("i", fds))] if fds else []
+    n = sock.sendmsg([data], anc)
+    if n < len(data):
+        sock.sendall(data[n:])
+
+
+class Monitor:
+    """Replay's GPU monitor (the CUDA timer's --telemetry: its fd 0 and
+    fd 1 one Unix stream socket), as replay drives its stager
+    (docs/gpu-clock.md, "The stager"): the fresh files opened once, then
+    per novel sample a staged allocation whose descriptor goes to the
+    visit with the command, the probe, the unstaging."""
+
+    def __init__(self, exe):
+        self.sock, child = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+        self.p = subprocess.Popen([exe, "--telemetry"], stdin=child, stdout=child, stderr=subprocess.PIPE)
+        child.close()
+        self.buf, self.fds = b"", []
+        first = self.line()
+        if first.get("telemetry") != "nvml":
+            raise RuntimeError("monitor's first line %r" % first)
+
+    def line(self):
+        while b"\n" not in self.buf:
+            b, anc, _, _ = self.sock.recvmsg(4096, socket.CMSG_SPACE(16))
+            for level, kind, data in anc:
+                if level == socket.SOL_SOCKET and kind == socket.SCM_RIGHTS:
+                    self.fds += list(memoryview(data)[:len(data) - len(data) % 4].cast("i"))
+            if not b:
+                raise RuntimeError("monitor exited: %s" % self.p.stderr.read().decode("utf-8", "replace")[-500:])
+            self.buf += b
+        ln, self.buf = self.buf.split(b"\n", 1)
+        return json.loads(ln)
+
+    def ask(self, req, fds=()):
+        send_fds(self.sock, (req + "\n").encode(), list(fds))
+        return self.line()
+
+    def open(self, sets, gap, files):
+        """files: (name, role, bytes, fd) in param order."""
+        req = "open %d %d " % (sets, gap) + " ".join("%s %s %d" % f[:3] for f in files)
+        return self.ask(req, [f[3] for f in files])["opened"]
+
+    def stage(self, seq, n):
+        a = self.ask("stage %d %d 0" % (seq, n))
+        if a.get("staged") != seq or len(self.fds) != 1:
+            raise RuntimeError("stage %d: %r with %d descriptors" % (seq, a, len(self.fds)))
+        fd, self.fds = self.fds[0], []
+        return fd
+
+    def unstage(self, seq):
+        """(the in-span probe's idle ns, the monitor's reason)."""
+        p = self.ask("unstage %d" % seq)
+        u = self.line()
+        if p.get("probed") != seq or u.get("unstaged") != seq:
+            raise RuntimeError("unstage %d: %r, %r" % (seq, p, u))
+        return p["idle_ns"], u["reason"]
+
+    def close(self):
+        self.sock.close()
+        try:
+            self.p.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            self.p.kill()
+            self.p.wait()
+        self.p.stderr.close()
+
+
 class Timer:
-    """One wrapper process, fds 3 and 4 and the memory files laid out as
-    replay lays them out."""
+    """One wrapper process, fds 3 (a socket) and 4 and the memory files
+    laid out as replay lays them out."""
 
     def __init__(self, argv, fds, tmp):
-        cmd_r, self.cmd_w = os.pipe()
+        self.cmd, child = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+        cmd_r = child.detach()
         self.rep_r, rep_w = os.pipe()
         order = [cmd_r, rep_w] + fds
 
@@ -259,10 +334,11 @@ class Timer:
         line, self.buf = self.buf.split(b"\n", 1)
         return json.loads(line)
 
-    def command(self, line):
-        """Sends line; returns (the report, the span from writing to reading in ns)."""
+    def command(self, line, fd=None):
+        """Sends line (carrying fd, if given); returns (the report, the
+        span from writing to reading in ns)."""
         t0 = time.perf_counter_ns()
-        os.write(self.cmd_w, (line + "\n").encode())
+        send_fds(self.cmd, (line + "\n").encode(), [fd] if fd is not None else [])
         r = self.report()
         return r, time.perf_counter_ns() - t0
 
@@ -280,7 +356,7 @@ class Timer:
 
     def close(self):
         """Closes fd 3, waits for the exit; (exit status, stdout, stderr)."""
-        os.close(self.cmd_w)
+        self.cmd.close()
         try:
             rc = self.p.wait(timeout=60)
         except subprocess.TimeoutExpired:
@@ -298,6 +374,9 @@ def wrapper_args(op, dims, dtype, ranking, device, policy):
     if ranking:
         args += ["--ranking", ranking]
     return args
+
+
+MONITOR = None  # --monitor: the CUDA timer whose --telemetry stages the GPU's novel slots
 
 
 def run_visit(op, dims, dtype, ranking, device, policy, seed=1, closure=None):
@@ -329,11 +408,17 @@ def run_visit(op, dims, dtype, ranking, device, policy, seed=1, closure=None):
                 WARM_SETS, WARM_GAP, FRESH_SETS, FRESH_GAP, "\n".join(lines)))
         argv = [sys.executable, WRAPPER] + wrapper_args(op, dims, dtype, ranking, device, policy) + ["--visit", vf]
         tm = Timer(argv, fds, tmp)
+        mon = None
         try:
+            if device == "cuda":
+                mon = Monitor(MONITOR)
+                mon.open(FRESH_SETS, FRESH_GAP, [(name, role, files[name, "fresh"].nbytes, files[name, "fresh"].fd) for name, role, _, _ in sig])
             tol = "tf32" if policy == "tf32" else dtype
-            problems, info = drive(tm, op, sig_op, dims, tol, ranking, device, sets, files, sig, closure)
+            problems, info = drive(tm, op, sig_op, dims, tol, ranking, device, sets, files, sig, closure, mon)
         finally:
             rc, out, err = tm.close()
+            if mon is not None:
+                mon.close()
             for fd in fds:
                 os.close(fd)
     info["exit"], info["stderr"], info["wall"] = rc, err, time.monotonic() - t0
@@ -347,7 +432,7 @@ def run_visit(op, dims, dtype, ranking, device, policy, seed=1, closure=None):
     return problems, info
 
 
-def drive(tm, op, sig_op, dims, tol, ranking, device, sets, files, sig, closure):
+def drive(tm, op, sig_op, dims, tol, ranking, device, sets, files, sig, closure, mon):
     """Replay's side of one visit; tol is the outputs' TOL key."""
     dtype = "f32" if tol == "tf32" else tol
     problems, info = [], {}
@@ -389,7 +474,14 @@ def drive(tm, op, sig_op, dims, tol, ranking, device, sets, files, sig, closure)
     seq, samples = 0, []
     for n in (0, 0, 1, 2, 4, 16, 3, FRESH_SETS):
         kind = "novel" if len(samples) == 7 else "run"
-        r, span = tm.command("%s %d %d" % (kind, seq, n))
+        slots = mon.stage(seq, n) if kind == "novel" and mon is not None else None
+        r, span = tm.command("%s %d %d" % (kind, seq, n), slots)
+        if slots is not None:
+            os.close(slots)
+            idle, reason = mon.unstage(seq)
+            info["novel_idle_ns"] = idle
+            if reason:
+                problems.append("novel %d %d: the monitor found %s" % (seq, n, reason))
         if r is None or r.get("type") != "sample" or r.get("seq") != seq or r.get("calls") != n:
             return problems + ["%s %d %d: answer %r" % (kind, seq, n, r)], info
         samples.append((kind, n, r["ns"], span))
@@ -484,7 +576,10 @@ def main():
     ap.add_argument("--device", default="cuda", choices=("cuda", "cpu"))
     ap.add_argument("-j", type=int, default=4)
     ap.add_argument("-v", action="store_true", help="print each visit's stderr")
+    ap.add_argument("--monitor", help="the CUDA timer (prepare/harness) whose --telemetry stages the novel slots (--device cuda)")
     a = ap.parse_args()
+    global MONITOR
+    MONITOR = a.monitor
     why = wrapper.cuda_unavailable(torch)
     failed = []
 
@@ -503,6 +598,9 @@ def main():
         print("CUDA unavailable here (%s): no cuda visits run" % why)
         return 1 if failed else 0
     report("closure listing (%d files)" % len(closure), [] if rc == 0 and closure else ["exit %d: %s" % (rc, err.strip()[-2000:])])
+    if a.device == "cuda" and not a.monitor:
+        report("--monitor", ["--device cuda needs --monitor CUDA_TIMER: the novel slots are staged by it"])
+        return 1
 
     jobs = []
     for op, dims, dtype, ranking, policy in (CASES if a.device == "cuda" else CPU_CASES):

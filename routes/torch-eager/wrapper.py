@@ -69,6 +69,7 @@ import itertools
 import json
 import mmap
 import os
+import socket
 import stat
 import sys
 import time
@@ -88,7 +89,7 @@ FIRST_MEM_FD = 5             # replay's memory files start here
 MAX_NAME = 64
 MAX_COMMAND = 126            # longest command line, without its newline
 MAX_ERROR = 400              # longest exception message kept in a reason
-CMD_FD, REPORT_FD = 3, 4     # replay's command and report pipes
+CMD_FD, REPORT_FD = 3, 4     # replay's command socket and report pipe
 POOLS = ("warm", "fresh")    # in the visit file's order
 MIN_SETS = {"warm": 2, "fresh": 1}
 LIAR_DIVISOR = 4             # _liar reports a quarter of the ns it measured
@@ -910,20 +911,111 @@ class DeviceView:
         assert self.typed.is_contiguous() and self.ptr % ALIGN == 0
 
 
+class _Location(ctypes.Structure):
+    _fields_ = [("type", ctypes.c_int), ("id", ctypes.c_int)]
+
+
+class _AllocationProp(ctypes.Structure):
+    """CUmemAllocationProp, as cuda.h lays it out (CUDA 10.2 to 13)."""
+    _fields_ = [("type", ctypes.c_int), ("requestedHandleTypes", ctypes.c_int), ("location", _Location),
+                ("win32HandleMetaData", ctypes.c_void_p), ("compressionType", ctypes.c_ubyte),
+                ("gpuDirectRDMACapable", ctypes.c_ubyte), ("usage", ctypes.c_ushort), ("reserved", ctypes.c_ubyte * 4)]
+
+
+class _AccessDesc(ctypes.Structure):
+    _fields_ = [("location", _Location), ("flags", ctypes.c_int)]
+
+
+class Driver:
+    """The CUDA driver's virtual memory management calls, in torch's own
+    (primary) context: what a staged novel sample needs (Device.novel),
+    as backend.c makes them."""
+
+    def __init__(self, device):
+        self.lib = ctypes.CDLL("libcuda.so.1")
+        u64, size, c_int = ctypes.c_ulonglong, ctypes.c_size_t, ctypes.c_int
+        for name, args in (("cuMemGetAllocationGranularity", (ctypes.POINTER(size), ctypes.POINTER(_AllocationProp), c_int)),
+                           ("cuMemAddressReserve", (ctypes.POINTER(u64), size, size, u64, u64)),
+                           ("cuMemCreate", (ctypes.POINTER(u64), size, ctypes.POINTER(_AllocationProp), u64)),
+                           ("cuMemImportFromShareableHandle", (ctypes.POINTER(u64), ctypes.c_void_p, c_int)),
+                           ("cuMemMap", (u64, size, size, u64, u64)),
+                           ("cuMemSetAccess", (u64, size, ctypes.POINTER(_AccessDesc), size)),
+                           ("cuMemRelease", (u64,)),
+                           ("cuMemUnmap", (u64, size))):
+            f = getattr(self.lib, name)
+            f.argtypes, f.restype = args, c_int
+        self.device = device
+        # CU_MEM_ALLOCATION_TYPE_PINNED on this device, exportable as a
+        # POSIX descriptor; CU_MEM_ACCESS_FLAGS_PROT_READWRITE.
+        self.prop = _AllocationProp(type=1, requestedHandleTypes=1, location=_Location(1, device))
+        self.access = _AccessDesc(location=_Location(1, device), flags=3)
+
+    def must(self, rc, what):
+        if rc != 0:
+            raise Usage("cuda_error: %s: CUDA error %d" % (what, rc))
+
+    def granularity(self):
+        g = ctypes.c_size_t()
+        self.must(self.lib.cuMemGetAllocationGranularity(ctypes.byref(g), ctypes.byref(self.prop), 0), "cuMemGetAllocationGranularity")
+        return g.value
+
+    def reserve(self, n):
+        d = ctypes.c_ulonglong()
+        self.must(self.lib.cuMemAddressReserve(ctypes.byref(d), n, 0, 0, 0), "cuMemAddressReserve (the fresh sets' range)")
+        return d.value
+
+    def map(self, at, n, handle, what):
+        """Maps handle at at (n bytes), readable and writable here, and
+        releases the handle (the mapping holds it)."""
+        self.must(self.lib.cuMemMap(at, n, 0, handle, 0), "cuMemMap (%s)" % what)
+        self.must(self.lib.cuMemRelease(handle), "cuMemRelease (%s)" % what)
+        self.must(self.lib.cuMemSetAccess(at, n, ctypes.byref(self.access), 1), "cuMemSetAccess (%s)" % what)
+
+    def create(self, n):
+        h = ctypes.c_ulonglong()
+        self.must(self.lib.cuMemCreate(ctypes.byref(h), n, ctypes.byref(self.prop), 0), "cuMemCreate (a placeholder)")
+        return h.value
+
+    def import_fd(self, fd):
+        h = ctypes.c_ulonglong()
+        self.must(self.lib.cuMemImportFromShareableHandle(ctypes.byref(h), ctypes.c_void_p(fd), 1),
+                  "cuMemImportFromShareableHandle (a novel sample's staged slots)")
+        return h.value
+
+    def unmap(self, at, n, what):
+        self.must(self.lib.cuMemUnmap(at, n), "cuMemUnmap (%s)" % what)
+
+
+class _DeviceBytes:
+    """n bytes of device memory at ptr, for torch.as_tensor."""
+
+    def __init__(self, ptr, n):
+        self.__cuda_array_interface__ = {"shape": (n,), "typestr": "|u1", "data": (ptr, False), "version": 3}
+
+
 class Device:
     """The GPU side of a --device cuda visit, as the C CUDA timer
-    (prepare/harness/cuda/backend.c) does it. Every memory file gets one
-    device mirror of the WHOLE file (f.mirror, canary gaps included),
-    uploaded once at the start; every set's Buffer gets a DeviceView of its
-    mirror (b.dev), which the entries compute on. Every copy between host
-    and device, and every synchronisation, is one of the calls below."""
+    (prepare/harness/cuda/backend.c) does it. Every warm memory file gets
+    one device mirror of the WHOLE file (f.mirror, canary gaps included),
+    uploaded once at the start. The fresh sets live in each novel
+    sample's staged allocation (novel rule 3, docs/gpu-clock.md, "The
+    stager"): replay's monitor lays every fresh file out in it, whole, in
+    param order (each at the sum of the sizes before it, the total rounded
+    up to the allocation granularity), and this visit maps it at a range
+    reserved once, so a fresh file's f.mirror is a fixed view of that
+    range. Every set's Buffer gets a DeviceView of its mirror (b.dev),
+    which the entries compute on; the fresh entries are made once, on a
+    placeholder allocation mapped there until release_placeholder, so no
+    launch of their making lands in a sample. Every copy between host and
+    device, and every synchronisation, is one of the calls below."""
 
     def __init__(self, torch, files, sets, l2_flush=False):
         """files: per param, {pool: MemFile}; sets: per pool, the sets'
         {name: Buffer}. l2_flush (the visit's "l2 flush"): a buffer of
-        twice the device's L2 is written before every sample, on the
+        twice the device's L2 is written before every warm sample, on the
         stream the sample's first event is recorded on, so the flush ends
-        before the span begins."""
+        before the span begins (the monitor flushes after each novel
+        sample's upload)."""
         self.torch, self.files = torch, files
         self.flush, self.flushes = None, 0
         self.graph = None  # graph_sample's CUDA graph, captured on first use
@@ -937,8 +1029,23 @@ class Device:
         for per_pool in files:
             for f in per_pool.values():
                 f.host = torch.frombuffer(f.map, dtype=torch.uint8)  # the whole memory file
-                f.mirror = torch.empty(f.size, dtype=torch.uint8, device="cuda")
-                f.mirror.copy_(f.host)  # upload, canaries and all
+            f = per_pool["warm"]
+            f.mirror = torch.empty(f.size, dtype=torch.uint8, device="cuda")
+            f.mirror.copy_(f.host)  # upload, canaries and all
+        torch.cuda.synchronize()  # torch's context is current on this thread
+        self.driver = Driver(torch.cuda.current_device())
+        off, total = [], 0
+        for per_pool in files:
+            off.append(total)
+            total += per_pool["fresh"].size
+        g = self.driver.granularity()
+        self.range_bytes = -(-total // g) * g
+        self.range = self.driver.reserve(self.range_bytes)
+        self.driver.map(self.range, self.range_bytes, self.driver.create(self.range_bytes), "a placeholder")
+        self.placeholder = True
+        for per_pool, o in zip(files, off):
+            f = per_pool["fresh"]
+            f.mirror = torch.as_tensor(_DeviceBytes(self.range + o, f.size), device="cuda")
         for pool in POOLS:
             for bs in sets[pool]:
                 for b in bs.values():
@@ -946,6 +1053,14 @@ class Device:
         torch.cuda.synchronize()
         self.start = torch.cuda.Event(enable_timing=True)
         self.end = torch.cuda.Event(enable_timing=True)
+
+    def release_placeholder(self):
+        """Unmaps the placeholder the fresh entries were made on: from here
+        on, only a novel sample's staged allocation is mapped there, and
+        only during its sample."""
+        self.torch.cuda.synchronize()
+        self.driver.unmap(self.range, self.range_bytes, "a placeholder")
+        self.placeholder = False
 
     def sync(self):
         """Waits for the whole device (every stream), not one stream."""
@@ -976,48 +1091,31 @@ class Device:
         for b in outs:
             b.data.copy_(b.dev.data)
 
-    def novel_upload(self, n):
-        """Copies what replay wrote into fresh sets 0 to n-1 while the visit
-        was frozen (a novel sample's inputs and fill) up to the mirrors: one
-        copy per file, from its start to the end of set n-1's data (the
-        gaps hold the canaries, as the file does), on the current stream
-        before the sample's first event, as backend.c's gpu_novel_upload."""
-        for per_pool in self.files:
-            f = per_pool["fresh"]
-            end = f.offset(n - 1) + f.nbytes
-            f.mirror[:end].copy_(f.host[:end])
-
-    def novel_download(self, n, index):
-        """After a novel sample: the same ranges come down; an input's must
-        still equal its file, an output's gaps must hold the canaries, and
-        then the whole range goes into the memory file (replay reads the
-        outputs when the answer arrives). Raises CheckFailed for the first
-        violation, after every output is down, as backend.c words it."""
-        first = None
-        for per_pool in self.files:
-            f = per_pool["fresh"]
-            end = f.offset(n - 1) + f.nbytes
-            d = f.mirror[:end].cpu()
-            if f.role == "input":
-                o = first_diff(d, f.host[:end])
-                if o >= 0 and first is None:
-                    first = "input_written: %s fresh byte %d (device) (novel sample %d)" % (f.name, o, index)
-                continue
-            at = f.canary_at[f.canary_at < end]
-            ne = (d[at] != f.canary[:at.numel()]).nonzero()
-            if ne.numel() and first is None:
-                first = "guard_overwritten: %s fresh byte %d (device) (novel sample %d)" % (f.name, int(at[int(ne[0, 0])]), index)
-            d[at] = f.canary[:at.numel()]
-            f.host[:end].copy_(d)  # its gaps now hold the canaries the file holds
-        if first is not None:
-            raise CheckFailed("guards", first)
+    def novel(self, fd, calls):
+        """A staged novel sample (novel rule 3): the allocation replay's
+        monitor made (fd, its POSIX descriptor, which the command carried)
+        imported and mapped at the fresh sets' range, the calls timed as
+        sample times them, the range unmapped before the answer, so no
+        call of the visit reaches the slots once it has answered. Replay's
+        span, which holds all of it, is the sample's time; the events are
+        its cross-check. The monitor checks the allocation afterwards and
+        brings the outputs down (backend.c's gpu_novel_staged)."""
+        try:
+            h = self.driver.import_fd(fd)
+        finally:
+            os.close(fd)
+        self.driver.map(self.range, self.range_bytes, h, "a novel sample's staged slots")
+        ns, err = self.sample(calls, flush=False)  # the whole device synchronised, unless a call raised
+        self.driver.unmap(self.range, self.range_bytes, "a novel sample's staged slots")
+        return ns, err
 
     def check(self, suffix):
-        """Downloads every mirror and compares it with its memory file: an
-        input's every byte (the file is sealed), an output's canary gaps
-        (MemFile.watch). Reasons as backend.c's gpu_check words them."""
+        """Downloads every warm mirror and compares it with its memory
+        file: an input's every byte (the file is sealed), an output's canary
+        gaps (MemFile.watch). Reasons as backend.c's gpu_check words them.
+        The fresh sets are the monitor's to check, after each sample."""
         for per_pool in self.files:
-            for pool in POOLS:
+            for pool in ("warm",):
                 f = per_pool[pool]
                 d = f.mirror.cpu()  # download the whole mirror
                 if f.role == "input":
@@ -1030,13 +1128,13 @@ class Device:
                     o = int(f.canary_at[int(ne[0, 0])])
                     raise CheckFailed("guards", "guard_overwritten: %s %s byte %d (device)%s" % (f.name, f.pool, o, suffix))
 
-    def sample(self, calls):
+    def sample(self, calls, flush=True):
         """The calls between two CUDA events, then the whole device
         synchronized: (ns between the events, None), or (0, the exception)
-        when a call or CUDA raised. Under "l2 flush" the flush buffer is
-        written first, outside the span."""
+        when a call or CUDA raised. Under "l2 flush" (and flush) the flush
+        buffer is written first, outside the span."""
         try:
-            if self.flush is not None:
+            if flush and self.flush is not None:
                 self.flushes += 1
                 self.flush.fill_(self.flushes)
             self.start.record()
@@ -1370,7 +1468,7 @@ def check_fds():
         try:
             os.fstat(fd)
         except OSError:
-            raise Usage("fds %d and %d: want replay's command and report pipes (docs/protocol.md, visit)" % (CMD_FD, REPORT_FD))
+            raise Usage("fds %d and %d: want replay's command socket and report pipe (docs/protocol.md, visit)" % (CMD_FD, REPORT_FD))
     for fd in (CMD_FD, REPORT_FD):
         os.set_inheritable(fd, False)
 
@@ -1396,27 +1494,64 @@ def status_report(kind, reason, checks, threads=None, policy=None):
 
 
 class Commands:
-    """Replay's commands, one line each, read from fd 3 with os.read and
-    our own buffer (nothing else reads the descriptor)."""
+    """Replay's commands, one line each, read from fd 3 (a Unix stream
+    socket; a pipe works too) with our own buffer (nothing else reads the
+    descriptor). A command may carry descriptors (SCM_RIGHTS): on the GPU
+    "novel SEQ N" carries its staged slots' allocation (Device.novel);
+    next() returns them with the line they came with."""
 
     def __init__(self, fd):
-        self.fd, self.buf = fd, b""
+        self.fd, self.buf, self.fds = fd, b"", []
+        dup = os.dup(fd)
+        try:
+            self.sock = socket.socket(fileno=dup)
+        except OSError:
+            os.close(dup)
+            self.sock = None  # a pipe
+
+    def read(self):
+        if self.sock is None:
+            return os.read(self.fd, 4096)
+        space = socket.CMSG_SPACE(4 * 8)
+        b, anc, flags, _ = self.sock.recvmsg(4096, space)
+        for level, kind, data in anc:
+            if level == socket.SOL_SOCKET and kind == socket.SCM_RIGHTS:
+                n = len(data) - len(data) % 4
+                self.fds += list(memoryview(data)[:n].cast("i"))
+        if flags & socket.MSG_CTRUNC:
+            raise Usage("read commands on fd %d: descriptors cut off" % self.fd)
+        return b
 
     def next(self):
+        """(line, fds): the next line and the descriptors that came with it."""
         while True:
             i = self.buf.find(b"\n")
             if 0 <= i <= MAX_COMMAND:
                 line, self.buf = self.buf[:i], self.buf[i + 1:]
-                return line
+                fds, self.fds = self.fds, []
+                for fd in fds:
+                    os.set_inheritable(fd, False)
+                return line, fds
             if i > MAX_COMMAND or len(self.buf) > MAX_COMMAND:
                 raise Usage("command: want one line of at most %d bytes" % MAX_COMMAND)
             try:
-                b = os.read(self.fd, 4096)
+                b = self.read()
             except OSError as e:
                 raise Usage("read commands on fd %d: %s" % (self.fd, e.strerror or e))
             if not b:
                 raise Usage('fd %d closed before "end"' % self.fd)
             self.buf += b
+
+
+def command_fds(line, fds, want):
+    """The one descriptor a command carried (want 1), or none (want 0);
+    a command that carried another number ends the visit."""
+    if len(fds) != want:
+        for fd in fds:
+            os.close(fd)
+        raise Usage('command "%s": carried %d descriptor(s), want %d'
+                    % (line.decode("ascii", "backslashreplace"), len(fds), want))
+    return fds[0] if want else None
 
 
 def parse_command(line, graph=False):
@@ -1438,11 +1573,10 @@ def serve(warm, fresh, divisor, gpu=None, graph_batch=0):
     Call i of the run samples, counted across them, is warm[i mod K]; a
     novel sample calls fresh sets 0 to N-1 (the novel slots), as replay
     wrote them while the visit was frozen. With a gpu (Device) the span is
-    two CUDA events' (Device.sample), and a novel sample's slots are
-    copied up before the first event and down after the second
-    (Device.novel_upload, Device.novel_download), so its outputs are in
-    the memory files when the answer arrives, which is when replay reads
-    them. "graph SEQ R" (a GPU visit with "graph N") replays a CUDA graph
+    two CUDA events' (Device.sample), and a novel sample's slots come
+    staged by replay's monitor, as an allocation whose descriptor the
+    command carries (Device.novel): the monitor brings the outputs down
+    into the memory files after the answer. "graph SEQ R" (a GPU visit with "graph N") replays a CUDA graph
     of N warm calls R times (Device.graph_sample), answered with N*R
     calls. Returns the reason of the first call that raised or check that
     failed, or '', and the check's name (None for a call)."""
@@ -1450,12 +1584,14 @@ def serve(warm, fresh, divisor, gpu=None, graph_batch=0):
     # rotations[c]: the warm entries starting at set c, so a sample starts
     # where the last one stopped without skipping through a cycle.
     rotations = [tuple(warm[c:] + warm[:c]) for c in range(len(warm))]
-    cursor, novel = 0, 0
+    cursor = 0
     cmds = Commands(CMD_FD)
     failure, failed_check = "", None
     filled = gpu is None  # the warm outputs' fill is on the device
     while True:
-        line = cmds.next()
+        line, fds = cmds.next()
+        staged = gpu is not None and line.startswith(b"novel ")
+        slots = command_fds(line, fds, 1 if staged else 0)
         if line == b"end":
             return failure, failed_check
         if not filled:
@@ -1481,24 +1617,12 @@ def serve(warm, fresh, divisor, gpu=None, graph_batch=0):
             if n > len(fresh):
                 raise Usage('command "%s": want 0 <= N <= %d (the fresh sets)' % (what, len(fresh)))
             calls = fresh[:n]
-        if gpu is not None:
-            err = None
-            if kind == b"novel" and n > 0:
-                try:
-                    gpu.novel_upload(n)
-                except Exception as e:
-                    err = e
-            ns, serr = gpu.sample(calls) if err is None else (0, None)
-            err = err or serr
-            if err is None and kind == b"novel" and n > 0:
-                try:
-                    gpu.novel_download(n, novel)
-                except CheckFailed as e:
-                    if not failure:
-                        failure, failed_check = e.reason, e.check
-                except Exception as e:
-                    err = e
-                novel += 1
+        if gpu is not None and kind == b"novel":
+            if n == 0:
+                raise Usage('command "%s": a staged novel sample of no calls' % line.decode("ascii", "backslashreplace"))
+            ns, err = gpu.novel(slots, calls)
+        elif gpu is not None:
+            ns, err = gpu.sample(calls)
         else:
             err = None
             t0 = clock()
@@ -1602,6 +1726,8 @@ def visit(opts):
     entries = {pool: [make_entry(op, {n: callee(b).typed for n, b in bs.items()}, dict(eo, pool=pool), torch,
                                  {n: callee(b) for n, b in bs.items()}) for bs in sets[pool]]
                for pool in POOLS}
+    if gpu is not None:
+        gpu.release_placeholder()
 
     checks = Checks()
     try:

@@ -29,6 +29,29 @@ typedef struct CUstream_st *CUstream;
 typedef struct CUgraph_st *CUgraph;
 typedef struct CUgraphExec_st *CUgraphExec;
 typedef unsigned long long CUdeviceptr;
+typedef unsigned long long CUmemGenericAllocationHandle;
+/* The virtual memory management API's structures, as cuda.h lays them
+ * out (CUDA 10.2 to 13). */
+typedef struct {
+	int type; /* CU_MEM_LOCATION_TYPE_DEVICE: 1 */
+	int id;
+} CUmemLocation;
+typedef struct {
+	int type;                 /* CU_MEM_ALLOCATION_TYPE_PINNED: 1 */
+	int requestedHandleTypes; /* CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR: 1 */
+	CUmemLocation location;
+	void *win32HandleMetaData;
+	struct {
+		unsigned char compressionType, gpuDirectRDMACapable;
+		unsigned short usage;
+		unsigned char reserved[4];
+	} allocFlags;
+} CUmemAllocationProp;
+typedef struct {
+	CUmemLocation location;
+	int flags; /* CU_MEM_ACCESS_FLAGS_PROT_READWRITE: 3 */
+} CUmemAccessDesc;
+enum { CU_HANDLE_POSIX_FD = 1 };
 
 static struct {
 	CUresult (*Init)(unsigned);
@@ -58,6 +81,16 @@ static struct {
 	CUresult (*GraphInstantiate)(CUgraphExec *, CUgraph, unsigned long long);
 	CUresult (*GraphLaunch)(CUgraphExec, CUstream);
 	CUresult (*DeviceGetPCIBusId)(char *, int, CUdevice);
+	CUresult (*MemCreate)(CUmemGenericAllocationHandle *, size_t, const CUmemAllocationProp *, unsigned long long);
+	CUresult (*MemRelease)(CUmemGenericAllocationHandle);
+	CUresult (*MemAddressReserve)(CUdeviceptr *, size_t, size_t, CUdeviceptr, unsigned long long);
+	CUresult (*MemAddressFree)(CUdeviceptr, size_t);
+	CUresult (*MemMap)(CUdeviceptr, size_t, size_t, CUmemGenericAllocationHandle, unsigned long long);
+	CUresult (*MemUnmap)(CUdeviceptr, size_t);
+	CUresult (*MemSetAccess)(CUdeviceptr, size_t, const CUmemAccessDesc *, size_t);
+	CUresult (*MemExport)(void *, CUmemGenericAllocationHandle, int, unsigned long long);
+	CUresult (*MemImport)(CUmemGenericAllocationHandle *, void *, int);
+	CUresult (*MemGranularity)(size_t *, const CUmemAllocationProp *, int);
 } cu;
 
 static void *cu_lib;
@@ -113,6 +146,16 @@ static void cu_load(void)
 	cu.GraphInstantiate = cu_sym("cuGraphInstantiateWithFlags", 0);
 	cu.GraphLaunch = cu_sym("cuGraphLaunch", 0);
 	cu.DeviceGetPCIBusId = cu_sym("cuDeviceGetPCIBusId", 0);
+	cu.MemCreate = cu_sym("cuMemCreate", 0);
+	cu.MemRelease = cu_sym("cuMemRelease", 0);
+	cu.MemAddressReserve = cu_sym("cuMemAddressReserve", 0);
+	cu.MemAddressFree = cu_sym("cuMemAddressFree", 0);
+	cu.MemMap = cu_sym("cuMemMap", 0);
+	cu.MemUnmap = cu_sym("cuMemUnmap", 0);
+	cu.MemSetAccess = cu_sym("cuMemSetAccess", 0);
+	cu.MemExport = cu_sym("cuMemExportToShareableHandle", 0);
+	cu.MemImport = cu_sym("cuMemImportFromShareableHandle", 0);
+	cu.MemGranularity = cu_sym("cuMemGetAllocationGranularity", 0);
 }
 
 /* cu_error names a driver error; "" for success. */
@@ -138,6 +181,43 @@ static void cu_must(CUresult rc, const char *what)
 		die("%s", cu_error(rc, what));
 }
 
+/* Staged novel slots (novel rule 3, docs/gpu-clock.md). Replay's
+ * telemetry monitor (--telemetry, a process that holds no route code)
+ * makes each novel sample's slots as one fresh allocation of device
+ * memory, exportable as a POSIX descriptor, holding every fresh-pool
+ * memory file of the visit, whole, in param order: file i at the sum of
+ * the sizes of the files before it (each a multiple of PAGE), the total
+ * rounded up to the allocation granularity. It uploads what replay wrote
+ * while the visit was frozen; the timer maps the allocation at a range it
+ * reserved once, so every fresh set's device pointers are fixed, runs
+ * the sample's calls and unmaps it before it answers; the monitor then
+ * downloads and checks it. stage_prop is the allocation's properties,
+ * stage_layout the offsets and the size, for both sides. */
+static CUmemAllocationProp stage_prop(CUdevice dev)
+{
+	CUmemAllocationProp p;
+	memset(&p, 0, sizeof p);
+	p.type = 1;
+	p.requestedHandleTypes = CU_HANDLE_POSIX_FD;
+	p.location.type = 1;
+	p.location.id = dev;
+	return p;
+}
+
+static size_t stage_layout(CUdevice dev, const size_t *sizes, size_t n, size_t *off)
+{
+	CUmemAllocationProp p = stage_prop(dev);
+	size_t gran = 0, o = 0;
+	cu_must(cu.MemGranularity(&gran, &p, 0 /* CU_MEM_ALLOC_GRANULARITY_MINIMUM */), "cuMemGetAllocationGranularity");
+	if (gran == 0 || gran % PAGE != 0)
+		die("cuMemGetAllocationGranularity: %zu bytes, want a multiple of %d", gran, PAGE);
+	for (size_t i = 0; i < n; i++) {
+		off[i] = o;
+		o += sizes[i];
+	}
+	return align_up(o, gran);
+}
+
 enum { MAX_LAUNCH_PARAMS = 64 };
 
 /* The launch: internal/launch's Lines form, read from the visit's launch
@@ -161,6 +241,9 @@ static struct {
 	unsigned char *scratch;       /* a host buffer as large as the largest file */
 	CUevent ev0, ev1;
 	int64_t module_ns, call_ns; /* the cubin's load, the last synchronous call (cold_ns) */
+	CUdevice dev;
+	CUdeviceptr range;            /* the fresh sets' range: each novel sample's staged allocation is mapped here */
+	size_t range_bytes;           /* the allocation's size (stage_layout) */
 	CUdeviceptr flush;            /* l2 flush: the buffer written before every sample */
 	size_t flush_words;           /* its size in 4-byte words (twice the L2) */
 	unsigned flushes;             /* how many so far: each writes another value */
@@ -247,6 +330,7 @@ static void gpu_context(void)
 	CUdevice dev;
 	CUcontext ctx;
 	cu_must(cu.DeviceGet(&dev, 0), "cuDeviceGet");
+	gpu.dev = dev;
 	cu_must(cu.PrimaryCtxRetain(&ctx, dev), "cuDevicePrimaryCtxRetain");
 	cu_must(cu.CtxSetCurrent(ctx), "cuCtxSetCurrent");
 	cu_must(cu.EventCreate(&gpu.ev0, 0), "cuEventCreate");
@@ -273,20 +357,28 @@ static void gpu_flush(void)
 	cu_must(cu.MemsetD32(gpu.flush, 0x9E3779B9u + ++gpu.flushes, gpu.flush_words), "cuMemsetD32 (the L2 flush)");
 }
 
-/* gpu_mirrors makes every device mirror (a copy of each memory file:
- * canaries, fill and inputs alike) and returns the largest file's size. */
+/* gpu_mirrors makes every warm memory file's device mirror (a copy of
+ * the file: canaries, fill and inputs alike) and reserves the fresh
+ * sets' range, where each novel sample's staged allocation is mapped
+ * (stage_layout): mirror[FRESH][i] is param i's fresh file there. It
+ * returns the largest warm file's size. */
 static size_t gpu_mirrors(struct visit *v)
 {
 	size_t largest = 0;
-	for (int k = 0; k < NPOOLS; k++) {
+	for (int k = 0; k < NPOOLS; k++)
 		gpu.mirror[k] = xmalloc(v->nparams * sizeof(CUdeviceptr));
-		for (size_t i = 0; i < v->nparams; i++) {
-			struct region *g = &v->params[i].reg[k];
-			cu_must(cu.MemAlloc(&gpu.mirror[k][i], g->size), "cuMemAlloc");
-			cu_must(cu.MemcpyHtoD(gpu.mirror[k][i], g->map, g->size), "upload a memory file");
-			largest = g->size > largest ? g->size : largest;
-		}
+	size_t sizes[MAX_PARAMS], off[MAX_PARAMS];
+	for (size_t i = 0; i < v->nparams; i++) {
+		struct region *g = &v->params[i].reg[WARM];
+		cu_must(cu.MemAlloc(&gpu.mirror[WARM][i], g->size), "cuMemAlloc");
+		cu_must(cu.MemcpyHtoD(gpu.mirror[WARM][i], g->map, g->size), "upload a memory file");
+		largest = g->size > largest ? g->size : largest;
+		sizes[i] = v->params[i].reg[FRESH].size;
 	}
+	gpu.range_bytes = stage_layout(gpu.dev, sizes, v->nparams, off);
+	cu_must(cu.MemAddressReserve(&gpu.range, gpu.range_bytes, 0, 0, 0), "cuMemAddressReserve (the fresh sets' range)");
+	for (size_t i = 0; i < v->nparams; i++)
+		gpu.mirror[FRESH][i] = gpu.range + off[i];
 	return largest;
 }
 
@@ -442,13 +534,15 @@ static int gpu_call(struct visit *v, struct report *r, int k, uint64_t s)
 	return 0;
 }
 
-/* gpu_check compares every mirror with its memory file: an input's bytes
- * all (the file is sealed), an output's gaps (the canaries). */
+/* gpu_check compares every warm mirror with its memory file: an input's
+ * bytes all (the file is sealed), an output's gaps (the canaries). The
+ * fresh sets live in each novel sample's staged allocation, which the
+ * monitor checks after the sample. */
 static int gpu_check(struct visit *v, struct report *r, const char *suffix)
 {
 	for (size_t i = 0; i < v->nparams; i++) {
 		struct param *p = &v->params[i];
-		for (int k = 0; k < NPOOLS; k++) {
+		for (int k = 0; k < FRESH; k++) {
 			struct region *g = &p->reg[k];
 			cu_must(cu.MemcpyDtoH(gpu.scratch, gpu.mirror[k][i], g->size), "download a mirror");
 			if (p->role == ROLE_INPUT) {
@@ -474,67 +568,6 @@ static int gpu_check(struct visit *v, struct report *r, const char *suffix)
 		}
 	}
 	return 1;
-}
-
-/* Novel samples (visit protocol 4, docs/protocol.md): replay writes a
- * sample's inputs into fresh sets 0 to n-1 and its fill over their
- * outputs while the visit is frozen; once thawed, the timer copies them
- * up to the mirrors, as one copy per file from its start to the end of
- * set n-1's data (gaps included: the file holds canaries there), queued
- * on the default stream before the sample's first event, so the copy is
- * done before the span starts. After the span the same ranges come down:
- * an input mirror must still equal its file, an output mirror's gaps
- * must hold the canaries (both are checked after every novel sample, as
- * the next upload rewrites them), and then the whole range goes into the
- * memory file, where replay reads the outputs when the answer arrives. The
- * first violation is kept for the final report. */
-static char novel_reason[512];
-
-static size_t novel_end(const struct visit *v, const struct param *p, uint64_t n)
-{
-	return set_offset(p->bytes, &v->pools[FRESH], n - 1) + p->bytes;
-}
-
-static void gpu_novel_upload(struct visit *v, uint64_t n)
-{
-	for (size_t i = 0; n > 0 && i < v->nparams; i++) {
-		struct param *p = &v->params[i];
-		cu_must(cu.MemcpyHtoD(gpu.mirror[FRESH][i], p->reg[FRESH].map, novel_end(v, p, n)),
-			p->role == ROLE_INPUT ? "upload a novel sample's inputs" : "upload a novel sample's fill");
-	}
-}
-
-static void gpu_novel_download(struct visit *v, uint64_t n)
-{
-	static uint64_t seq; /* the visit's novel samples so far, as replay counts them */
-	for (size_t i = 0; n > 0 && i < v->nparams; i++) {
-		struct param *p = &v->params[i];
-		struct region *g = &p->reg[FRESH];
-		size_t end = novel_end(v, p, n);
-		cu_must(cu.MemcpyDtoH(gpu.scratch, gpu.mirror[FRESH][i], end), "download a novel sample's mirror");
-		if (p->role == ROLE_INPUT) {
-			size_t off = first_diff(gpu.scratch, g->map, end);
-			if (off < end && !*novel_reason)
-				snprintf(novel_reason, sizeof novel_reason, "input_written: %s fresh byte %zu (device) (novel sample %" PRIu64 ")",
-					 p->name, off, seq);
-			continue;
-		}
-		size_t o = 0;
-		for (uint64_t s = 0; s < n; s++) {
-			size_t start = set_offset(p->bytes, &v->pools[FRESH], s);
-			for (; o < start; o++)
-				if (gpu.scratch[o] != canary(o)) {
-					if (!*novel_reason)
-						snprintf(novel_reason, sizeof novel_reason,
-							 "guard_overwritten: %s fresh byte %zu (device) (novel sample %" PRIu64 ")", p->name, o, seq);
-					gpu.scratch[o] = canary(o);
-				}
-			o = start + p->bytes;
-		}
-		/* The gaps now hold the canaries the file holds. */
-		memcpy(g->map, gpu.scratch, end);
-	}
-	seq++;
 }
 
 /* gpu_sample times n calls, call i on set (*cursor + i) mod nsets of pool
@@ -564,6 +597,30 @@ static int64_t gpu_sample(int k, uint64_t first, uint64_t n, uint64_t nsets, uin
 	*cursor = s;
 	timed_rc |= rc;
 	return (int64_t)((double)ms * 1e6);
+}
+
+/* gpu_novel_staged times a novel sample of n calls, call i on fresh set
+ * i, on the allocation replay's monitor staged (fd, its POSIX
+ * descriptor, which the command carried): imported and mapped at the
+ * fresh sets' range, the calls timed as gpu_sample times them, the range
+ * unmapped before the answer, so no call of the visit can reach the
+ * slots once it has answered. Replay's span, which holds all of it, is
+ * the sample's time; the events are its cross-check. No L2 flush here:
+ * the monitor flushes after its upload, outside the span. */
+static int64_t gpu_novel_staged(struct visit *v, int fd, uint64_t n)
+{
+	(void)v;
+	CUmemGenericAllocationHandle h;
+	CUresult rc = cu.MemImport(&h, (void *)(uintptr_t)fd, CU_HANDLE_POSIX_FD);
+	close(fd);
+	cu_must(rc, "cuMemImportFromShareableHandle (a novel sample's staged slots)");
+	cu_must(cu.MemMap(gpu.range, gpu.range_bytes, 0, h, 0), "cuMemMap (a novel sample's staged slots)");
+	cu_must(cu.MemRelease(h), "cuMemRelease (a novel sample's staged slots)"); /* the mapping holds it */
+	CUmemAccessDesc a = {{1, gpu.dev}, 3};
+	cu_must(cu.MemSetAccess(gpu.range, gpu.range_bytes, &a, 1), "cuMemSetAccess (a novel sample's staged slots)");
+	int64_t ns = gpu_sample(FRESH, 0, n, n, &(uint64_t){0});
+	cu_must(cu.MemUnmap(gpu.range, gpu.range_bytes), "cuMemUnmap (a novel sample's staged slots)");
+	return ns;
 }
 
 /* Graph samples ("graph N" in the visit, "graph SEQ R" commands): the
@@ -854,29 +911,60 @@ static int run_health(void)
 	return 0;
 }
 
-/* --telemetry: the GPU's state from NVML, for replay, which runs this in
- * a process of its own outside every visit (docs/gpu.md, "Telemetry"), so
- * no kernel shares its address space. It finds the device the timers use
- * (CUDA's device 0, after CUDA_VISIBLE_DEVICES) by PCI bus id without
- * making a context, prints one line describing it, then answers every
- * line on stdin with one reading:
+/* --telemetry: replay's monitor of the GPU (docs/gpu.md, "Telemetry";
+ * docs/gpu-clock.md, "The stager"), which replay runs in a process of its
+ * own outside every visit, so no route code shares its address space. It
+ * finds the device the timers use (CUDA's device 0, after
+ * CUDA_VISIBLE_DEVICES) by PCI bus id, writes one line describing it,
+ * then answers replay's requests, one line each. Requests come on fd 0
+ * and answers go to fd 1; both are replay's end of one Unix stream socket,
+ * on which a request or an answer may carry descriptors (SCM_RIGHTS):
  *
- *   {"sm_mhz":N,"mem_mhz":N,"temp_c":N,"power_mw":N,"reasons":N,
- *    "procs":N,"power_violation_ns":N,"thermal_violation_ns":N,
- *    "idle_ns":N}
+ *   r        one reading:
+ *            {"sm_mhz":N,"mem_mhz":N,"temp_c":N,"power_mw":N,"reasons":N,
+ *             "procs":N,"power_violation_ns":N,"thermal_violation_ns":N,
+ *             "idle_ns":N,"idle_wait_ns":N}
+ *   open SETS GAP NAME ROLE BYTES [NAME ROLE BYTES]...
+ *            with one descriptor per file: a visit's fresh-pool memory
+ *            files (pool fresh SETS GAP), in param order; mapped here until
+ *            close. {"opened": BYTES}: the staged allocation's size
+ *            (stage_layout).
+ *   stage SEQ N FLUSH
+ *            one fresh allocation (cuMemCreate, exportable as a POSIX
+ *            descriptor) holding every file, sets 0 to N-1 uploaded (gaps
+ *            and canaries included), under FLUSH 1 a buffer of twice the
+ *            L2 written after the upload, the device synchronised.
+ *            {"staged": SEQ, "bytes": B, "upload_ns": U}, carrying the
+ *            allocation's descriptor, which replay hands the visit.
+ *   unstage SEQ
+ *            first the idle probe, answered at once: {"probed": SEQ,
+ *            "idle_ns": N, "idle_wait_ns": W} (replay's span of the
+ *            sample ends with this answer); then every file's range comes
+ *            down: an input's bytes must be what replay wrote, an output's
+ *            gaps the canaries; the outputs (gaps restored) go into the
+ *            memory files, the allocation is released, and {"unstaged":
+ *            SEQ, "reason": R} names the first violation ("" for none).
+ *   close    releases the files and any staged allocation: {"closed": N},
+ *            N the files it held.
  *
- * reasons is the clock-event (throttle) mask; procs the processes with a
- * compute context on the device other than this monitor's own; the
- * violation times are NVML's running totals. idle_ns is the idle probe:
- * the monitor holds a context of its own with an empty kernel (PTX, JIT
- * compiled by the driver: no compiler at prepare), and times one launch
- * of it to its synchronisation on the host clock. The GPU runs one
- * process's context at a time: with another process's kernel running,
- * the launch waits for it or for its time slice (on the H200 about 2.4 ms,
- * against under 60 us idle and under 300 us just after another context
- * ran: docs/results/2026-12-04-gpu-clock-probe), so replay sees GPU work
- * of a visit that runs outside its samples (docs/gpu-clock.md). A reading the device does not support is -1; any
- * other NVML error ends the process (exit 2) naming the call. */
+ * A reading: reasons is the clock-event (throttle) mask; procs the
+ * processes with a compute context on the device other than this
+ * monitor's own; the violation times are NVML's running totals. idle_ns
+ * is the idle probe: the monitor holds a context of its own with an empty
+ * kernel (PTX, JIT compiled by the driver: no compiler at prepare), and
+ * times one launch of it to its synchronisation on the host clock. The
+ * GPU runs one process's context at a time: with another process's
+ * kernel running, the launch waits for it or for its time slice (on the
+ * H200 about 2.4 ms, against under 60 us idle and under 300 us just after
+ * another context ran: docs/results/2026-12-04-gpu-clock-probe), so
+ * replay sees GPU work of a visit that runs outside its samples. Each
+ * probe runs under SCHED_FIFO where the monitor may use it (the first
+ * line's "sched" says whether), and idle_wait_ns is the time the probe's
+ * thread waited for a CPU meanwhile (the run delay of
+ * /proc/thread-self/schedstat; -1 where it cannot be read): a probe made
+ * slow by the host's CPUs rather than the GPU says so. A reading the
+ * device does not support is -1; any other NVML or driver error, and any
+ * request out of order, ends the process (exit 2) naming it. */
 typedef int nvmlReturn_t;
 typedef struct nvmlDevice_st *nvmlDevice_t;
 typedef struct {
@@ -920,6 +1008,294 @@ static long long nvml_value(nvmlReturn_t rc, long long v, const char *what)
 	return v;
 }
 
+/* answer writes one line to fd 1, carrying fd where it is not -1. */
+static void answer(const char *line, int fd)
+{
+	size_t n = strlen(line);
+	char *b = xmalloc(n + 1);
+	memcpy(b, line, n);
+	b[n++] = '\n';
+	union {
+		struct cmsghdr h;
+		char b[CMSG_SPACE(sizeof(int))];
+	} ctl;
+	struct iovec io = {.iov_base = b, .iov_len = n};
+	struct msghdr m = {.msg_iov = &io, .msg_iovlen = 1};
+	if (fd >= 0) {
+		memset(&ctl, 0, sizeof ctl);
+		m.msg_control = ctl.b;
+		m.msg_controllen = sizeof ctl.b;
+		struct cmsghdr *h = CMSG_FIRSTHDR(&m);
+		h->cmsg_level = SOL_SOCKET;
+		h->cmsg_type = SCM_RIGHTS;
+		h->cmsg_len = CMSG_LEN(sizeof(int));
+		memcpy(CMSG_DATA(h), &fd, sizeof fd);
+	}
+	size_t off = 0;
+	while (off < n) {
+		io.iov_base = b + off;
+		io.iov_len = n - off;
+		ssize_t w = sendmsg(1, &m, MSG_NOSIGNAL);
+		if (w < 0 && errno == ENOTSOCK && fd < 0)
+			w = write(1, b + off, n - off);
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w <= 0)
+			die("write an answer on fd 1: %s", w < 0 ? strerror(errno) : "nothing written");
+		off += (size_t)w;
+		m.msg_control = NULL; /* the descriptor went with the first bytes */
+		m.msg_controllen = 0;
+	}
+	free(b);
+}
+
+/* The idle probe: the monitor's context, empty kernel and stream. */
+static struct {
+	CUfunction fn;
+	CUstream s;
+	int fifo;      /* the monitor may use SCHED_FIFO: each probe runs under it */
+	int schedstat; /* /proc/thread-self/schedstat, or -1 */
+} probe;
+
+/* run_delay is the monitor's thread's time spent waiting for a CPU so far
+ * (ns), or -1. */
+static long long run_delay(void)
+{
+	char b[128];
+	if (probe.schedstat < 0)
+		return -1;
+	ssize_t n = pread(probe.schedstat, b, sizeof b - 1, 0);
+	if (n <= 0)
+		return -1;
+	b[n] = 0;
+	unsigned long long run, wait;
+	if (sscanf(b, "%llu %llu", &run, &wait) != 2)
+		return -1;
+	return (long long)wait;
+}
+
+/* idle_probe times one launch of the empty kernel to its synchronisation
+ * (ns), and the CPU wait meanwhile in *wait (-1: unknown). */
+static long long idle_probe(long long *wait)
+{
+	struct sched_param fifo = {.sched_priority = 1}, other = {.sched_priority = 0};
+	long long d0 = run_delay();
+	if (probe.fifo)
+		sched_setscheduler(0, SCHED_FIFO, &fifo);
+	struct timespec t0, t1;
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	cu_must(cu.LaunchKernel(probe.fn, 1, 1, 1, 32, 1, 1, 0, probe.s, 0, 0), "cuLaunchKernel (the idle probe)");
+	cu_must(cu.CtxSynchronize(), "cuCtxSynchronize (the idle probe)");
+	clock_gettime(CLOCK_MONOTONIC, &t1);
+	if (probe.fifo)
+		sched_setscheduler(0, SCHED_OTHER, &other);
+	long long d1 = run_delay();
+	*wait = d0 < 0 || d1 < 0 ? -1 : d1 - d0;
+	return (long long)(t1.tv_sec - t0.tv_sec) * 1000000000LL + (t1.tv_nsec - t0.tv_nsec);
+}
+
+/* The stager's state: the open visit's fresh-pool files and the staged
+ * allocation, if any. */
+static struct {
+	int open, staged;
+	CUdevice dev;
+	struct pool pool;
+	size_t nfiles;
+	struct {
+		char name[MAX_NAME + 1];
+		int input;
+		size_t bytes, size, off;
+		unsigned char *map;
+	} f[MAX_PARAMS];
+	size_t bytes;            /* the allocation's size */
+	CUdeviceptr range;       /* where the monitor maps each allocation */
+	unsigned char *scratch;  /* as large as the largest file */
+	CUmemGenericAllocationHandle h;
+	uint64_t seq, n, index;  /* the staged sample's SEQ and calls; its index since open */
+	CUdeviceptr flush;       /* FLUSH 1: twice the L2, made on first use */
+	size_t flush_words;
+	unsigned flushes;
+} st;
+
+/* stage_end is where set n-1's data of file i ends: what a sample of n
+ * calls uploads and checks. */
+static size_t stage_end(size_t i, uint64_t n)
+{
+	return set_offset(st.f[i].bytes, &st.pool, n - 1) + st.f[i].bytes;
+}
+
+static void stage_open(char **tok, size_t ntok, struct commands *in)
+{
+	if (st.open)
+		die("open: the monitor has a visit's files open already");
+	if (ntok < 6 || (ntok - 3) % 3 != 0)
+		die("open: want \"open SETS GAP NAME ROLE BYTES...\", got %zu fields", ntok);
+	st.nfiles = (ntok - 3) / 3;
+	if (st.nfiles > MAX_PARAMS)
+		die("open: %zu files, at most %d", st.nfiles, MAX_PARAMS);
+	if ((size_t)in->nfds != st.nfiles || in->lost)
+		die("open: %zu files, %d descriptors", st.nfiles, in->nfds + in->lost);
+	if (!parse_u64(tok[1], MAX_SETS, &st.pool.sets) || st.pool.sets < 1)
+		die("open: sets \"%s\"", tok[1]);
+	if (!parse_u64(tok[2], 1 << 20, &st.pool.gap) || st.pool.gap == 0 || st.pool.gap % ALIGN != 0)
+		die("open: gap \"%s\", want a positive multiple of %d", tok[2], ALIGN);
+	size_t sizes[MAX_PARAMS], largest = 0;
+	for (size_t i = 0; i < st.nfiles; i++) {
+		char **t = tok + 3 + 3 * i;
+		uint64_t bytes;
+		if (!valid_name(t[0]))
+			die("open: bad name \"%s\"", t[0]);
+		if (strcmp(t[1], "input") != 0 && strcmp(t[1], "output") != 0)
+			die("open: %s: role \"%s\", want input or output", t[0], t[1]);
+		if (!parse_u64(t[2], MAX_BYTES, &bytes) || bytes == 0)
+			die("open: %s: bytes \"%s\"", t[0], t[2]);
+		strcpy(st.f[i].name, t[0]);
+		st.f[i].input = t[1][0] == 'i';
+		st.f[i].bytes = (size_t)bytes;
+		st.f[i].size = align_up(set_offset(st.f[i].bytes, &st.pool, st.pool.sets), PAGE);
+		int fd = in->fds[i];
+		struct stat sb;
+		if (fstat(fd, &sb) != 0 || !S_ISREG(sb.st_mode) || (uint64_t)sb.st_size != st.f[i].size)
+			die("open: %s: not a memory file of %zu bytes", t[0], st.f[i].size);
+		int prot = st.f[i].input ? PROT_READ : PROT_READ | PROT_WRITE;
+		st.f[i].map = mmap(NULL, st.f[i].size, prot, MAP_SHARED, fd, 0);
+		if (st.f[i].map == MAP_FAILED)
+			die("open: %s: map: %s", t[0], strerror(errno));
+		close(fd);
+		sizes[i] = st.f[i].size;
+		largest = sizes[i] > largest ? sizes[i] : largest;
+	}
+	in->nfds = 0;
+	size_t off[MAX_PARAMS];
+	st.bytes = stage_layout(st.dev, sizes, st.nfiles, off);
+	for (size_t i = 0; i < st.nfiles; i++)
+		st.f[i].off = off[i];
+	cu_must(cu.MemAddressReserve(&st.range, st.bytes, 0, 0, 0), "cuMemAddressReserve (the stager's range)");
+	st.scratch = xmalloc(largest);
+	st.open = 1;
+	st.index = 0;
+	char line[64];
+	snprintf(line, sizeof line, "{\"opened\": %zu}", st.bytes);
+	answer(line, -1);
+}
+
+static void stage(char **tok, size_t ntok)
+{
+	uint64_t seq, n, flush;
+	if (ntok != 4 || !parse_u64(tok[1], UINT64_C(1) << 62, &seq) || !parse_u64(tok[2], MAX_SETS, &n) ||
+	    !parse_u64(tok[3], 1, &flush))
+		die("stage: want \"stage SEQ N FLUSH\"");
+	if (!st.open || st.staged)
+		die("stage %" PRIu64 ": %s", seq, st.open ? "a sample is staged already" : "no files open");
+	if (n < 1 || n > st.pool.sets)
+		die("stage %" PRIu64 ": %" PRIu64 " calls, want 1 to %" PRIu64 " (the fresh sets)", seq, n, st.pool.sets);
+	int64_t t0 = mono_ns();
+	CUmemAllocationProp p = stage_prop(st.dev);
+	cu_must(cu.MemCreate(&st.h, st.bytes, &p, 0), "cuMemCreate (a novel sample's slots)");
+	cu_must(cu.MemMap(st.range, st.bytes, 0, st.h, 0), "cuMemMap (a novel sample's slots)");
+	CUmemAccessDesc a = {{1, st.dev}, 3};
+	cu_must(cu.MemSetAccess(st.range, st.bytes, &a, 1), "cuMemSetAccess (a novel sample's slots)");
+	for (size_t i = 0; i < st.nfiles; i++)
+		cu_must(cu.MemcpyHtoD(st.range + st.f[i].off, st.f[i].map, stage_end(i, n)), "upload a novel sample's slots");
+	if (flush) {
+		if (!st.flush) {
+			int l2 = 0;
+			cu_must(cu.DeviceGetAttribute(&l2, 38 /* CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE */, st.dev), "cuDeviceGetAttribute");
+			if (l2 <= 0)
+				die("l2 flush: the device reports an L2 of %d bytes", l2);
+			st.flush_words = (2 * (size_t)l2 + 3) / 4;
+			cu_must(cu.MemAlloc(&st.flush, st.flush_words * 4), "cuMemAlloc (the L2 flush buffer)");
+		}
+		cu_must(cu.MemsetD32(st.flush, 0x9E3779B9u + ++st.flushes, st.flush_words), "cuMemsetD32 (the L2 flush)");
+	}
+	cu_must(cu.CtxSynchronize(), "cuCtxSynchronize (a novel sample's upload)");
+	int fd = -1;
+	cu_must(cu.MemExport(&fd, st.h, CU_HANDLE_POSIX_FD, 0), "cuMemExportToShareableHandle (a novel sample's slots)");
+	st.staged = 1;
+	st.seq = seq;
+	st.n = n;
+	char line[160];
+	snprintf(line, sizeof line, "{\"staged\": %" PRIu64 ", \"bytes\": %zu, \"upload_ns\": %" PRId64 "}", seq, st.bytes,
+		 mono_ns() - t0);
+	answer(line, fd);
+	close(fd);
+}
+
+/* stage_release unmaps and releases the staged allocation. */
+static void stage_release(void)
+{
+	if (!st.staged)
+		return;
+	cu_must(cu.MemUnmap(st.range, st.bytes), "cuMemUnmap (a novel sample's slots)");
+	cu_must(cu.MemRelease(st.h), "cuMemRelease (a novel sample's slots)");
+	st.staged = 0;
+	st.index++;
+}
+
+static void unstage(char **tok, size_t ntok)
+{
+	uint64_t seq;
+	if (ntok != 2 || !parse_u64(tok[1], UINT64_C(1) << 62, &seq))
+		die("unstage: want \"unstage SEQ\"");
+	if (!st.staged || seq != st.seq)
+		die("unstage %" PRIu64 ": %s", seq, st.staged ? "another sample is staged" : "nothing is staged");
+	long long wait, idle = idle_probe(&wait);
+	char line[640];
+	snprintf(line, sizeof line, "{\"probed\": %" PRIu64 ", \"idle_ns\": %lld, \"idle_wait_ns\": %lld}", seq, idle, wait);
+	answer(line, -1);
+	char reason[512] = "";
+	for (size_t i = 0; i < st.nfiles; i++) {
+		size_t end = stage_end(i, st.n);
+		unsigned char *d = st.scratch, *map = st.f[i].map;
+		cu_must(cu.MemcpyDtoH(d, st.range + st.f[i].off, end), "download a novel sample's slots");
+		if (st.f[i].input) {
+			size_t o = first_diff(d, map, end);
+			if (o < end && !*reason)
+				snprintf(reason, sizeof reason, "input_written: %s fresh byte %zu (device) (novel sample %" PRIu64 ")",
+					 st.f[i].name, o, st.index);
+			continue;
+		}
+		size_t o = 0;
+		for (uint64_t s = 0; s < st.n; s++) {
+			size_t start = set_offset(st.f[i].bytes, &st.pool, s);
+			for (; o < start; o++)
+				if (d[o] != canary(o)) {
+					if (!*reason)
+						snprintf(reason, sizeof reason,
+							 "guard_overwritten: %s fresh byte %zu (device) (novel sample %" PRIu64 ")",
+							 st.f[i].name, o, st.index);
+					d[o] = canary(o);
+				}
+			o = start + st.f[i].bytes;
+		}
+		memcpy(map, d, end); /* the outputs, for replay; the gaps hold the canaries the file holds */
+	}
+	stage_release();
+	/* The reason is ASCII of names (identifiers) and words: no byte to escape. */
+	for (const char *c = reason; *c; c++)
+		if (*c == '"' || *c == '\\' || (unsigned char)*c < 0x20)
+			die("unstage: a reason with byte 0x%02x", (unsigned char)*c);
+	snprintf(line, sizeof line, "{\"unstaged\": %" PRIu64 ", \"reason\": \"%s\"}", seq, reason);
+	answer(line, -1);
+}
+
+static void stage_close(void)
+{
+	size_t n = st.open ? st.nfiles : 0;
+	stage_release();
+	if (st.open) {
+		for (size_t i = 0; i < st.nfiles; i++)
+			munmap(st.f[i].map, st.f[i].size);
+		cu_must(cu.MemAddressFree(st.range, st.bytes), "cuMemAddressFree (the stager's range)");
+		free(st.scratch);
+		st.scratch = NULL;
+		st.open = 0;
+	}
+	char line[64];
+	snprintf(line, sizeof line, "{\"closed\": %zu}", n);
+	answer(line, -1);
+}
+
 static int run_telemetry(void)
 {
 	cu_load();
@@ -958,27 +1334,62 @@ static int run_telemetry(void)
 	static const char probe_ptx[] = ".version 7.0\n.target sm_52\n.address_size 64\n.visible .entry tilepipe_idle() { ret; }\n";
 	CUcontext pctx;
 	CUmodule pmod;
-	CUfunction pfn;
-	CUstream ps;
 	cu_must(cu.PrimaryCtxRetain(&pctx, dev), "cuDevicePrimaryCtxRetain");
 	cu_must(cu.CtxSetCurrent(pctx), "cuCtxSetCurrent");
 	cu_must(cu.ModuleLoadData(&pmod, probe_ptx), "cuModuleLoadData (the idle probe's PTX)");
-	cu_must(cu.ModuleGetFunction(&pfn, pmod, "tilepipe_idle"), "cuModuleGetFunction");
-	cu_must(cu.StreamCreate(&ps, 1 /* CU_STREAM_NON_BLOCKING */), "cuStreamCreate");
-	printf("{\"telemetry\": \"nvml\", \"device\": ");
-	json_str(name);
-	printf(", \"bus\": ");
-	json_str(bus);
-	printf(", \"driver\": ");
-	json_str(driver);
-	printf("}\n");
-	fflush(stdout);
+	cu_must(cu.ModuleGetFunction(&probe.fn, pmod, "tilepipe_idle"), "cuModuleGetFunction");
+	cu_must(cu.StreamCreate(&probe.s, 1 /* CU_STREAM_NON_BLOCKING */), "cuStreamCreate");
+	st.dev = dev;
+	probe.schedstat = open("/proc/thread-self/schedstat", O_RDONLY | O_CLOEXEC);
+	/* Each probe runs under SCHED_FIFO where the monitor may use it, so a
+	 * visit's threads spinning on every core do not delay it. */
+	char sched[160] = "fifo";
+	struct sched_param fifo = {.sched_priority = 1}, other = {.sched_priority = 0};
+	if (sched_setscheduler(0, SCHED_FIFO, &fifo) == 0) {
+		probe.fifo = 1;
+		sched_setscheduler(0, SCHED_OTHER, &other);
+	} else
+		snprintf(sched, sizeof sched, "other (sched_setscheduler SCHED_FIFO: %s)", strerror(errno));
+	for (const char *const *f = (const char *const[]){name, bus, driver, NULL}; *f; f++)
+		for (const char *c = *f; *c; c++)
+			if (*c == '"' || *c == '\\' || (unsigned char)*c < 0x20)
+				die("nvml: a device name, bus id or driver version with byte 0x%02x", (unsigned char)*c);
+	char first[512];
+	snprintf(first, sizeof first, "{\"telemetry\": \"nvml\", \"device\": \"%s\", \"bus\": \"%s\", \"driver\": \"%s\", \"sched\": \"%s\"}",
+		 name, bus, driver, sched);
+	answer(first, -1);
 	/* Room for far more processes than a device holds; each entry of the
 	 * v2/v3 process table is 24 bytes, the slot is twice that. */
 	enum { MAX_PROCS = 1024 };
 	static unsigned char procs[MAX_PROCS * 48];
-	char line[64];
-	while (fgets(line, sizeof line, stdin)) {
+	static struct commands in = {.fd = 0, .max = MAX_REQUEST};
+	static char req[MAX_REQUEST + 2];
+	while (next_command(&in, req)) {
+		char *tok[3 + 3 * MAX_PARAMS + 1], *save = NULL;
+		size_t ntok = 0;
+		for (char *t = strtok_r(req, " ", &save); t && ntok < sizeof tok / sizeof tok[0]; t = strtok_r(NULL, " ", &save))
+			tok[ntok++] = t;
+		if (ntok == 0)
+			die("request: an empty line");
+		if (strcmp(tok[0], "open") == 0) {
+			stage_open(tok, ntok, &in);
+			continue;
+		}
+		command_fds(&in, tok[0], 0);
+		if (strcmp(tok[0], "stage") == 0) {
+			stage(tok, ntok);
+			continue;
+		}
+		if (strcmp(tok[0], "unstage") == 0) {
+			unstage(tok, ntok);
+			continue;
+		}
+		if (strcmp(tok[0], "close") == 0 && ntok == 1) {
+			stage_close();
+			continue;
+		}
+		if (strcmp(tok[0], "r") != 0 || ntok != 1)
+			die("request \"%s\": want r, open, stage, unstage or close", tok[0]);
 		unsigned sm = 0, mem = 0, temp = 0, power = 0, n = MAX_PROCS;
 		unsigned long long reasons = 0;
 		nvmlViolationTime_t pv = {0, 0}, tv = {0, 0};
@@ -1003,17 +1414,13 @@ static int run_telemetry(void)
 		v[7] = nvml_value(rc, (long long)tv.violationTime, "nvmlDeviceGetViolationStatus (thermal)");
 		if (v[5] > 0)
 			v[5]--; /* this monitor's own context */
-		struct timespec t0, t1;
-		clock_gettime(CLOCK_MONOTONIC, &t0);
-		cu_must(cu.LaunchKernel(pfn, 1, 1, 1, 32, 1, 1, 0, ps, 0, 0), "cuLaunchKernel (the idle probe)");
-		cu_must(cu.CtxSynchronize(), "cuCtxSynchronize (the idle probe)");
-		clock_gettime(CLOCK_MONOTONIC, &t1);
-		long long idle = (long long)(t1.tv_sec - t0.tv_sec) * 1000000000LL + (t1.tv_nsec - t0.tv_nsec);
-		printf("{\"sm_mhz\": %lld, \"mem_mhz\": %lld, \"temp_c\": %lld, \"power_mw\": %lld, \"reasons\": %lld, "
-		       "\"procs\": %lld, \"power_violation_ns\": %lld, \"thermal_violation_ns\": %lld, \"idle_ns\": %lld}\n",
-		       v[0], v[1], v[2], v[3], v[4], v[5], v[6], v[7], idle);
-		if (fflush(stdout) != 0 || ferror(stdout))
-			die("write telemetry: %s", strerror(errno));
+		long long wait, idle = idle_probe(&wait);
+		char line[512];
+		snprintf(line, sizeof line,
+			 "{\"sm_mhz\": %lld, \"mem_mhz\": %lld, \"temp_c\": %lld, \"power_mw\": %lld, \"reasons\": %lld, "
+			 "\"procs\": %lld, \"power_violation_ns\": %lld, \"thermal_violation_ns\": %lld, \"idle_ns\": %lld, \"idle_wait_ns\": %lld}",
+			 v[0], v[1], v[2], v[3], v[4], v[5], v[6], v[7], idle, wait);
+		answer(line, -1);
 	}
 	return 0;
 }
