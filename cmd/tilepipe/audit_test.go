@@ -629,9 +629,9 @@ func TestAuditRehashed(t *testing.T) {
 		{"novelRule unknown everywhere", func(t *testing.T, dir string) []string {
 			// A rule this tilepipe does not know: nothing can be held to it.
 			forgeReplay(t, dir, func(st *artifacts.Stage, d *replayDoc, r *artifacts.Receipt) {
-				reconfigure(t, st, d, r, func(c *artifacts.ReplayConfig) { c.NovelRule = 3 })
+				reconfigure(t, st, d, r, func(c *artifacts.ReplayConfig) { c.NovelRule = 4 })
 			})
-			return []string{"config.novelRule 3: want 2 (or absent, in a replay made before it)"}
+			return []string{"config.novelRule 4: want 2 or 3 (or absent, in a replay made before rule 2)"}
 		}, "outputs", "FAILED", []string{"outputs", "records"}},
 		{"novel slots cut", func(t *testing.T, dir string) []string {
 			// One slot fewer than the run had; its samples' calls stay
@@ -648,7 +648,7 @@ func TestAuditRehashed(t *testing.T) {
 					}
 				})
 			})
-			return []string{ev("visit 0: %d novel slots, want %d for case %s under novel rule 2", v.FreshSets-1, v.FreshSets, v.Case)}
+			return []string{ev("visit 0: %d novel slots, want %d for case %s under novel rule 3", v.FreshSets-1, v.FreshSets, v.Case)}
 		}, "outputs", "FAILED", []string{"outputs"}},
 		{"callsPerSample", func(t *testing.T, dir string) []string {
 			forgeReplay(t, dir, func(st *artifacts.Stage, d *replayDoc, _ *artifacts.Receipt) {

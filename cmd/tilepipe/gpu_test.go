@@ -498,11 +498,17 @@ func gpuAdversary(t *testing.T, adversary, routes string, rounds int, extra ...s
 // document and its stderr.
 func gpuChain(t *testing.T, adversary, caseJSON, routes, baseline string, rounds int, extra ...string) (int, artifacts.ReplayDoc, string) {
 	t.Helper()
+	return gpuChainIn(t, t.TempDir(), adversary, caseJSON, routes, baseline, rounds, extra...)
+}
+
+// gpuChainIn is gpuChain writing its stages into dir (capture, prepared,
+// replay).
+func gpuChainIn(t *testing.T, dir, adversary, caseJSON, routes, baseline string, rounds int, extra ...string) (int, artifacts.ReplayDoc, string) {
+	t.Helper()
 	route, err := filepath.Abs("../../routes/testdata/" + adversary + "/route")
 	if err != nil {
 		t.Fatal(err)
 	}
-	dir := t.TempDir()
 	co := filepath.Join(dir, "cohort.json")
 	os.WriteFile(co, []byte(fmt.Sprintf(`{"schema": 1, "rounds": %d, "cases": [%s]}`, rounds, caseJSON)), 0o644)
 	capDir, prepDir, repDir := filepath.Join(dir, "capture"), filepath.Join(dir, "prepared"), filepath.Join(dir, "replay")
@@ -683,6 +689,76 @@ func TestGPUShavedEvents(t *testing.T) {
 		t.Errorf("replay = exit %d, visit %s %q; want exit 1, failed clock_mismatch on the batch samples", code, v.Status, v.Reason)
 	}
 	t.Logf("shave: %s", v.Reason)
+}
+
+// TestGPUShavedNovelEvents (on a GPU with cuBLAS): an entry that shaves
+// the timer's events by 30% on its novel samples only
+// (routes/testdata/cublas-adversary shave_novel), beside the honest
+// cublas route. Its batch samples are honest, so the gap check passes it;
+// under novel rule 3 its novel samples (the claim) are staged and timed by
+// replay's span, so the shave moves neither its time nor its ratio: the
+// events it shaved are in the timer column, 0.7 of the span or less.
+func TestGPUShavedNovelEvents(t *testing.T) {
+	if _, err := exec.LookPath("nvidia-smi"); err != nil {
+		t.Skip("no GPU here")
+	}
+	if _, err := os.Stat("/usr/local/cuda/include/cublas_v2.h"); err != nil && os.Getenv("CUDA_HOME") == "" {
+		t.Skip("no CUDA toolkit with cuBLAS here")
+	}
+	t.Setenv("TILEPIPE_TEST_GPU_ADVERSARY", "shave_novel")
+	dir := t.TempDir()
+	code, doc, errs := gpuChainIn(t, dir, "cublas-adversary", `{"op": "gemm", "dims": {"M": 1024, "N": 1024, "K": 1024}, "seed": 8, "device": "cuda"}`, "cublas", "cublas", 2)
+	if code != exitOK {
+		t.Fatalf("replay = exit %d, want 0 (both routes compute the gemm)\n%s", code, errs)
+	}
+	med := map[string]float64{}
+	for _, s := range doc.Summary {
+		if s.Status != artifacts.StatusPassed {
+			t.Fatalf("row %s %s = %s %q, want passed", s.Case, s.Route, s.Status, s.Reason)
+		}
+		med[s.Route] = s.MedianNs
+	}
+	ratio := med["cublas-adversary"] / med["cublas"]
+	t.Logf("novel median per call: cublas %.0f ns, cublas-adversary (novel events shaved 30%%) %.0f ns, ratio %.3f", med["cublas"], med["cublas-adversary"], ratio)
+	if !(ratio >= 0.9) {
+		t.Errorf("the novel-shaving entry timed at %.3f of the honest route's time: the shave reached the claim", ratio)
+	}
+	st, err := artifacts.OpenStage(filepath.Join(dir, "replay"), artifacts.ReplayType, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	shaved := 0
+	for _, v := range doc.Visits {
+		if v.Route != "cublas-adversary" {
+			continue
+		}
+		rows, err := samples.ReadFile(st.Store.Path(v.Samples), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, r := range rows {
+			if r.Kind == samples.KindNovel && r.Clock == samples.ClockReplay && float64(r.TimerNs) <= 0.72*float64(r.TotalNs) {
+				shaved++
+			}
+		}
+	}
+	if shaved == 0 {
+		t.Error("no novel sample of the adversary shows its shaved events beside replay's span: the adversary did not shave")
+	}
+}
+
+// TestGPUSyncShave (on a GPU with cuBLAS): an entry that, on novel calls,
+// runs its gemm on a stream of its own and turns the timer's device
+// synchronisation and unmap into no-ops (routes/testdata/cublas-adversary
+// sync_shave), so the timer answers with the gemms still running. A
+// staged sample's span ends only after the monitor's idle probe, taken
+// once the visit is frozen: it finds the GPU busy and fails the visit.
+func TestGPUSyncShave(t *testing.T) {
+	code, v := cublasVisit(t, "sync_shave", `{"op": "gemm", "dims": {"M": 1024, "N": 1024, "K": 1024}, "seed": 8, "device": "cuda"}`)
+	if code != exitFailure || v.Status != "failed" || !strings.HasPrefix(v.Reason, "gpu_busy: replay's empty kernel took ") || v.GPUIdle == nil || v.GPUIdle.WorstNs <= telemetry.BusyNs {
+		t.Errorf("replay = exit %d, visit %s %q, probes %+v; want exit 1, failed gpu_busy", code, v.Status, v.Reason, v.GPUIdle)
+	}
+	t.Logf("sync_shave: %s (probes %+v)", v.Reason, v.GPUIdle)
 }
 
 // TestGPUHealthCheck (on a GPU): a kernel that stores far outside any

@@ -405,7 +405,7 @@ func TestReplayResumesAfterKill(t *testing.T) {
 	if err := os.WriteFile(planPath, older, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if code, _, errs := tp(t, append(args, "--resume")...); code != exitFailure || !strings.Contains(errs, `plan.json records config.novelRule 0; this tilepipe times by novel rule 2 (docs/protocol.md, step 5): a replay begun by another version cannot be resumed, start a new one`) {
+	if code, _, errs := tp(t, append(args, "--resume")...); code != exitFailure || !strings.Contains(errs, `plan.json records config.novelRule 0; this tilepipe times by novel rule 3 (docs/protocol.md, step 5): a replay begun by another version cannot be resumed, start a new one`) {
 		t.Errorf("resume of a replay begun under novel rule 1 = exit %d, stderr %q; want exit 1 saying it cannot be resumed", code, errs)
 	}
 	if err := os.WriteFile(planPath, orig, 0o644); err != nil {

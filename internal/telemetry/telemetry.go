@@ -99,6 +99,11 @@ func Start(argv, env []string) (*Monitor, error) {
 		if err == nil && (m.Device.Telemetry != samples.TelemetryNVML || m.Device.Device == "") {
 			err = fmt.Errorf("first line %q: want the device it reads, from %q", line, samples.TelemetryNVML)
 		}
+		// A monitor made before novel rule 3 says no sched and cannot
+		// stage: its prepared stage is older than this replay.
+		if err == nil && m.Device.Sched == "" {
+			err = fmt.Errorf("first line %q: no \"sched\": a monitor from before novel rule 3, which cannot stage GPU novel samples (prepare the capture again)", line)
+		}
 	}
 	if err != nil {
 		return nil, m.fail(err)

@@ -21,7 +21,7 @@ func monitor(t *testing.T, script string) []string {
 	return []string{"/bin/sh", p}
 }
 
-const hello = `echo '{"telemetry": "nvml", "device": "NVIDIA H200", "bus": "00000000:19:00.0", "driver": "580.95.05"}'` + "\n"
+const hello = `echo '{"telemetry": "nvml", "device": "NVIDIA H200", "bus": "00000000:19:00.0", "driver": "580.95.05", "sched": "fifo"}'` + "\n"
 
 func TestMonitorReads(t *testing.T) {
 	m, err := Start(monitor(t, hello+`n=0
@@ -31,7 +31,7 @@ while read cmd; do n=$((n+1)); echo "{\"sm_mhz\": 1980, \"mem_mhz\": 3201, \"tem
 		t.Fatal(err)
 	}
 	defer m.Close()
-	if got, want := m.Device.String(), "nvml: NVIDIA H200 at 00000000:19:00.0, driver 580.95.05"; got != want {
+	if got, want := m.Device.String(), "nvml: NVIDIA H200 at 00000000:19:00.0, driver 580.95.05, probes fifo"; got != want {
 		t.Errorf("Device = %q, want %q", got, want)
 	}
 	for i := int64(1); i <= 3; i++ {
@@ -52,6 +52,8 @@ func TestMonitorRefuses(t *testing.T) {
 			"telemetry: exited (exit status 2; stderr: harness: error: dlopen libnvidia-ml.so.1: not found)"},
 		{"not nvml", `echo '{"telemetry": "smi", "device": "x", "bus": "", "driver": ""}'` + "\n",
 			`telemetry: first line "{\"telemetry\": \"smi\", \"device\": \"x\", \"bus\": \"\", \"driver\": \"\"}": want the device it reads, from "nvml"`},
+		{"a monitor from before novel rule 3", `echo '{"telemetry": "nvml", "device": "NVIDIA H200", "bus": "00000000:19:00.0", "driver": "580.95.05"}'; sleep 5` + "\n",
+			`telemetry: first line "{\"telemetry\": \"nvml\", \"device\": \"NVIDIA H200\", \"bus\": \"00000000:19:00.0\", \"driver\": \"580.95.05\"}": no "sched": a monitor from before novel rule 3, which cannot stage GPU novel samples (prepare the capture again)`},
 		{"unknown field", reading(`{"sm_mhz": 1, "mem_mhz": 1, "temp_c": 1, "power_mw": 1, "reasons": 0, "procs": 1, "power_violation_ns": 0, "thermal_violation_ns": 0, "fan": 3}`),
 			`telemetry: line "{\"sm_mhz\": 1, \"mem_mhz\": 1, \"temp_c\": 1, \"power_mw\": 1, \"reasons\": 0, \"procs\": 1, \"power_violation_ns\": 0, \"thermal_violation_ns\": 0, \"fan\": 3}": json: unknown field "fan"`},
 		{"missing value", reading(`{"sm_mhz": 1, "mem_mhz": 1, "temp_c": 1, "power_mw": 1, "reasons": 0, "procs": 1, "power_violation_ns": 0}`),

@@ -15,6 +15,7 @@ import (
 
 	"github.com/tilepipe/tilepipe/artifacts/samples"
 	"github.com/tilepipe/tilepipe/internal/launch"
+	"github.com/tilepipe/tilepipe/internal/telemetry"
 	"github.com/tilepipe/tilepipe/internal/visit"
 	"github.com/tilepipe/tilepipe/oracle"
 )
@@ -217,6 +218,13 @@ launch %s
 	if err != nil || !l.CanFreeze() {
 		t.Skipf("no freezer here for novel samples: %v", err)
 	}
+	// The novel slots are staged as replay stages them (novel rule 3):
+	// by the timer's own --telemetry, the monitor.
+	m, err := telemetry.Start([]string{exe, "--telemetry"}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
 	spec := visit.Spec{Argv: []string{exe, "--visit", vf}, Dir: filepath.Dir(exe), Timeout: 60 * time.Second, Threads: 1, Files: osf, Limiter: l}
 	r, err := visit.RunAll(context.Background(), spec, func(s *visit.Session) ([]visit.Sample, int64, error) {
 		ss, n, err := s.Drive(plan)
@@ -226,7 +234,22 @@ launch %s
 		if err := s.Freeze(); err != nil {
 			return nil, 0, err
 		}
-		span, tn, err := s.Novel(sets)
+		fresh := []telemetry.StageFile{{Name: "A", Role: oracle.RoleInput, Bytes: int64(bytes), File: files[1].File},
+			{Name: "B", Role: oracle.RoleInput, Bytes: int64(bytes), File: files[3].File}, {Name: "C", Role: oracle.RoleOutput, Bytes: int64(bytes), File: files[5].File}}
+		if _, err := m.Open(sets, visit.FreshGap, fresh); err != nil {
+			return nil, 0, err
+		}
+		st, err := m.Stage(1, sets, false)
+		if err != nil {
+			return nil, 0, err
+		}
+		var reason string
+		span, tn, err := s.NovelStaged(sets, &visit.Staging{Slots: st.File, Probe: func() error { return m.Probe(1) },
+			Unstage: func() error { reason, err = m.Unstage(1); return err }})
+		st.File.Close()
+		if err == nil && reason != "" {
+			err = &visit.Failure{Reason: reason}
+		}
 		return append(ss, visit.Sample{Kind: samples.KindNovel, Calls: sets, SpanNs: span.Nanoseconds(), TimerNs: tn}), n, err
 	})
 	if err != nil {
