@@ -968,8 +968,8 @@ class Driver:
         """Maps handle at at (n bytes), readable and writable here, and
         releases the handle (the mapping holds it)."""
         self.must(self.lib.cuMemMap(at, n, 0, handle, 0), "cuMemMap (%s)" % what)
-        self.must(self.lib.cuMemRelease(handle), "cuMemRelease (%s)" % what)
         self.must(self.lib.cuMemSetAccess(at, n, ctypes.byref(self.access), 1), "cuMemSetAccess (%s)" % what)
+        self.must(self.lib.cuMemRelease(handle), "cuMemRelease (%s)" % what)
 
     def create(self, n):
         h = ctypes.c_ulonglong()

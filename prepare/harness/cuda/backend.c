@@ -615,9 +615,9 @@ static int64_t gpu_novel_staged(struct visit *v, int fd, uint64_t n)
 	close(fd);
 	cu_must(rc, "cuMemImportFromShareableHandle (a novel sample's staged slots)");
 	cu_must(cu.MemMap(gpu.range, gpu.range_bytes, 0, h, 0), "cuMemMap (a novel sample's staged slots)");
-	cu_must(cu.MemRelease(h), "cuMemRelease (a novel sample's staged slots)"); /* the mapping holds it */
 	CUmemAccessDesc a = {{1, gpu.dev}, 3};
 	cu_must(cu.MemSetAccess(gpu.range, gpu.range_bytes, &a, 1), "cuMemSetAccess (a novel sample's staged slots)");
+	cu_must(cu.MemRelease(h), "cuMemRelease (a novel sample's staged slots)"); /* the mapping holds it */
 	int64_t ns = gpu_sample(FRESH, 0, n, n, &(uint64_t){0});
 	cu_must(cu.MemUnmap(gpu.range, gpu.range_bytes), "cuMemUnmap (a novel sample's staged slots)");
 	return ns;
