@@ -2,9 +2,9 @@
 // (tilepipe report): the results table, per-case plots of every sample by
 // route (batch and single-call samples apart), the paired ratios with
 // their intervals, the visit timeline by round, the failed visits with
-// their reasons and the audit's verdict. Plots are drawn by gonum/plot to
-// SVG and written into the page, styles inline, no script and nothing
-// fetched: the file opens the same offline, mailed or archived.
+// their reasons and the audit's verdict. Plots are SVG drawn here
+// (chart.go) and written into the page, styles inline, no script and
+// nothing fetched: the file opens the same offline, mailed or archived.
 package html
 
 import (
@@ -18,14 +18,8 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"strings"
 
 	"github.com/apache/arrow-go/v18/arrow/memory"
-	"gonum.org/v1/plot"
-	"gonum.org/v1/plot/plotter"
-	"gonum.org/v1/plot/vg"
-	"gonum.org/v1/plot/vg/draw"
-	"gonum.org/v1/plot/vg/vgsvg"
 
 	"github.com/tilepipe/tilepipe/artifacts"
 	"github.com/tilepipe/tilepipe/artifacts/samples"
@@ -67,22 +61,6 @@ func routeColor(routes []string, r string) color.RGBA {
 	return palette[max(slices.Index(routes, r), 0)%len(palette)]
 }
 
-// svg draws p at w×h and returns the SVG element, without the XML prolog,
-// for writing into the page.
-func svg(p *plot.Plot, w, h vg.Length) (template.HTML, error) {
-	c := vgsvg.New(w, h)
-	p.Draw(draw.New(c))
-	var b bytes.Buffer
-	if _, err := c.WriteTo(&b); err != nil {
-		return "", err
-	}
-	s := b.String()
-	if i := strings.Index(s, "<svg"); i > 0 {
-		s = s[i:]
-	}
-	return template.HTML(s), nil // gonum/plot's own output: text it draws is XML-escaped
-}
-
 // jitter spreads the i-th of n points of one category across ±0.3.
 func jitter(i, n int) float64 {
 	if n < 2 {
@@ -91,105 +69,68 @@ func jitter(i, n int) float64 {
 	return -0.3 + 0.6*float64(i)/float64(n-1)
 }
 
-// samplePlot is one case's samples: for each route, its batch samples'
-// time per call (filled circles) and its single calls (crosses), log
-// scaled where they span more than a factor of 20.
+// sampleGlyphs is how samplePlot draws each kind: the novel samples (the
+// claim) filled, the warm batch samples open, single calls as crosses.
+var sampleGlyphs = []struct{ kind, glyph string }{
+	{samples.KindNovel, glyphDot}, {samples.KindBatch, glyphRing}, {samples.KindSingle, glyphCross},
+}
+
+// samplePlot is one case's samples: for each route, its novel, batch and
+// single samples' time per call, log scaled where they span more than a
+// factor of 20.
 func samplePlot(c string, routes []string, rows []samples.Row) (template.HTML, error) {
-	p := plot.New()
-	p.Title.Text = c
-	p.Y.Label.Text = "ns per call"
-	var names []string
+	ch := chart{w: 400, h: 300, title: c, ylabel: "ns per call", x: axis{names: routes}}
 	lo, hi := math.Inf(1), 0.0
 	for ri, r := range routes {
-		for _, kind := range []string{"batch", "single"} {
-			var pts plotter.XYs
+		for _, g := range sampleGlyphs {
+			m := mark{kind: g.glyph, color: routeColor(routes, r)}
 			var mine []samples.Row
 			for _, s := range rows {
-				if s.Case == c && s.Route == r && s.Kind == kind {
+				if s.Case == c && s.Route == r && s.Kind == g.kind {
 					mine = append(mine, s)
 				}
 			}
 			for i, s := range mine {
 				v := s.PerOpNs()
-				pts = append(pts, plotter.XY{X: float64(ri) + jitter(i, len(mine)), Y: v})
+				m.pts = append(m.pts, [2]float64{float64(ri) + jitter(i, len(mine)), v})
 				lo, hi = min(lo, v), max(hi, v)
 			}
-			if len(pts) == 0 {
-				continue
+			if len(m.pts) > 0 {
+				ch.marks = append(ch.marks, m) // the page says which glyph is which kind
 			}
-			sc, err := plotter.NewScatter(pts)
-			if err != nil {
-				return "", err
-			}
-			sc.GlyphStyle.Color = routeColor(routes, r)
-			sc.GlyphStyle.Radius = vg.Points(2)
-			if kind == samples.KindSingle {
-				sc.GlyphStyle.Shape = draw.CrossGlyph{}
-			} else {
-				sc.GlyphStyle.Shape = draw.CircleGlyph{}
-			}
-			p.Add(sc) // the page says which glyph is which kind
 		}
-		names = append(names, r)
 	}
 	if hi == 0 {
 		return "", nil // no samples: a row that never timed
 	}
-	if hi/lo > 20 {
-		p.Y.Scale, p.Y.Tick.Marker = plot.LogScale{}, plot.LogTicks{}
-	}
-	p.NominalX(names...)
-	return svg(p, 4*vg.Inch, 3*vg.Inch)
-}
-
-// errBars is ratios with their intervals as gonum/plot's XErrorer.
-type errBars struct {
-	plotter.XYs
-	lo, hi []float64
-}
-
-func (e errBars) XError(i int) (float64, float64) {
-	x, _ := e.XY(i)
-	return x - e.lo[i], e.hi[i] - x
+	ch.y.log = hi/lo > 20
+	return ch.svg(), nil
 }
 
 // ratioPlot is every paired ratio: its median with its interval, a row
 // per (case, route), beside the line of no difference.
 func ratioPlot(doc artifacts.ReplayDoc) (template.HTML, error) {
-	var e errBars
+	bars := mark{kind: barsX, color: palette[0]}
 	var labels []string
 	for _, s := range doc.Summary {
 		if s.RatioPairs == 0 {
 			continue
 		}
-		y := float64(len(labels))
-		e.XYs = append(e.XYs, plotter.XY{X: s.Ratio, Y: y})
-		e.lo, e.hi = append(e.lo, s.RatioLo), append(e.hi, s.RatioHi)
+		bars.pts = append(bars.pts, [2]float64{s.Ratio, float64(len(labels))})
+		bars.lo, bars.hi = append(bars.lo, s.RatioLo), append(bars.hi, s.RatioHi)
 		labels = append(labels, s.Case+" "+s.Route)
 	}
 	if len(labels) == 0 {
 		return "", nil
 	}
-	p := plot.New()
-	p.Title.Text = fmt.Sprintf("paired ratio vs %s (below 1 is faster)", doc.Config.Baseline)
-	bars, err := plotter.NewXErrorBars(e)
-	if err != nil {
-		return "", err
+	one := mark{kind: lineDashed, color: color.RGBA{0x44, 0x44, 0x44, 0xff}, pts: [][2]float64{{1, -0.5}, {1, float64(len(labels)) - 0.5}}}
+	lo, hi := slices.Min(append(slices.Clone(bars.lo), 1)), slices.Max(append(slices.Clone(bars.hi), 1))
+	ch := chart{w: 640, h: 60 + 24*float64(len(labels)), title: fmt.Sprintf("paired ratio vs %s (below 1 is faster)", doc.Config.Baseline),
+		x: axis{min: lo - 0.05*(hi-lo), max: hi + 0.05*(hi-lo)}, y: axis{names: labels}, marks: []mark{one, bars}}
+	if ch.x.min == ch.x.max {
+		ch.x.min, ch.x.max = lo-0.05, hi+0.05
 	}
-	pts, err := plotter.NewScatter(e.XYs)
-	if err != nil {
-		return "", err
-	}
-	one, err := plotter.NewLine(plotter.XYs{{X: 1, Y: -0.5}, {X: 1, Y: float64(len(labels)) - 0.5}})
-	if err != nil {
-		return "", err
-	}
-	one.Dashes = []vg.Length{vg.Points(3), vg.Points(3)}
-	p.Add(one, bars, pts)
-	p.NominalY(labels...)
-	lo, hi := slices.Min(append(e.lo, 1)), slices.Max(append(e.hi, 1))
-	p.X.Min, p.X.Max = lo-0.05*(hi-lo), hi+0.05*(hi-lo) // room for the bars' caps
-	return svg(p, 6*vg.Inch, vg.Length(1+0.3*float64(len(labels)))*vg.Inch)
+	return ch.svg(), nil
 }
 
 // timeline is every visit at its start, seconds into the replay, by round:
@@ -204,44 +145,31 @@ func timeline(doc artifacts.ReplayDoc) (template.HTML, error) {
 			t0 = v.Start
 		}
 	}
-	p := plot.New()
-	p.Title.Text = "visits by round"
-	p.X.Label.Text = "seconds into the replay"
-	p.Y.Label.Text = "round"
-	entries := 0
+	ch := chart{w: 640, h: 300, title: "visits by round", xlabel: "seconds into the replay", ylabel: "round"}
 	for _, r := range doc.Routes {
 		for _, failed := range []bool{false, true} {
-			var pts plotter.XYs
+			m := mark{kind: glyphDot, name: r, color: routeColor(doc.Routes, r)}
+			if failed {
+				m.kind, m.name = glyphCross, r+" (failed)"
+			}
 			for _, v := range doc.Visits {
 				if v.Route == r && (v.Status != artifacts.StatusPassed) == failed {
-					pts = append(pts, plotter.XY{X: v.Start.Sub(t0).Seconds(), Y: float64(v.Round + 1)})
+					m.pts = append(m.pts, [2]float64{v.Start.Sub(t0).Seconds(), float64(v.Round + 1)})
 				}
 			}
-			if len(pts) == 0 {
-				continue
+			if len(m.pts) > 0 {
+				ch.marks = append(ch.marks, m)
+				ch.legend = append(ch.legend, m)
 			}
-			sc, err := plotter.NewScatter(pts)
-			if err != nil {
-				return "", err
-			}
-			sc.GlyphStyle.Color = routeColor(doc.Routes, r)
-			sc.GlyphStyle.Shape = draw.CircleGlyph{}
-			name := r
-			if failed {
-				sc.GlyphStyle.Shape, sc.GlyphStyle.Radius, name = draw.CrossGlyph{}, vg.Points(4), r+" (failed)"
-			}
-			p.Add(sc)
-			p.Legend.Add(name, sc)
-			entries++
 		}
 	}
-	p.Legend.Top = true
 	rounds := 0.0
 	for _, v := range doc.Visits {
 		rounds = max(rounds, float64(v.Round+1))
 	}
-	p.Y.Min, p.Y.Max = 0, rounds*(1+0.12*float64(entries)) // room above the last round for the legend
-	return svg(p, 6*vg.Inch, 3*vg.Inch)
+	// Room above the last round for the legend.
+	ch.y.min, ch.y.max = 0, rounds*(1+0.12*float64(len(ch.legend)))
+	return ch.svg(), nil
 }
 
 // Row is a results table row as the page shows it.
@@ -333,7 +261,7 @@ th{background:#eee}td.n{text-align:right;font-variant-numeric:tabular-nums}
 {{range .Rows}}<tr data-case="{{.Case}}" data-route="{{.Route}}"><td>{{.Case}}</td><td>{{.Route}}</td><td>{{.Status}}</td><td class="n">{{.Median}}</td><td class="n">{{.Range}}</td><td class="n">{{.Ratio}}</td><td class="n">{{.Interval}}</td><td>{{.Verdict}}</td><td>{{.Reason}}</td></tr>
 {{end}}</tbody></table>
 {{if .Ratios}}<h2>Paired ratios</h2><div class="plot" id="ratios">{{.Ratios}}</div>{{end}}
-<h2>Samples</h2><p>Every sample by route: batch samples (time per call, circles) and single calls (crosses).</p>
+<h2>Samples</h2><p>Every sample by route, time per call: novel samples (the claim, filled circles), warm batch samples (open circles) and single calls (crosses).</p>
 <div class="plots">{{range .Plots}}<div class="plot" data-case="{{.Case}}">{{.SVG}}</div>{{end}}</div>
 {{if .Timeline}}<h2>Visits</h2><div class="plot" id="timeline">{{.Timeline}}</div>{{end}}
 <h2>Failed visits</h2>
