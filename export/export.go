@@ -35,10 +35,6 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/csv"
 	"github.com/apache/arrow-go/v18/arrow/memory"
-	"github.com/apache/arrow-go/v18/parquet"
-	"github.com/apache/arrow-go/v18/parquet/compress"
-	"github.com/apache/arrow-go/v18/parquet/file"
-	"github.com/apache/arrow-go/v18/parquet/schema"
 
 	"github.com/tilepipe/tilepipe/artifacts"
 	"github.com/tilepipe/tilepipe/artifacts/samples"
@@ -221,110 +217,6 @@ func nullable(b *array.RecordBuilder) func(i int, ok bool, v float64) {
 			b.Field(i).(*array.Float64Builder).AppendNull()
 		}
 	}
-}
-
-// writeParquet writes rec as one Parquet row group, zstd-compressed, with
-// the low-level parquet/file writer: pqarrow would store the Arrow schema
-// through arrow/flight, which links grpc, protobuf and x/net into the
-// binary (issue 28; internal/depcheck keeps them out). Every column type
-// the schemas use maps to a Parquet primitive (int32, int64, double, and
-// byte arrays annotated as strings); a nullable field is optional, with a
-// definition level per row. Readers (pyarrow, DuckDB, pandas, arrow-go's
-// pqarrow) recover the same Arrow types from the Parquet schema alone.
-func writeParquet(w io.Writer, rec arrow.RecordBatch) error {
-	fields := make(schema.FieldList, len(rec.Schema().Fields()))
-	for i, f := range rec.Schema().Fields() {
-		rep := parquet.Repetitions.Required
-		if f.Nullable {
-			rep = parquet.Repetitions.Optional
-		}
-		var err error
-		switch f.Type.ID() {
-		case arrow.INT32:
-			fields[i], err = schema.NewPrimitiveNode(f.Name, rep, parquet.Types.Int32, -1, -1)
-		case arrow.INT64:
-			fields[i], err = schema.NewPrimitiveNode(f.Name, rep, parquet.Types.Int64, -1, -1)
-		case arrow.FLOAT64:
-			fields[i], err = schema.NewPrimitiveNode(f.Name, rep, parquet.Types.Double, -1, -1)
-		case arrow.STRING:
-			fields[i], err = schema.NewPrimitiveNodeLogical(f.Name, rep, schema.StringLogicalType{}, parquet.Types.ByteArray, -1, -1)
-		default:
-			err = fmt.Errorf("column %s: type %s has no Parquet mapping here", f.Name, f.Type)
-		}
-		if err != nil {
-			return err
-		}
-	}
-	root, err := schema.NewGroupNode("schema", parquet.Repetitions.Required, fields, -1)
-	if err != nil {
-		return err
-	}
-	props := parquet.NewWriterProperties(parquet.WithCompression(compress.Codecs.Zstd), parquet.WithDictionaryDefault(true))
-	fw, err := file.NewParquetWriterWithError(w, root, file.WithWriterProps(props))
-	if err != nil {
-		return err
-	}
-	rg, err := fw.AppendRowGroupChecked()
-	if err != nil {
-		return err
-	}
-	for i, col := range rec.Columns() {
-		cw, err := rg.NextColumn()
-		if err != nil {
-			return err
-		}
-		if err := writeColumn(cw, col, rec.Schema().Field(i).Nullable); err != nil {
-			return fmt.Errorf("column %s: %w", rec.Schema().Field(i).Name, err)
-		}
-		if err := cw.Close(); err != nil {
-			return err
-		}
-	}
-	if err := rg.Close(); err != nil {
-		return err
-	}
-	return fw.Close()
-}
-
-// writeColumn writes col's values through cw: only the valid ones, with a
-// definition level per row (1 valid, 0 null) when the column is optional.
-func writeColumn(cw file.ColumnChunkWriter, col arrow.Array, nullable bool) error {
-	var def []int16
-	if nullable {
-		def = make([]int16, col.Len())
-		for i := range def {
-			if col.IsValid(i) {
-				def[i] = 1
-			}
-		}
-	}
-	var err error
-	switch c := col.(type) {
-	case *array.Int32:
-		_, err = cw.(*file.Int32ColumnChunkWriter).WriteBatch(valid(c, c.Value), def, nil)
-	case *array.Int64:
-		_, err = cw.(*file.Int64ColumnChunkWriter).WriteBatch(valid(c, c.Value), def, nil)
-	case *array.Float64:
-		_, err = cw.(*file.Float64ColumnChunkWriter).WriteBatch(valid(c, c.Value), def, nil)
-	case *array.String:
-		_, err = cw.(*file.ByteArrayColumnChunkWriter).WriteBatch(valid(c, func(i int) parquet.ByteArray {
-			return parquet.ByteArray(c.Value(i))
-		}), def, nil)
-	default:
-		err = fmt.Errorf("array %T has no Parquet mapping here", col)
-	}
-	return err
-}
-
-// valid is the values of col's valid rows, in order.
-func valid[T any](col arrow.Array, value func(int) T) []T {
-	out := make([]T, 0, col.Len()-col.NullN())
-	for i := range col.Len() {
-		if col.IsValid(i) {
-			out = append(out, value(i))
-		}
-	}
-	return out
 }
 
 func writeCSV(w io.Writer, rec arrow.RecordBatch) error {

@@ -12,6 +12,7 @@ import (
 	"github.com/apache/arrow-go/v18/parquet"
 	"github.com/apache/arrow-go/v18/parquet/pqarrow"
 
+	"github.com/tilepipe/tilepipe/artifacts"
 	"github.com/tilepipe/tilepipe/artifacts/samples"
 )
 
@@ -25,10 +26,23 @@ func TestParquetRoundTrip(t *testing.T) {
 		{Visit: 1, Round: 0, Position: 0, Case: "add-3x7", Route: "openblas ä", Kind: "batch", Index: 0, Calls: 10, TotalNs: 500, TimerNs: 450, Clock: "replay", Flags: "throttle"},
 		{Visit: 2, Case: "add-3x7", Route: "torch", Kind: "empty", Calls: 0, TotalNs: 7},
 	}
+	var doc artifacts.ReplayDoc
+	doc.Config.Baseline = "torch-eager"
+	doc.Summary = []artifacts.Summary{
+		{Case: "gemm-16", Route: "halide", Status: artifacts.StatusPassed, Visits: 2, Samples: 20, MedianNs: 1200, MinNs: 1100, MaxNs: 1500, Q1Ns: 1150, Q3Ns: 1300,
+			Ratio: 0.8, RatioLo: 0.7, RatioHi: 0.9, RatioPairs: 6, Verdict: "faster", Kind: samples.KindNovel, WarmNs: 1000},
+		{Case: "gemm-16", Route: "torch-eager", Status: artifacts.StatusPassed, Visits: 2, Samples: 20, MedianNs: 1500, MinNs: 1400, MaxNs: 1800, Kind: samples.KindNovel},
+		{Case: "add-3x7", Route: "openblas", Status: "unsupported", Reason: "op add: gemm only"},
+	}
+	// 2000 rows: runs of definition levels longer than a byte's varint.
+	many := make([]samples.Row, 2000)
+	for i := range many {
+		many[i] = samples.Row{Visit: int32(i), Case: "c", Route: "r", Kind: []string{"novel", "novel", "empty"}[i%3], Calls: int64(i % 7), TotalNs: int64(i)}
+	}
 	for _, tc := range []struct {
 		name string
 		rec  arrow.RecordBatch
-	}{{"samples", Samples(rows)}, {"empty samples", Samples(nil)}} {
+	}{{"samples", Samples(rows)}, {"empty samples", Samples(nil)}, {"2000 samples", Samples(many)}, {"summaries (23 columns)", Summaries(doc)}} {
 		t.Run(tc.name, func(t *testing.T) {
 			defer tc.rec.Release()
 			var b bytes.Buffer

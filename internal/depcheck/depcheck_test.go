@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"reflect"
 	"slices"
 	"sort"
@@ -200,13 +201,19 @@ func TestCheckFindsForbiddenEdges(t *testing.T) {
 // reason: each was once pulled in by a convenience and weighed megabytes
 // the GPU machine receives on every run (issue 28).
 var heavy = []struct{ prefix, why string }{
-	{"google.golang.org/grpc", "gRPC (arrow-go's pqarrow links it through arrow/flight; export writes Parquet with parquet/file)"},
+	{"google.golang.org/grpc", "gRPC (arrow-go's pqarrow links it through arrow/flight; export writes Parquet itself)"},
 	{"google.golang.org/protobuf", "protobuf (arrow/flight's)"},
 	{"google.golang.org/genproto", "genproto (arrow/flight's)"},
 	{"github.com/apache/arrow-go/v18/arrow/flight", "Arrow Flight (pqarrow stores the schema through it)"},
-	{"github.com/apache/arrow-go/v18/parquet/pqarrow", "pqarrow (links arrow/flight; tests may read with it)"},
+	{"github.com/apache/arrow-go/v18/parquet", "arrow-go's Parquet (18 MB: its encodings link arrow/compute; export writes Parquet itself, tests read it with pqarrow)"},
+	{"github.com/apache/arrow-go/v18/arrow/compute", "arrow/compute's kernels (6 MB)"},
+	{"gonum.org/v1/plot", "gonum/plot (five canvases and twelve fonts, 7 MB; the report draws its own SVG)"},
 	{"golang.org/x/net", "x/net outside the standard library's vendored copy (gRPC's)"},
 }
+
+// MaxStripped is the most the stripped static binary may weigh (issue 28:
+// 25 MB; 19.3 MB after the Parquet writer and the plots of our own).
+const MaxStripped = 25_000_000
 
 // heavyDeps is one message per dependency in deps (a binary's transitive
 // imports) that heavy forbids.
@@ -237,20 +244,48 @@ func TestBinaryLinksNoHeavyDeps(t *testing.T) {
 		t.Fatalf("go list: %v\n%s", err, stderr.Bytes())
 	}
 	deps := strings.Fields(string(out))
-	if !slices.Contains(deps, "github.com/apache/arrow-go/v18/parquet/file") {
-		t.Fatalf("go list -deps ./cmd/tilepipe lists no parquet/file among %d packages: the listing checks nothing", len(deps))
+	if !slices.Contains(deps, "github.com/apache/arrow-go/v18/arrow/ipc") {
+		t.Fatalf("go list -deps ./cmd/tilepipe lists no arrow/ipc among %d packages: the listing checks nothing", len(deps))
 	}
 	for _, msg := range heavyDeps(deps) {
 		t.Error(msg)
 	}
 }
 
+// TestBinaryWeight builds the static binary as the GPU machine gets it
+// (CGO_ENABLED=0, stripped) and holds it to MaxStripped.
+func TestBinaryWeight(t *testing.T) {
+	if testing.Short() {
+		t.Skip("long: builds the binary; make test runs it")
+	}
+	gobin, err := exec.LookPath("go")
+	if err != nil {
+		t.Fatalf("go command not found: %v", err)
+	}
+	exe := filepath.Join(t.TempDir(), "tilepipe")
+	cmd := exec.Command(gobin, "build", "-ldflags=-s -w", "-o", exe, "./cmd/tilepipe")
+	cmd.Dir = "../.."
+	cmd.Env = append(cmd.Environ(), "CGO_ENABLED=0")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	st, err := os.Stat(exe)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Size() > MaxStripped {
+		t.Errorf("the stripped static binary is %d bytes, more than %d (docs/results/2026-12-06-binary-weight/measure.sh says what it links)", st.Size(), MaxStripped)
+	}
+	t.Logf("stripped static binary: %d bytes", st.Size())
+}
+
 func TestHeavyDepsFound(t *testing.T) {
-	got := heavyDeps([]string{"fmt", "vendor/golang.org/x/net/idna", "google.golang.org/grpc/codes", "golang.org/x/net/http2", "github.com/apache/arrow-go/v18/parquet/file", "github.com/apache/arrow-go/v18/parquet/pqarrow"})
+	got := heavyDeps([]string{"fmt", "vendor/golang.org/x/net/idna", "google.golang.org/grpc/codes", "golang.org/x/net/http2", "github.com/apache/arrow-go/v18/arrow/ipc", "github.com/apache/arrow-go/v18/parquet/file", "gonum.org/v1/plot/vg"})
 	want := []string{
-		"cmd/tilepipe links google.golang.org/grpc/codes: gRPC (arrow-go's pqarrow links it through arrow/flight; export writes Parquet with parquet/file)",
+		"cmd/tilepipe links google.golang.org/grpc/codes: gRPC (arrow-go's pqarrow links it through arrow/flight; export writes Parquet itself)",
 		"cmd/tilepipe links golang.org/x/net/http2: x/net outside the standard library's vendored copy (gRPC's)",
-		"cmd/tilepipe links github.com/apache/arrow-go/v18/parquet/pqarrow: pqarrow (links arrow/flight; tests may read with it)",
+		"cmd/tilepipe links github.com/apache/arrow-go/v18/parquet/file: arrow-go's Parquet (18 MB: its encodings link arrow/compute; export writes Parquet itself, tests read it with pqarrow)",
+		"cmd/tilepipe links gonum.org/v1/plot/vg: gonum/plot (five canvases and twelve fonts, 7 MB; the report draws its own SVG)",
 	}
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("heavyDeps = %q\nwant %q", got, want)
