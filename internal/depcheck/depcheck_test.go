@@ -209,6 +209,7 @@ var heavy = []struct{ prefix, why string }{
 	{"github.com/apache/arrow-go/v18/arrow/compute", "arrow/compute's kernels (6 MB)"},
 	{"gonum.org/v1/plot", "gonum/plot (five canvases and twelve fonts, 7 MB; the report draws its own SVG)"},
 	{"golang.org/x/net", "x/net outside the standard library's vendored copy (gRPC's)"},
+	{"testing", "the testing package (a test helper in a non-test file takes testing.TB: artifacts.TB is the way)"},
 }
 
 // MaxStripped is the most the stripped static binary may weigh (issue 28:
@@ -280,12 +281,13 @@ func TestBinaryWeight(t *testing.T) {
 }
 
 func TestHeavyDepsFound(t *testing.T) {
-	got := heavyDeps([]string{"fmt", "vendor/golang.org/x/net/idna", "google.golang.org/grpc/codes", "golang.org/x/net/http2", "github.com/apache/arrow-go/v18/arrow/ipc", "github.com/apache/arrow-go/v18/parquet/file", "gonum.org/v1/plot/vg"})
+	got := heavyDeps([]string{"fmt", "vendor/golang.org/x/net/idna", "google.golang.org/grpc/codes", "golang.org/x/net/http2", "github.com/apache/arrow-go/v18/arrow/ipc", "github.com/apache/arrow-go/v18/parquet/file", "gonum.org/v1/plot/vg", "testing", "testingx"})
 	want := []string{
 		"cmd/tilepipe links google.golang.org/grpc/codes: gRPC (arrow-go's pqarrow links it through arrow/flight; export writes Parquet itself)",
 		"cmd/tilepipe links golang.org/x/net/http2: x/net outside the standard library's vendored copy (gRPC's)",
 		"cmd/tilepipe links github.com/apache/arrow-go/v18/parquet/file: arrow-go's Parquet (18 MB: its encodings link arrow/compute; export writes Parquet itself, tests read it with pqarrow)",
 		"cmd/tilepipe links gonum.org/v1/plot/vg: gonum/plot (five canvases and twelve fonts, 7 MB; the report draws its own SVG)",
+		"cmd/tilepipe links testing: the testing package (a test helper in a non-test file takes testing.TB: artifacts.TB is the way)",
 	}
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("heavyDeps = %q\nwant %q", got, want)
