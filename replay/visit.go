@@ -296,74 +296,17 @@ func (b *buffers) runNovel(sess *visit.Session, count int, calls int64, clock st
 	per := visit.ChecksPerSample(count, n, b.checkLimit)
 	var out []visit.Sample
 	for i := range count {
-		batch, err := b.in.novelSets(int64(i)*n, n)
+		smp, err := b.novelSample(sess, i, n, per, clock, st)
 		if err != nil {
-			return nil, err
-		}
-		for j, set := range batch {
-			j := int64(j)
-			for k, m := range b.novelIn {
-				if err := m.Write(int(j), oracle.Encode(set.Inputs[k])); err != nil {
-					return nil, err
-				}
-			}
-		}
-		var draw [8]byte
-		if _, err := rand.Read(draw[:]); err != nil {
-			return nil, err
-		}
-		fills := make([][]byte, len(b.freshOut))
-		for k, m := range b.freshOut {
-			fills[k] = visit.FillPattern(b.params[k].Dtype, binary.LittleEndian.Uint64(draw[:]))
-			m.FillSets(int(n), fills[k])
-		}
-		var staging *visit.Staging
-		if st != nil {
-			if staging, err = st.stage(int64(i), n); err != nil {
-				return nil, err
-			}
-		}
-		span, tn, err := sess.NovelStaged(n, staging)
-		if staging != nil {
-			staging.Slots.Close()
-			if err == nil {
-				err = st.verdict()
-			}
-		}
-		if err != nil {
-			return nil, err
-		}
-		smp := visit.Sample{Kind: samples.KindNovel, Index: i, Calls: n, SpanNs: span.Nanoseconds(), TimerNs: tn, Clock: clock, Tel: sess.LastTelemetry()}
-		if err := visit.CheckClock(smp); err != nil {
 			return nil, err
 		}
 		out = append(out, smp)
-		for j := range n {
-			for k, m := range b.freshOut {
-				if e := m.FirstEqual(int(j), fills[k]); e >= 0 {
-					return nil, &visit.Failure{Reason: fmt.Sprintf("output_not_overwritten: %s novel sample %d call %d element %d", b.params[k].Name, i, j, e)}
-				}
-			}
-		}
-		// Drawn now, after the sample's freeze: no call could know
-		// whether it would be judged.
-		pick, err := drawCalls(n, per)
-		if err != nil {
-			return nil, err
-		}
-		for _, j := range pick {
-			b.novel.Checked = append(b.novel.Checked, int64(i)*n+j)
-			for k, m := range b.freshOut {
-				b.checked[k] = append(b.checked[k], m.Set(int(j))...)
-			}
-		}
 	}
 	// Every sample's outputs are read. Where replay's span is the time
-	// (the CPU; a GPU's is the CUDA events', which hold no bracket), the
-	// idle visit's freeze cycles, for the report's bracket share
-	// (docs/protocol.md, "What a sample measures"). Then thawed again as
-	// it was found: what follows (graph samples, the final report) talks
-	// to a running timer.
+	// (the CPU; a GPU's novel samples under rule 3), the idle visit's
+	// freeze cycles, for the report's bracket share (docs/protocol.md,
+	// "What a sample measures"). Then thawed again as it was found: what
+	// follows (graph samples, the final report) talks to a running timer.
 	if clock == samples.ClockReplay {
 		fz, err := sess.FreezeCycle(visit.FreezeCycles)
 		if err != nil {
@@ -372,6 +315,73 @@ func (b *buffers) runNovel(sess *visit.Session, count int, calls int64, clock st
 		b.novel.FreezeNs = fz.Nanoseconds()
 	}
 	return out, sess.Thaw()
+}
+
+// novelSample takes novel sample i of n calls of a frozen visit: its sets
+// and a fill drawn for it written, its slots staged (st, on a GPU), the
+// sample timed, every output element checked for the fill, and per calls
+// drawn to be judged, their outputs kept.
+func (b *buffers) novelSample(sess *visit.Session, i int, n, per int64, clock string, st *stager) (visit.Sample, error) {
+	batch, err := b.in.novelSets(int64(i)*n, n)
+	if err != nil {
+		return visit.Sample{}, err
+	}
+	for j, set := range batch {
+		for k, m := range b.novelIn {
+			if err := m.Write(j, oracle.Encode(set.Inputs[k])); err != nil {
+				return visit.Sample{}, err
+			}
+		}
+	}
+	var draw [8]byte
+	if _, err := rand.Read(draw[:]); err != nil {
+		return visit.Sample{}, err
+	}
+	fills := make([][]byte, len(b.freshOut))
+	for k, m := range b.freshOut {
+		fills[k] = visit.FillPattern(b.params[k].Dtype, binary.LittleEndian.Uint64(draw[:]))
+		m.FillSets(int(n), fills[k])
+	}
+	var staging *visit.Staging
+	if st != nil {
+		if staging, err = st.stage(int64(i), n); err != nil {
+			return visit.Sample{}, err
+		}
+	}
+	span, tn, err := sess.NovelStaged(n, staging)
+	if staging != nil {
+		staging.Slots.Close()
+		if err == nil {
+			err = st.verdict()
+		}
+	}
+	if err != nil {
+		return visit.Sample{}, err
+	}
+	smp := visit.Sample{Kind: samples.KindNovel, Index: i, Calls: n, SpanNs: span.Nanoseconds(), TimerNs: tn, Clock: clock, Tel: sess.LastTelemetry()}
+	if err := visit.CheckClock(smp); err != nil {
+		return visit.Sample{}, err
+	}
+	for j := range n {
+		for k, m := range b.freshOut {
+			if e := m.FirstEqual(int(j), fills[k]); e >= 0 {
+				return visit.Sample{}, &visit.Failure{Reason: fmt.Sprintf("output_not_overwritten: %s novel sample %d call %d element %d", b.params[k].Name, i, j, e)}
+			}
+		}
+	}
+	// Drawn now, after the sample's freeze: no call could know whether it
+	// would be judged.
+	pick, err := drawCalls(n, per)
+	if err != nil {
+		return visit.Sample{}, err
+	}
+	for _, j := range pick {
+		b.novel.Checked = append(b.novel.Checked, int64(i)*n+j)
+		for k, m := range b.freshOut {
+			b.checked[k] = append(b.checked[k], m.Set(int(j))...)
+		}
+	}
+	return smp, nil
 }
 
 // stager is a GPU visit's monitor staging its novel slots (novel rule 3,
@@ -541,7 +551,9 @@ func (b *buffers) afterTiming(vr *artifacts.VisitResult) error {
 }
 
 // visit runs one timer in its sandbox, drives its samples on replay's own
-// clock and checks what it computed.
+// clock and checks what it computed: its inputs and buffers, the GPU's
+// side (gpuSide), the visit's files (placeVisit), the run (runTimer),
+// then what the run left (finishVisit).
 func (r *replayer) visit(ctx context.Context, v artifacts.Visit, programs map[artifacts.Pair]program) (*artifacts.VisitResult, error) {
 	k := v.Pair()
 	e, prog := r.entries[k], programs[k]
@@ -557,86 +569,140 @@ func (r *replayer) visit(ctx context.Context, v artifacts.Visit, programs map[ar
 	defer bufs.close()
 	vr.Sets, vr.FreshSets, vr.Fill = len(in.warm), bufs.slots(), fmt.Sprintf("%016x", bufs.fill)
 	vr.MallocPerturb = r.inputs.seeds.Perturb(v.Round)
-	var tel func() (samples.Reading, error) // GPU telemetry around every sample
-	var probes *telemetry.Probes            // the GPU's idle probes
-	var st *stager                          // the GPU's novel slots' stager
+	var g *gpuSide
 	if r.cases[v.Case].Case.DeviceOf() == oracle.DeviceCUDA {
-		if r.gpuSuspect != "" && r.gpuErr == nil && r.gpuDead == "" {
-			r.healthCheck()
-		}
-		switch {
-		case r.gpuErr != nil:
-			vr.Status, vr.Reason, vr.End = artifacts.StatusFailed, "no GPU: "+r.gpuErr.Error(), time.Now().UTC()
-			return vr, nil
-		case r.gpuDead != "":
-			vr.Status, vr.Reason, vr.End = artifacts.StatusFailed, r.gpuDead, time.Now().UTC()
+		var why string
+		if g, why = r.gpuSide(); why != "" {
+			vr.Status, vr.Reason, vr.End = artifacts.StatusFailed, why, time.Now().UTC()
 			return vr, nil
 		}
-		m, err := r.telemetry()
-		if err != nil {
-			vr.Status, vr.Reason, vr.End = artifacts.StatusFailed, "no telemetry: "+err.Error(), time.Now().UTC()
-			return vr, nil
-		}
-		// Every reading probes the GPU for work of the visit outside its
-		// samples (telemetry.BusyNs), and so does the end of every staged
-		// novel sample.
-		probes = &telemetry.Probes{}
 		defer func() {
-			vr.GPUIdle = &artifacts.GPUIdle{Probes: probes.N, WorstNs: probes.WorstNs, WorstWaitNs: probes.WorstWaitNs}
+			vr.GPUIdle = &artifacts.GPUIdle{Probes: g.probes.N, WorstNs: g.probes.WorstNs, WorstWaitNs: g.probes.WorstWaitNs}
 		}()
-		tel = func() (samples.Reading, error) { return m.Idle(probes) }
-		if sets.CurrentRule.Staged(oracle.DeviceCUDA) {
-			st = &stager{m: m, probes: probes, flush: r.cfg.L2 == "flush"}
-		}
 	}
+	l, cleanup, err := r.placeVisit(v, e, prog, in, bufs)
+	if err != nil {
+		return nil, err
+	}
+	defer cleanup()
+	smps, calls, reason, err := r.runTimer(ctx, vr, e, l, bufs, g)
+	if err != nil {
+		return nil, err
+	}
+	vr.CallsPerSample = calls
+	if reason != "" {
+		vr.Status, vr.Reason = artifacts.StatusFailed, reason
+		return vr, nil
+	}
+	return r.finishVisit(vr, in, bufs, smps)
+}
+
+// gpuSide is a GPU visit's telemetry: the reading around every sample
+// (with the idle probe), the visit's probes, and the stager of its novel
+// slots (nil before novel rule 3).
+type gpuSide struct {
+	tel    func() (samples.Reading, error)
+	probes *telemetry.Probes
+	st     *stager
+}
+
+// gpuSide readies a GPU visit: the GPU checked after an earlier CUDA
+// error, the monitor running. A non-empty reason fails the visit before
+// it starts (no GPU, a dead GPU, no telemetry).
+func (r *replayer) gpuSide() (*gpuSide, string) {
+	if r.gpuSuspect != "" && r.gpuErr == nil && r.gpuDead == "" {
+		r.healthCheck()
+	}
+	switch {
+	case r.gpuErr != nil:
+		return nil, "no GPU: " + r.gpuErr.Error()
+	case r.gpuDead != "":
+		return nil, r.gpuDead
+	}
+	m, err := r.telemetry()
+	if err != nil {
+		return nil, "no telemetry: " + err.Error()
+	}
+	// Every reading probes the GPU for work of the visit outside its
+	// samples (telemetry.BusyNs), and so does the end of every staged
+	// novel sample.
+	g := &gpuSide{probes: &telemetry.Probes{}}
+	g.tel = func() (samples.Reading, error) { return m.Idle(g.probes) }
+	if sets.CurrentRule.Staged(oracle.DeviceCUDA) {
+		g.st = &stager{m: m, probes: g.probes, flush: r.cfg.L2 == "flush"}
+	}
+	return g, ""
+}
+
+// placeVisit makes the visit's working directory and writes its visit
+// file (a killed earlier attempt's removed first); cleanup removes both.
+func (r *replayer) placeVisit(v artifacts.Visit, e *artifacts.Prepared, prog program, in *roundInputs, bufs *buffers) (*layout, func(), error) {
 	l := r.layout(v, e, prog)
 	for _, p := range []string{l.dir, l.visitFile} {
-		if err := os.RemoveAll(p); err != nil { // a killed earlier attempt
-			return nil, err
+		if err := os.RemoveAll(p); err != nil {
+			return nil, nil, err
 		}
 	}
 	if err := os.MkdirAll(l.dir, 0o755); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	defer os.RemoveAll(l.dir)
-	defer os.Remove(l.visitFile)
+	cleanup := func() {
+		os.RemoveAll(l.dir)
+		os.Remove(l.visitFile)
+	}
 	l2, graph := "", 0
 	if r.cases[v.Case].Case.DeviceOf() == oracle.DeviceCUDA {
 		l2, graph = r.cfg.L2, r.cfg.GraphBatch
 	}
 	if err := os.WriteFile(l.visitFile, []byte(VisitFile(r.cfg.Threads, len(in.warm), bufs.slots(), e, l.inKernel, l2, graph)), 0o444); err != nil {
-		return nil, err
+		cleanup()
+		return nil, nil, err
 	}
-	var argv []string
-	var extra map[string]string
+	return l, cleanup, nil
+}
+
+// timerArgv is how the visit's timer is started, as the sandbox sees it,
+// and the entry's recorded environment.
+func timerArgv(e *artifacts.Prepared, l *layout) ([]string, map[string]string, error) {
 	switch e.Kind {
-	default:
-		return nil, fmt.Errorf("prepared entry %s/%s: kind %q: replay times object, process and cubin entries", e.Case, e.Route, e.Kind)
-	case "object", "cubin":
-		argv = []string{l.inProgram, "--visit", l.inVisit}
-		extra = e.Env // an object build's (artifacts.ObjectEnv); none for a cubin
-	case "process":
-		argv = append(append([]string{e.Process.Interpreter, l.inProgram}, e.Process.Args...), "--visit", l.inVisit)
-		extra = e.Env
+	case artifacts.KindObject, artifacts.KindCubin:
+		return []string{l.inProgram, "--visit", l.inVisit}, e.Env, nil // an object build's (artifacts.ObjectEnv); none for a cubin
+	case artifacts.KindProcess:
+		return append(append([]string{e.Process.Interpreter, l.inProgram}, e.Process.Args...), "--visit", l.inVisit), e.Env, nil
+	}
+	return nil, nil, fmt.Errorf("prepared entry %s/%s: kind %q: replay times object, process and cubin entries", e.Case, e.Route, e.Kind)
+}
+
+// runTimer starts the visit's timer, drives it (drive) and ends it,
+// recording how it ran (exit, CPU, wall, other load, stdout and stderr);
+// it returns the samples, the calls per batch sample and the first
+// failure's reason ("" when the visit passed so far).
+func (r *replayer) runTimer(ctx context.Context, vr *artifacts.VisitResult, e *artifacts.Prepared, l *layout, bufs *buffers, g *gpuSide) ([]visit.Sample, int64, string, error) {
+	argv, extra, err := timerArgv(e, l)
+	if err != nil {
+		return nil, 0, "", err
 	}
 	dir := l.dir
 	if r.sandbox != nil {
 		dir = visit.InsideOut
 	}
 	spec := visit.Spec{Argv: argv, Env: visitEnv(r.cfg.Threads, vr.MallocPerturb, extra), Dir: dir, Sandbox: r.sandbox, Mounts: l.mounts,
-		Timeout: time.Duration(r.cfg.TimeoutS * float64(time.Second)), Threads: r.cfg.Threads, Limiter: r.limiter, Files: bufs.files()}
-	spec.Telemetry, spec.Cores = tel, r.visitCores
+		Timeout: time.Duration(r.cfg.TimeoutS * float64(time.Second)), Threads: r.cfg.Threads, Limiter: r.limiter, Files: bufs.files(), Cores: r.visitCores}
+	var st *stager
+	if g != nil {
+		spec.Telemetry, st = g.tel, g.st
+	}
 	helpers := r.helperPids()
 	before, lerr := load.Read(load.StatPath, helpers...)
 	sess, err := visit.Start(ctx, spec)
 	if err != nil {
-		return nil, err
+		return nil, 0, "", err
 	}
 	timer := filepath.Join(r.s.Dir(), workDir, timerFile)
 	if b, err := json.Marshal(sess.Leftover()); err == nil {
 		if err := artifacts.WriteFileAtomic(timer, b); err != nil {
 			sess.Close(err, false)
-			return nil, err
+			return nil, 0, "", err
 		}
 	}
 	vr.Argv, vr.Cores = sess.Argv, sess.Cores
@@ -655,27 +721,26 @@ func (r *replayer) visit(ctx context.Context, v artifacts.Visit, programs map[ar
 	}{{out.Stdout, &vr.Stdout}, {out.Stderr, &vr.Stderr}} {
 		d, err := r.s.PutBytes(o.b, artifacts.MediaText)
 		if err != nil {
-			return nil, err
+			return nil, 0, "", err
 		}
 		*o.to = d.Digest
 	}
 	if ctx.Err() != nil {
-		return nil, ctx.Err()
-	}
-	fail := func(why string) (*artifacts.VisitResult, error) {
-		vr.Status, vr.Reason = artifacts.StatusFailed, why
-		return vr, nil
+		return nil, 0, "", ctx.Err()
 	}
 	if cerr != nil {
-		return nil, cerr
+		return nil, 0, "", cerr
 	}
-	vr.CallsPerSample = calls
-	if reason != "" {
-		return fail(reason)
-	}
-	// Set 0 has the same inputs in every visit of the case: memory a
-	// kernel reads without writing (the allocator fill differs per visit)
-	// shows up here.
+	return smps, calls, reason, nil
+}
+
+// finishVisit is what a visit that ran through keeps or fails on: warm
+// set 0's outputs against the case's first passed visit (memory a kernel
+// reads without writing shows up there: the allocator fill differs per
+// visit), every warm set's validated outputs and every checked novel
+// call's (for the audit), and its sample table.
+func (r *replayer) finishVisit(vr *artifacts.VisitResult, in *roundInputs, bufs *buffers, smps []visit.Sample) (*artifacts.VisitResult, error) {
+	v, k := vr.Visit, vr.Pair()
 	h := sha256.New()
 	for i, p := range bufs.params {
 		h.Write(bufs.validated[i][:p.Bytes()])
@@ -688,10 +753,10 @@ func (r *replayer) visit(ctx context.Context, v artifacts.Visit, programs map[ar
 			}
 		}()
 	} else if first.Set0 != vr.Set0 {
-		return fail(fmt.Sprintf("nondeterministic: warm set 0's outputs differ from visit %d's (the same inputs; allocator fill %d here, %d there)", first.Index, vr.MallocPerturb, first.MallocPerturb))
+		vr.Status = artifacts.StatusFailed
+		vr.Reason = fmt.Sprintf("nondeterministic: warm set 0's outputs differ from visit %d's (the same inputs; allocator fill %d here, %d there)", first.Index, vr.MallocPerturb, first.MallocPerturb)
+		return vr, nil
 	}
-	// What the timer computed, kept for the audit: every warm set's
-	// validated outputs, and every checked novel call's.
 	c := r.cases[v.Case]
 	vr.Novel = bufs.novel
 	for i, p := range bufs.params {
