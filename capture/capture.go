@@ -107,37 +107,8 @@ type Result struct {
 // Run captures cfg.Cohort with every route into cfg.Output.
 func Run(ctx context.Context, cfg Config) (_ *Result, err error) {
 	start := time.Now().UTC()
-	if err := cfg.Validate(); err != nil {
-		return nil, err
-	}
-	co, raw, err := cohort.Load(cfg.Cohort)
+	req, err := check(ctx, cfg)
 	if err != nil {
-		return nil, err
-	}
-	for _, c := range co.Cases {
-		if !protocol.ValidName(c.ID) {
-			return nil, fmt.Errorf("cohort %s: case id %q: want letters, digits, '.', '_' or '-' (it names files)", cfg.Cohort, c.ID)
-		}
-	}
-	routes, err := resolveRoutes(cfg)
-	if err != nil {
-		return nil, err
-	}
-	routeEnv, err := parseRouteEnv(cfg.RouteEnv)
-	if err != nil {
-		return nil, err
-	}
-	var sb *visit.Sandbox
-	if !cfg.NoSandbox {
-		if sb, err = visit.Probe(ctx, cfg.Bwrap); err != nil {
-			return nil, fmt.Errorf("capture: no sandbox for route builds can be made on this machine: %v; --no-sandbox builds without one", err)
-		}
-	}
-	irs, abi, err := externalPaths(cfg)
-	if err != nil {
-		return nil, err
-	}
-	if err := discriminating(cfg, co.Cases); err != nil {
 		return nil, err
 	}
 	s, err := artifacts.Begin(cfg.Output, "capture", cfg.Progress.Printf)
@@ -159,103 +130,36 @@ func Run(ctx context.Context, cfg Config) (_ *Result, err error) {
 	rec := artifacts.Receipt{
 		Stage: "capture", Tool: artifacts.ToolInfo(), StartedOn: start,
 		Parameters: map[string]any{"cohort": cfg.Cohort, "routes": cfg.Routes, "routeExec": cfg.RouteExec, "threads": cfg.Threads,
-			"routeEnv": routeEnv, "sandbox": sb.Record()},
+			"routeEnv": req.routeEnv, "sandbox": req.sb.Record()},
 		Environment: artifacts.Fingerprint(),
 	}
-	cd, err := s.PutBytes(raw, artifacts.MediaJSON)
+	cd, err := s.PutBytes(req.raw, artifacts.MediaJSON)
 	if err != nil {
 		return nil, err
 	}
 	s.Name("cohort.json", cd)
 
+	co := req.co
 	doc := artifacts.CaptureDoc{Schema: artifacts.DocSchema, Cohort: co.Name, Rounds: co.Rounds, Target: co.Target, Threads: cfg.Threads, Oracle: oracle.Version, CohortRules: cohort.Rules}
 	var ir *caseIR
-	if irs != nil {
-		rec.Parameters["ir"], rec.Parameters["abi"] = irs, abi
-		if doc.External, ir, err = putExternal(s, irs, abi, tmp); err != nil {
+	if req.irs != nil {
+		rec.Parameters["ir"], rec.Parameters["abi"] = req.irs, req.abi
+		if doc.External, ir, err = putExternal(s, req.irs, req.abi, tmp); err != nil {
 			return nil, err
 		}
 	}
-	for _, r := range routes {
-		info, cmd, err := describe(ctx, s, r, routeEnv, cfg.BuildTimeout)
-		if err != nil {
-			return nil, err
-		}
-		rec.Commands = append(rec.Commands, cmd)
-		doc.Routes = append(doc.Routes, info)
-	}
-	names := map[string]bool{}
-	for _, r := range doc.Routes {
-		if names[r.Name] {
-			return nil, fmt.Errorf("route %s named twice (built-in and --route-exec, or twice in --routes)", r.Name)
-		}
-		names[r.Name] = true
-	}
-	if ir != nil && !slices.ContainsFunc(doc.Routes, func(r artifacts.Route) bool { return r.AcceptsIR }) {
-		var rs []string
-		for _, r := range doc.Routes {
-			rs = append(rs, r.Name)
-		}
-		return nil, fmt.Errorf("--ir: no selected route accepts IR (routes: %s)", strings.Join(rs, ", "))
-	}
-	// Only a validating route needs the inputs and expected values after
-	// the packet is stored; without one they are not kept in memory.
-	keep := slices.ContainsFunc(doc.Routes, func(r artifacts.Route) bool { return r.Validates && r.Available })
-
-	res := &Result{Counts: map[string]int{}}
-	var gpu visit.CaseDevices
-	cases := make([]*artifacts.CapturedCase, len(co.Cases))
-	cmds := make([][]*artifacts.Command, len(co.Cases))
-	jobs := make([]*job, len(co.Cases))
-	for i, c := range co.Cases {
-		cfg.Progress.Step("capture", i+1, len(co.Cases), c.ID+" packet")
-		j := &job{c: c, tmp: tmp, threads: cfg.Threads, caseFile: filepath.Join(tmp, c.ID+".json"), store: s.Dir(), env: routeEnv, sandbox: sb, devices: &gpu}
-		if cases[i], j.inputs, j.expected, err = packet(s, c); err != nil {
-			return nil, err
-		}
-		j.sig = cases[i].Signature
-		if !keep {
-			j.inputs, j.expected = nil, nil
-		}
-		if err := writeCaseFile(j.caseFile, caseFile{Case: c, Signature: j.sig, Threads: cfg.Threads}); err != nil {
-			return nil, err
-		}
-		jobs[i] = j
-		cases[i].Builds = make([]artifacts.Build, len(doc.Routes))
-		cmds[i] = make([]*artifacts.Command, len(doc.Routes))
-	}
-	// Builds are independent (each has its own work directory), so they run
-	// cfg.Jobs at a time; results keep the cohort's and the routes' order.
-	g, gctx := errgroup.WithContext(ctx)
-	g.SetLimit(cfg.Jobs)
-	var done atomic.Int64
-	total := len(co.Cases) * len(doc.Routes)
-	for i, c := range co.Cases {
-		for j, r := range doc.Routes {
-			g.Go(func() error {
-				b, cmd, err := build(gctx, s, cfg, r, jobs[i], ir)
-				if err != nil {
-					return err
-				}
-				cases[i].Builds[j], cmds[i][j] = b, cmd
-				cfg.Progress.Step("capture", int(done.Add(1)), total, c.ID+" "+r.Name+": "+b.Status)
-				if b.Status == artifacts.StatusFailed {
-					cfg.Progress.Printf("capture: %s %s failed: %s", c.ID, r.Name, b.Reason)
-				}
-				return nil
-			})
-		}
-	}
-	if err := g.Wait(); err != nil {
+	if err := describeAll(ctx, s, cfg, req, ir, &doc, &rec); err != nil {
 		return nil, err
 	}
-	for i, cc := range cases {
-		for j, b := range cc.Builds {
-			res.Counts[b.Status]++
-			if cmds[i][j] != nil {
-				rec.Commands = append(rec.Commands, *cmds[i][j])
-			}
-		}
+	cases, jobs, err := packets(s, cfg, req, doc.Routes, tmp)
+	if err != nil {
+		return nil, err
+	}
+	res := &Result{Counts: map[string]int{}}
+	if err := buildAll(ctx, s, cfg, doc.Routes, cases, jobs, ir, res, &rec); err != nil {
+		return nil, err
+	}
+	for _, cc := range cases {
 		doc.Cases = append(doc.Cases, *cc)
 	}
 	cfg.Progress.Done()
@@ -268,6 +172,155 @@ func Run(ctx context.Context, cfg Config) (_ *Result, err error) {
 	}
 	res.Manifest, res.Doc = md.Digest, doc
 	return res, nil
+}
+
+// request is a capture's configuration checked before anything is
+// written: the cohort (and its file's bytes), the routes to ask, their
+// environment, the build sandbox and the external IR, if any.
+type request struct {
+	co       *cohort.Cohort
+	raw      []byte
+	routes   []routeExec
+	routeEnv map[string]string
+	sb       *visit.Sandbox
+	irs      []string
+	abi      string
+}
+
+// check reads and checks cfg: every refusal comes before the output
+// directory exists.
+func check(ctx context.Context, cfg Config) (*request, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	co, raw, err := cohort.Load(cfg.Cohort)
+	if err != nil {
+		return nil, err
+	}
+	for _, c := range co.Cases {
+		if !protocol.ValidName(c.ID) {
+			return nil, fmt.Errorf("cohort %s: case id %q: want letters, digits, '.', '_' or '-' (it names files)", cfg.Cohort, c.ID)
+		}
+	}
+	req := &request{co: co, raw: raw}
+	if req.routes, err = resolveRoutes(cfg); err != nil {
+		return nil, err
+	}
+	if req.routeEnv, err = parseRouteEnv(cfg.RouteEnv); err != nil {
+		return nil, err
+	}
+	if !cfg.NoSandbox {
+		if req.sb, err = visit.Probe(ctx, cfg.Bwrap); err != nil {
+			return nil, fmt.Errorf("capture: no sandbox for route builds can be made on this machine: %v; --no-sandbox builds without one", err)
+		}
+	}
+	if req.irs, req.abi, err = externalPaths(cfg); err != nil {
+		return nil, err
+	}
+	if err := discriminating(cfg, co.Cases); err != nil {
+		return nil, err
+	}
+	return req, nil
+}
+
+// describeAll asks every route to describe itself (stored, and in the
+// receipt) and refuses a name given twice, or IR no route accepts.
+func describeAll(ctx context.Context, s *artifacts.Store, cfg Config, req *request, ir *caseIR, doc *artifacts.CaptureDoc, rec *artifacts.Receipt) error {
+	for _, r := range req.routes {
+		info, cmd, err := describe(ctx, s, r, req.routeEnv, cfg.BuildTimeout)
+		if err != nil {
+			return err
+		}
+		rec.Commands = append(rec.Commands, cmd)
+		doc.Routes = append(doc.Routes, info)
+	}
+	names := map[string]bool{}
+	for _, r := range doc.Routes {
+		if names[r.Name] {
+			return fmt.Errorf("route %s named twice (built-in and --route-exec, or twice in --routes)", r.Name)
+		}
+		names[r.Name] = true
+	}
+	if ir != nil && !slices.ContainsFunc(doc.Routes, func(r artifacts.Route) bool { return r.AcceptsIR }) {
+		var rs []string
+		for _, r := range doc.Routes {
+			rs = append(rs, r.Name)
+		}
+		return fmt.Errorf("--ir: no selected route accepts IR (routes: %s)", strings.Join(rs, ", "))
+	}
+	return nil
+}
+
+// packets stores every case's packet (inputs, expected outputs, bounds)
+// and readies its build job: the case file the routes read, and the
+// inputs and expected values where a validating route needs them after
+// the packet is stored (without one they are not kept in memory).
+func packets(s *artifacts.Store, cfg Config, req *request, routes []artifacts.Route, tmp string) ([]*artifacts.CapturedCase, []*job, error) {
+	keep := slices.ContainsFunc(routes, func(r artifacts.Route) bool { return r.Validates && r.Available })
+	var gpu visit.CaseDevices
+	cases := make([]*artifacts.CapturedCase, len(req.co.Cases))
+	jobs := make([]*job, len(req.co.Cases))
+	for i, c := range req.co.Cases {
+		cfg.Progress.Step("capture", i+1, len(req.co.Cases), c.ID+" packet")
+		j := &job{c: c, tmp: tmp, threads: cfg.Threads, caseFile: filepath.Join(tmp, c.ID+".json"), store: s.Dir(), env: req.routeEnv, sandbox: req.sb, devices: &gpu}
+		var err error
+		if cases[i], j.inputs, j.expected, err = packet(s, c); err != nil {
+			return nil, nil, err
+		}
+		j.sig = cases[i].Signature
+		if !keep {
+			j.inputs, j.expected = nil, nil
+		}
+		if err := writeCaseFile(j.caseFile, caseFile{Case: c, Signature: j.sig, Threads: cfg.Threads}); err != nil {
+			return nil, nil, err
+		}
+		jobs[i] = j
+		cases[i].Builds = make([]artifacts.Build, len(routes))
+	}
+	return cases, jobs, nil
+}
+
+// buildAll builds every case with every route. Builds are independent
+// (each has its own work directory), so they run cfg.Jobs at a time;
+// results keep the cohort's and the routes' order, in the cases and in
+// the receipt's commands, and res counts them by status.
+func buildAll(ctx context.Context, s *artifacts.Store, cfg Config, routes []artifacts.Route, cases []*artifacts.CapturedCase, jobs []*job, ir *caseIR, res *Result, rec *artifacts.Receipt) error {
+	cmds := make([][]*artifacts.Command, len(cases))
+	for i := range cmds {
+		cmds[i] = make([]*artifacts.Command, len(routes))
+	}
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(cfg.Jobs)
+	var done atomic.Int64
+	total := len(cases) * len(routes)
+	for i, j := range jobs {
+		for k, r := range routes {
+			g.Go(func() error {
+				b, cmd, err := build(gctx, s, cfg, r, j, ir)
+				if err != nil {
+					return err
+				}
+				cases[i].Builds[k], cmds[i][k] = b, cmd
+				cfg.Progress.Step("capture", int(done.Add(1)), total, j.c.ID+" "+r.Name+": "+b.Status)
+				if b.Status == artifacts.StatusFailed {
+					cfg.Progress.Printf("capture: %s %s failed: %s", j.c.ID, r.Name, b.Reason)
+				}
+				return nil
+			})
+		}
+	}
+	if err := g.Wait(); err != nil {
+		return err
+	}
+	for i, cc := range cases {
+		for k, b := range cc.Builds {
+			res.Counts[b.Status]++
+			if cmds[i][k] != nil {
+				rec.Commands = append(rec.Commands, *cmds[i][k])
+			}
+		}
+	}
+	return nil
 }
 
 // discriminating refuses, before anything is written, a cohort with a case
@@ -689,6 +742,34 @@ func fill(s *artifacts.Store, b *artifacts.Build, resp response, r artifacts.Rou
 			return fmt.Errorf("response requires_cpu[%d] %q: want a CPU flag as /proc/cpuinfo spells it (lowercase letters, digits and '_')", i, f)
 		}
 	}
+	if err := storeFiles(s, b, resp, r, sig, work, prefix); err != nil {
+		return err
+	}
+	if err := envForKind(r.Kind, resp.Env); err != nil {
+		return err
+	}
+	var err error
+	switch r.Kind {
+	case artifacts.KindObject:
+		err = fillObject(b, resp, sig)
+	case artifacts.KindProcess:
+		err = fillProcess(b, resp)
+	case artifacts.KindCubin:
+		err = checkCubin(resp.Files, work, sig)
+	default:
+		err = fmt.Errorf("route kind %q: this tilepipe times object, process and cubin routes", r.Kind)
+	}
+	if err != nil {
+		return err
+	}
+	b.Status, b.RequiresCPU = artifacts.StatusBuilt, resp.RequiresCPU
+	return nil
+}
+
+// storeFiles checks a built response's files (clean paths inside the
+// workdir, listed once, a known role, regular files; a validating route's
+// one output file per output param, of the param's size) and stores each.
+func storeFiles(s *artifacts.Store, b *artifacts.Build, resp response, r artifacts.Route, sig []oracle.Param, work, prefix string) error {
 	outputs := map[string]oracle.Param{}
 	var outNames []string
 	for _, p := range sig {
@@ -750,69 +831,68 @@ func fill(s *artifacts.Store, b *artifacts.Build, resp response, r artifacts.Rou
 			}
 		}
 	}
-	if err := envForKind(r.Kind, resp.Env); err != nil {
-		return err
+	return nil
+}
+
+// fillObject checks an object build's entry (a C identifier with the
+// case's signature), objects and link flags, and keeps them.
+func fillObject(b *artifacts.Build, resp response, sig []oracle.Param) error {
+	if resp.Entry == nil || resp.Entry.Symbol == "" {
+		return errors.New("response entry: an object build must name its entry symbol")
 	}
-	switch r.Kind {
-	case "object":
-		if resp.Entry == nil || resp.Entry.Symbol == "" {
-			return errors.New("response entry: an object build must name its entry symbol")
-		}
-		if !symbolRE.MatchString(resp.Entry.Symbol) {
-			return fmt.Errorf("response entry.symbol %q: want a C identifier (prepare links the harness's tilepipe_entry to it)", resp.Entry.Symbol)
-		}
-		if err := sameSignature(resp.Entry.Params, sig); err != nil {
-			return fmt.Errorf("response entry.params: %w", err)
-		}
-		if !slices.ContainsFunc(resp.Files, func(f responseFile) bool { return f.Role == artifacts.RoleObject }) {
-			return errors.New("response files: an object build must list at least one file with role object")
-		}
-		for i, l := range resp.Link {
-			if !strings.HasPrefix(l, "-l") && !strings.HasPrefix(l, "-L/") && !strings.HasPrefix(l, "-Wl,") {
-				return fmt.Errorf("response link[%d] %q: want -lNAME, -L/abs or a -Wl, option", i, l)
-			}
-		}
-		b.Entry, b.Link, b.Env = resp.Entry, resp.Link, resp.Env
-	case "process":
-		p := resp.Process
-		if p == nil {
-			return errors.New("response process: a process build must say how to run it")
-		}
-		if !filepath.IsAbs(p.Interpreter) {
-			return fmt.Errorf("response process.interpreter %q: want an absolute path", p.Interpreter)
-		}
-		if !slices.ContainsFunc(resp.Files, func(f responseFile) bool { return f.Path == p.Script && f.Role == artifacts.RoleWrapper }) {
-			return fmt.Errorf("response process.script %q: want one of files with role wrapper", p.Script)
-		}
-		if p.OutputPolicy != "out" && p.OutputPolicy != "copy" {
-			return fmt.Errorf("response process.output_policy %q: want out or copy", p.OutputPolicy)
-		}
-		// The path is kept as the route named it: a virtual environment's
-		// bin/python3 is a symlink, and Python finds the environment (its
-		// pyvenv.cfg, its site-packages) only when run by that name. The
-		// digest is of the file it resolves to.
-		real, err := filepath.EvalSymlinks(p.Interpreter)
-		if err != nil {
-			return fmt.Errorf("response process.interpreter %q: %w", p.Interpreter, err)
-		}
-		dg, _, err := artifacts.HashFile(real)
-		if err != nil {
-			return fmt.Errorf("response process.interpreter %q: %w", p.Interpreter, err)
-		}
-		for i, a := range p.ClosureArgs {
-			if a == "" || a == "--closure" || strings.ContainsRune(a, 0) {
-				return fmt.Errorf("response process.closure_args[%d] %q: want a non-empty argument without NUL (prepare adds --closure itself)", i, a)
-			}
-		}
-		b.Process = &artifacts.Process{Interpreter: filepath.Clean(p.Interpreter), InterpreterDigest: dg, Script: p.Script, Args: p.Args, Env: p.Env, OutputPolicy: p.OutputPolicy, ClosureArgs: p.ClosureArgs}
-	case "cubin":
-		if err := checkCubin(resp.Files, work, sig); err != nil {
-			return err
-		}
-	default:
-		return fmt.Errorf("route kind %q: this tilepipe times object, process and cubin routes", r.Kind)
+	if !symbolRE.MatchString(resp.Entry.Symbol) {
+		return fmt.Errorf("response entry.symbol %q: want a C identifier (prepare links the harness's tilepipe_entry to it)", resp.Entry.Symbol)
 	}
-	b.Status, b.RequiresCPU = artifacts.StatusBuilt, resp.RequiresCPU
+	if err := sameSignature(resp.Entry.Params, sig); err != nil {
+		return fmt.Errorf("response entry.params: %w", err)
+	}
+	if !slices.ContainsFunc(resp.Files, func(f responseFile) bool { return f.Role == artifacts.RoleObject }) {
+		return errors.New("response files: an object build must list at least one file with role object")
+	}
+	for i, l := range resp.Link {
+		if !strings.HasPrefix(l, "-l") && !strings.HasPrefix(l, "-L/") && !strings.HasPrefix(l, "-Wl,") {
+			return fmt.Errorf("response link[%d] %q: want -lNAME, -L/abs or a -Wl, option", i, l)
+		}
+	}
+	b.Entry, b.Link, b.Env = resp.Entry, resp.Link, resp.Env
+	return nil
+}
+
+// fillProcess checks a process build's interpreter (absolute, hashed by
+// what it resolves to), wrapper script, output policy and closure
+// arguments, and keeps them.
+func fillProcess(b *artifacts.Build, resp response) error {
+	p := resp.Process
+	if p == nil {
+		return errors.New("response process: a process build must say how to run it")
+	}
+	if !filepath.IsAbs(p.Interpreter) {
+		return fmt.Errorf("response process.interpreter %q: want an absolute path", p.Interpreter)
+	}
+	if !slices.ContainsFunc(resp.Files, func(f responseFile) bool { return f.Path == p.Script && f.Role == artifacts.RoleWrapper }) {
+		return fmt.Errorf("response process.script %q: want one of files with role wrapper", p.Script)
+	}
+	if p.OutputPolicy != "out" && p.OutputPolicy != "copy" {
+		return fmt.Errorf("response process.output_policy %q: want out or copy", p.OutputPolicy)
+	}
+	// The path is kept as the route named it: a virtual environment's
+	// bin/python3 is a symlink, and Python finds the environment (its
+	// pyvenv.cfg, its site-packages) only when run by that name. The
+	// digest is of the file it resolves to.
+	real, err := filepath.EvalSymlinks(p.Interpreter)
+	if err != nil {
+		return fmt.Errorf("response process.interpreter %q: %w", p.Interpreter, err)
+	}
+	dg, _, err := artifacts.HashFile(real)
+	if err != nil {
+		return fmt.Errorf("response process.interpreter %q: %w", p.Interpreter, err)
+	}
+	for i, a := range p.ClosureArgs {
+		if a == "" || a == "--closure" || strings.ContainsRune(a, 0) {
+			return fmt.Errorf("response process.closure_args[%d] %q: want a non-empty argument without NUL (prepare adds --closure itself)", i, a)
+		}
+	}
+	b.Process = &artifacts.Process{Interpreter: filepath.Clean(p.Interpreter), InterpreterDigest: dg, Script: p.Script, Args: p.Args, Env: p.Env, OutputPolicy: p.OutputPolicy, ClosureArgs: p.ClosureArgs}
 	return nil
 }
 
