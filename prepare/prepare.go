@@ -158,74 +158,11 @@ func Run(ctx context.Context, cfg Config) (_ *Result, err error) {
 			}
 		}
 	}
-	// Raw inputs first (one per case), then every entry; entries are
-	// independent (each has its own work directory) and run cfg.Jobs at a
-	// time, keeping the capture's order in the document.
-	var entries []*artifacts.Prepared
-	var builds []artifacts.Build
-	var cases []*artifacts.CapturedCase
-	for i := range cdoc.Cases {
-		c := &cdoc.Cases[i]
-		var inputs []artifacts.TensorRef
-		for _, b := range c.Builds {
-			e := &artifacts.Prepared{Case: c.Case.ID, Route: b.Route, Kind: b.Kind, Status: b.Status, Reason: b.Reason}
-			if bb, err := b.BelowBest(); err != nil {
-				if b.Status == artifacts.StatusBuilt {
-					e.Status, e.Reason = artifacts.StatusFailed, "capture build "+err.Error()
-				}
-			} else {
-				e.BelowBest = bb
-			}
-			if e.Status == artifacts.StatusBuilt {
-				if inputs == nil {
-					if inputs, err = p.rawInputs(*c); err != nil {
-						return nil, err
-					}
-				}
-				e.Inputs = inputs
-				for _, sp := range c.Signature {
-					if sp.Role == oracle.RoleOutput {
-						e.Outputs = append(e.Outputs, sp)
-					}
-				}
-			}
-			entries, builds, cases = append(entries, e), append(builds, b), append(cases, c)
-		}
+	entries, builds, cases, err := p.entries(cdoc)
+	if err != nil {
+		return nil, err
 	}
-	g, gctx := errgroup.WithContext(ctx)
-	g.SetLimit(cfg.Jobs)
-	var done atomic.Int64
-	for i, e := range entries {
-		if e.Status != artifacts.StatusBuilt {
-			continue
-		}
-		g.Go(func() error {
-			var why string
-			var err error
-			switch b := builds[i]; b.Kind {
-			case "object":
-				why, err = p.object(gctx, *cases[i], b, e)
-			case "process":
-				why, err = p.process(gctx, *cases[i], b, e)
-			case "cubin":
-				why, err = p.cubin(gctx, *cases[i], b, e)
-			default:
-				why = fmt.Sprintf("kind %q cannot be prepared", b.Kind)
-			}
-			if err != nil {
-				return err
-			}
-			e.Status, e.Reason = artifacts.StatusPrepared, ""
-			if why != "" {
-				e.Status, e.Reason = artifacts.StatusFailed, why
-				e.Program, e.Closure, e.Kernel = nil, nil, nil
-				cfg.Progress.Printf("prepare: %s %s failed: %s", e.Case, e.Route, why)
-			}
-			cfg.Progress.Step("prepare", int(done.Add(1)), len(entries), e.Case+" "+e.Route+": "+e.Status)
-			return nil
-		})
-	}
-	if err := g.Wait(); err != nil {
+	if err := p.prepareAll(ctx, entries, builds, cases); err != nil {
 		return nil, err
 	}
 	res := &Result{Counts: map[string]int{}}
@@ -246,6 +183,86 @@ func Run(ctx context.Context, cfg Config) (_ *Result, err error) {
 	}
 	res.Manifest, res.Doc = md.Digest, doc
 	return res, nil
+}
+
+// entries is one entry per (case, build) of the capture, in its order,
+// with the build and case beside it: a built one gets the case's raw
+// inputs (stored once a case) and its outputs, a build whose below-best
+// note does not parse fails here.
+func (p *preparer) entries(cdoc artifacts.CaptureDoc) ([]*artifacts.Prepared, []artifacts.Build, []*artifacts.CapturedCase, error) {
+	var entries []*artifacts.Prepared
+	var builds []artifacts.Build
+	var cases []*artifacts.CapturedCase
+	for i := range cdoc.Cases {
+		c := &cdoc.Cases[i]
+		var inputs []artifacts.TensorRef
+		for _, b := range c.Builds {
+			e := &artifacts.Prepared{Case: c.Case.ID, Route: b.Route, Kind: b.Kind, Status: b.Status, Reason: b.Reason}
+			if bb, err := b.BelowBest(); err != nil {
+				if b.Status == artifacts.StatusBuilt {
+					e.Status, e.Reason = artifacts.StatusFailed, "capture build "+err.Error()
+				}
+			} else {
+				e.BelowBest = bb
+			}
+			if e.Status == artifacts.StatusBuilt {
+				if inputs == nil {
+					var err error
+					if inputs, err = p.rawInputs(*c); err != nil {
+						return nil, nil, nil, err
+					}
+				}
+				e.Inputs = inputs
+				for _, sp := range c.Signature {
+					if sp.Role == oracle.RoleOutput {
+						e.Outputs = append(e.Outputs, sp)
+					}
+				}
+			}
+			entries, builds, cases = append(entries, e), append(builds, b), append(cases, c)
+		}
+	}
+	return entries, builds, cases, nil
+}
+
+// prepareAll prepares every built entry by its kind. Entries are
+// independent (each has its own work directory) and run cfg.Jobs at a
+// time; each keeps its place in the document.
+func (p *preparer) prepareAll(ctx context.Context, entries []*artifacts.Prepared, builds []artifacts.Build, cases []*artifacts.CapturedCase) error {
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(p.cfg.Jobs)
+	var done atomic.Int64
+	for i, e := range entries {
+		if e.Status != artifacts.StatusBuilt {
+			continue
+		}
+		g.Go(func() error {
+			var why string
+			var err error
+			switch b := builds[i]; b.Kind {
+			case artifacts.KindObject:
+				why, err = p.object(gctx, *cases[i], b, e)
+			case artifacts.KindProcess:
+				why, err = p.process(gctx, *cases[i], b, e)
+			case artifacts.KindCubin:
+				why, err = p.cubin(gctx, *cases[i], b, e)
+			default:
+				why = fmt.Sprintf("kind %q cannot be prepared", b.Kind)
+			}
+			if err != nil {
+				return err
+			}
+			e.Status, e.Reason = artifacts.StatusPrepared, ""
+			if why != "" {
+				e.Status, e.Reason = artifacts.StatusFailed, why
+				e.Program, e.Closure, e.Kernel = nil, nil, nil
+				p.cfg.Progress.Printf("prepare: %s %s failed: %s", e.Case, e.Route, why)
+			}
+			p.cfg.Progress.Step("prepare", int(done.Add(1)), len(entries), e.Case+" "+e.Route+": "+e.Status)
+			return nil
+		})
+	}
+	return g.Wait()
 }
 
 func (p *preparer) run(ctx context.Context, argv []string, dir string, env map[string]string) (artifacts.Command, []byte, string, error) {
