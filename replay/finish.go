@@ -114,36 +114,7 @@ func failures(doc artifacts.ReplayDoc) int {
 // timed, or had a failed visit, carry their status and reason; so does a
 // row whose fastest sample is below its case's physical floor (fl).
 func Summaries(cases, routes []string, entries []artifacts.Prepared, visits []artifacts.VisitResult, rows []samples.Row, cfg artifacts.ReplayConfig, fl map[string]artifacts.CaseFloor) []artifacts.Summary {
-	perop := map[artifacts.Pair][]float64{}
-	perRound := map[artifacts.Pair]map[int32][]float64{}
-	channel := map[artifacts.Pair][]float64{}
-	graph := map[artifacts.Pair][]float64{}
-	flagged := map[artifacts.Pair]int{}
-	warm, single := map[artifacts.Pair][]float64{}, map[artifacts.Pair][]float64{}
-	for _, row := range rows {
-		k := artifacts.Pair{Case: row.Case, Route: row.Route}
-		if row.Flags != "" {
-			flagged[k]++
-		}
-		// A row's claim rests on its novel samples (visit protocol 4); its
-		// batch samples are the warm figure.
-		switch row.Kind {
-		case samples.KindEmpty:
-			channel[k] = append(channel[k], float64(row.TotalNs))
-		case samples.KindGraph:
-			graph[k] = append(graph[k], row.PerOpNs())
-		case samples.KindBatch:
-			warm[k] = append(warm[k], row.PerOpNs())
-		case samples.KindSingle:
-			single[k] = append(single[k], row.PerOpNs())
-		case samples.KindNovel:
-			perop[k] = append(perop[k], row.PerOpNs())
-			if perRound[k] == nil {
-				perRound[k] = map[int32][]float64{}
-			}
-			perRound[k][row.Round] = append(perRound[k][row.Round], row.PerOpNs())
-		}
-	}
+	g := gather(rows)
 	visitsOf := map[artifacts.Pair][]artifacts.VisitResult{}
 	loaded := map[artifacts.Pair]map[int32]bool{} // rounds left out of ratios (config.load)
 	for _, v := range visits {
@@ -164,50 +135,100 @@ func Summaries(cases, routes []string, entries []artifacts.Prepared, visits []ar
 	for _, c := range cases {
 		for _, rt := range routes {
 			k := artifacts.Pair{Case: c, Route: rt}
-			e, ok := entry[k]
-			if !ok {
-				continue
+			if e, ok := entry[k]; ok {
+				out = append(out, g.summary(k, e, visitsOf[k], cfg, fl))
 			}
-			s := artifacts.Summary{Case: c, Route: rt, Status: e.Status, Reason: e.Reason, Visits: len(visitsOf[k]), BelowBest: e.BelowBest}
-			if e.Status == artifacts.StatusPrepared {
-				s.Status = artifacts.StatusPassed
-				for _, v := range visitsOf[k] {
-					if v.Status != artifacts.StatusPassed {
-						s.Status, s.Reason = artifacts.StatusFailed, fmt.Sprintf("visit %d (round %d): %s", v.Index, v.Round+1, v.Reason)
-						break
-					}
-				}
-				if s.Visits == 0 {
-					s.Status, s.Reason = artifacts.StatusFailed, "no visits"
-				}
-			}
-			if s.Status == artifacts.StatusPassed {
-				sum := stats.Summarize(perop[k])
-				s.Kind = samples.KindNovel
-				if len(warm[k]) > 0 {
-					s.WarmNs = stats.Median(warm[k])
-				}
-				if len(single[k]) > 0 && cfg.NovelRule >= int(sets.Rule2) {
-					s.SingleNs = stats.Median(single[k])
-				}
-				s.Samples, s.MedianNs, s.MinNs, s.MaxNs, s.Q1Ns, s.Q3Ns = sum.N, sum.Median, sum.Min, sum.Max, sum.Q1, sum.Q3
-				if len(channel[k]) > 0 {
-					s.ChannelNs = stats.Median(channel[k])
-				}
-				if len(graph[k]) > 0 {
-					s.GraphNs, s.GraphMinNs = stats.Median(graph[k]), slices.Min(graph[k])
-				}
-				s.Flagged = flagged[k]
-				if f, ok := fl[c]; ok {
-					if why := floors.Below(f, floors.Fastest(s)); why != "" {
-						s.Status, s.Reason = artifacts.StatusFailed, why
-					}
-				}
-			}
-			out = append(out, s)
 		}
 	}
-	// Paired ratios against the baseline, per round.
+	pairRatios(out, g.perRound, loaded, cfg)
+	return out
+}
+
+// gathered is a replay's samples by (case, route) and kind, each a time
+// per call but the empty samples' spans (the channel). A row's claim
+// rests on its novel samples (visit protocol 4), per round for its ratio;
+// its batch samples are the warm figure.
+type gathered struct {
+	perop, channel, graph, warm, single map[artifacts.Pair][]float64
+	perRound                            map[artifacts.Pair]map[int32][]float64
+	flagged                             map[artifacts.Pair]int
+}
+
+func gather(rows []samples.Row) gathered {
+	g := gathered{perop: map[artifacts.Pair][]float64{}, channel: map[artifacts.Pair][]float64{}, graph: map[artifacts.Pair][]float64{},
+		warm: map[artifacts.Pair][]float64{}, single: map[artifacts.Pair][]float64{}, perRound: map[artifacts.Pair]map[int32][]float64{}, flagged: map[artifacts.Pair]int{}}
+	for _, row := range rows {
+		k := artifacts.Pair{Case: row.Case, Route: row.Route}
+		if row.Flags != "" {
+			g.flagged[k]++
+		}
+		switch row.Kind {
+		case samples.KindEmpty:
+			g.channel[k] = append(g.channel[k], float64(row.TotalNs))
+		case samples.KindGraph:
+			g.graph[k] = append(g.graph[k], row.PerOpNs())
+		case samples.KindBatch:
+			g.warm[k] = append(g.warm[k], row.PerOpNs())
+		case samples.KindSingle:
+			g.single[k] = append(g.single[k], row.PerOpNs())
+		case samples.KindNovel:
+			g.perop[k] = append(g.perop[k], row.PerOpNs())
+			if g.perRound[k] == nil {
+				g.perRound[k] = map[int32][]float64{}
+			}
+			g.perRound[k][row.Round] = append(g.perRound[k][row.Round], row.PerOpNs())
+		}
+	}
+	return g
+}
+
+// summary is (case, route) k's row: its entry's status, failed by its
+// first failed visit (or none), its times, and failed again by its floor.
+func (g gathered) summary(k artifacts.Pair, e artifacts.Prepared, visits []artifacts.VisitResult, cfg artifacts.ReplayConfig, fl map[string]artifacts.CaseFloor) artifacts.Summary {
+	s := artifacts.Summary{Case: k.Case, Route: k.Route, Status: e.Status, Reason: e.Reason, Visits: len(visits), BelowBest: e.BelowBest}
+	if e.Status == artifacts.StatusPrepared {
+		s.Status = artifacts.StatusPassed
+		for _, v := range visits {
+			if v.Status != artifacts.StatusPassed {
+				s.Status, s.Reason = artifacts.StatusFailed, fmt.Sprintf("visit %d (round %d): %s", v.Index, v.Round+1, v.Reason)
+				break
+			}
+		}
+		if s.Visits == 0 {
+			s.Status, s.Reason = artifacts.StatusFailed, "no visits"
+		}
+	}
+	if s.Status != artifacts.StatusPassed {
+		return s
+	}
+	sum := stats.Summarize(g.perop[k])
+	s.Kind = samples.KindNovel
+	if len(g.warm[k]) > 0 {
+		s.WarmNs = stats.Median(g.warm[k])
+	}
+	if len(g.single[k]) > 0 && cfg.NovelRule >= int(sets.Rule2) {
+		s.SingleNs = stats.Median(g.single[k])
+	}
+	s.Samples, s.MedianNs, s.MinNs, s.MaxNs, s.Q1Ns, s.Q3Ns = sum.N, sum.Median, sum.Min, sum.Max, sum.Q1, sum.Q3
+	if len(g.channel[k]) > 0 {
+		s.ChannelNs = stats.Median(g.channel[k])
+	}
+	if len(g.graph[k]) > 0 {
+		s.GraphNs, s.GraphMinNs = stats.Median(g.graph[k]), slices.Min(g.graph[k])
+	}
+	s.Flagged = g.flagged[k]
+	if f, ok := fl[k.Case]; ok {
+		if why := floors.Below(f, floors.Fastest(s)); why != "" {
+			s.Status, s.Reason = artifacts.StatusFailed, why
+		}
+	}
+	return s
+}
+
+// pairRatios gives every passed row but the baseline's its paired ratio
+// against the baseline of its case, per round (rounds either visit was
+// loaded in left out), with its interval and verdict.
+func pairRatios(out []artifacts.Summary, perRound map[artifacts.Pair]map[int32][]float64, loaded map[artifacts.Pair]map[int32]bool, cfg artifacts.ReplayConfig) {
 	base := map[string]artifacts.Summary{}
 	for _, s := range out {
 		if s.Route == cfg.Baseline {
@@ -221,7 +242,8 @@ func Summaries(cases, routes []string, entries []artifacts.Prepared, visits []ar
 			continue
 		}
 		var ratios []float64
-		mine, theirs := perRound[s.Pair()], perRound[artifacts.Pair{Case: s.Case, Route: cfg.Baseline}]
+		bk := artifacts.Pair{Case: s.Case, Route: cfg.Baseline}
+		mine, theirs := perRound[s.Pair()], perRound[bk]
 		rounds := make([]int, 0, len(mine))
 		for rd := range mine {
 			rounds = append(rounds, int(rd))
@@ -231,7 +253,7 @@ func Summaries(cases, routes []string, entries []artifacts.Prepared, visits []ar
 			t, ok := theirs[int32(rd)]
 			switch {
 			case !ok:
-			case loaded[s.Pair()][int32(rd)] || loaded[artifacts.Pair{Case: s.Case, Route: cfg.Baseline}][int32(rd)]:
+			case loaded[s.Pair()][int32(rd)] || loaded[bk][int32(rd)]:
 				s.RatioExcluded++
 			default:
 				ratios = append(ratios, stats.Median(mine[int32(rd)])/stats.Median(t))
@@ -250,5 +272,4 @@ func Summaries(cases, routes []string, entries []artifacts.Prepared, visits []ar
 			s.Precision = adaptive.Precision(rr.Median, rr.Lo, rr.Hi, rr.Coverage > 0)
 		}
 	}
-	return out
 }
