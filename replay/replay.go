@@ -765,7 +765,6 @@ func (r *replayer) routesAndCases() (routes, cases []string) {
 // plan and the finished visits from its journal.
 func (r *replayer) createOrResume(pr *artifacts.PlanRecord) (map[int]*artifacts.VisitResult, []artifacts.ClosureCheck, error) {
 	done := map[int]*artifacts.VisitResult{}
-	var closures []artifacts.ClosureCheck
 	if !r.cfg.Resume {
 		s, err := artifacts.Create(r.cfg.Output)
 		if err != nil {
@@ -796,33 +795,70 @@ func (r *replayer) createOrResume(pr *artifacts.PlanRecord) (map[int]*artifacts.
 	if err != nil {
 		return nil, nil, fmt.Errorf("--resume %s: %w", r.cfg.Output, err)
 	}
+	if err := r.samePlan(b, pr); err != nil {
+		return nil, nil, err
+	}
+	jpath := filepath.Join(s.Dir(), journalFile)
+	done, closures, err := r.readJournal(jpath, pr)
+	if err != nil {
+		return nil, nil, err
+	}
+	keep := map[artifacts.Digest]bool{}
+	for _, v := range done {
+		for _, d := range visitBlobs(v) {
+			keep[d] = true
+		}
+	}
+	if n, err := s.Prune(keep); err != nil {
+		return nil, nil, fmt.Errorf("--resume %s: %w", r.cfg.Output, err)
+	} else if n > 0 {
+		r.cfg.Progress.Printf("replay: removed %d blob(s) of work the interrupted replay did not record", n)
+	}
+	r.journal, err = os.OpenFile(jpath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	r.cfg.Progress.Printf("replay: resuming %s: %d of %d visits done", r.cfg.Output, len(done), len(pr.Plan))
+	return done, closures, err
+}
+
+// samePlan checks that the interrupted replay's plan.json (b) asks for
+// what this run asks for (pr), under the rules this tilepipe replays by,
+// and takes its input seeds into pr.
+func (r *replayer) samePlan(b []byte, pr *artifacts.PlanRecord) error {
 	var old artifacts.PlanRecord
 	dec := json.NewDecoder(bytes.NewReader(b))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&old); err != nil {
-		return nil, nil, fmt.Errorf("--resume %s: %s: %w", r.cfg.Output, planFile, err)
+		return fmt.Errorf("--resume %s: %s: %w", r.cfg.Output, planFile, err)
 	}
 	if old.Config.Interval != pr.Config.Interval {
-		return nil, nil, fmt.Errorf("--resume %s: %s records config.interval %q; this tilepipe computes intervals by %q (docs/statistics.md): a replay begun by another version cannot be resumed, start a new one",
+		return fmt.Errorf("--resume %s: %s records config.interval %q; this tilepipe computes intervals by %q (docs/statistics.md): a replay begun by another version cannot be resumed, start a new one",
 			r.cfg.Output, planFile, old.Config.Interval, pr.Config.Interval)
 	}
 	if old.Config.Load == "" {
-		return nil, nil, fmt.Errorf("--resume %s: %s records no config.load (a replay begun before the load rule, docs/statistics.md): a replay begun by another version cannot be resumed, start a new one",
+		return fmt.Errorf("--resume %s: %s records no config.load (a replay begun before the load rule, docs/statistics.md): a replay begun by another version cannot be resumed, start a new one",
 			r.cfg.Output, planFile)
 	}
 	if old.Config.NovelRule != pr.Config.NovelRule {
-		return nil, nil, fmt.Errorf("--resume %s: %s records config.novelRule %d; this tilepipe times by novel rule %d (docs/protocol.md, step 5): a replay begun by another version cannot be resumed, start a new one",
+		return fmt.Errorf("--resume %s: %s records config.novelRule %d; this tilepipe times by novel rule %d (docs/protocol.md, step 5): a replay begun by another version cannot be resumed, start a new one",
 			r.cfg.Output, planFile, old.Config.NovelRule, pr.Config.NovelRule)
 	}
 	if old.Prepared != pr.Prepared || old.Capture != pr.Capture || !reflect.DeepEqual(old.Plan, pr.Plan) || old.Config != pr.Config {
-		return nil, nil, fmt.Errorf("--resume %s: %s records prepared %s with config %+v; this run asks for prepared %s with config %+v: resume with the same flags",
+		return fmt.Errorf("--resume %s: %s records prepared %s with config %+v; this run asks for prepared %s with config %+v: resume with the same flags",
 			r.cfg.Output, planFile, artifacts.Short(old.Prepared), old.Config, artifacts.Short(pr.Prepared), pr.Config)
 	}
 	if len(old.Inputs.Rounds) != pr.Config.PlannedRounds() {
-		return nil, nil, fmt.Errorf("--resume %s: %s: input seeds for %d rounds, want %d", r.cfg.Output, planFile, len(old.Inputs.Rounds), pr.Config.PlannedRounds())
+		return fmt.Errorf("--resume %s: %s: input seeds for %d rounds, want %d", r.cfg.Output, planFile, len(old.Inputs.Rounds), pr.Config.PlannedRounds())
 	}
 	pr.Inputs = old.Inputs // the inputs drawn when the replay began
-	jpath := filepath.Join(s.Dir(), journalFile)
+	return nil
+}
+
+// readJournal reads the interrupted replay's journal at jpath: its
+// sessions (into r.sessions), its visits, each checked against the plan
+// and against what it points to, and its closure checks; a partial last
+// line (a kill mid-write) is cut off the file.
+func (r *replayer) readJournal(jpath string, pr *artifacts.PlanRecord) (map[int]*artifacts.VisitResult, []artifacts.ClosureCheck, error) {
+	done := map[int]*artifacts.VisitResult{}
+	var closures []artifacts.ClosureCheck
 	jb, err := os.ReadFile(jpath)
 	if err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return nil, nil, err
@@ -872,20 +908,7 @@ func (r *replayer) createOrResume(pr *artifacts.PlanRecord) (map[int]*artifacts.
 	if err := os.Truncate(jpath, int64(len(valid))); err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return nil, nil, err
 	}
-	keep := map[artifacts.Digest]bool{}
-	for _, v := range done {
-		for _, d := range visitBlobs(v) {
-			keep[d] = true
-		}
-	}
-	if n, err := s.Prune(keep); err != nil {
-		return nil, nil, fmt.Errorf("--resume %s: %w", r.cfg.Output, err)
-	} else if n > 0 {
-		r.cfg.Progress.Printf("replay: removed %d blob(s) of work the interrupted replay did not record", n)
-	}
-	r.journal, err = os.OpenFile(jpath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
-	r.cfg.Progress.Printf("replay: resuming %s: %d of %d visits done", r.cfg.Output, len(done), len(pr.Plan))
-	return done, closures, err
+	return done, closures, nil
 }
 
 func visitBlobs(v *artifacts.VisitResult) []artifacts.Digest {
