@@ -72,98 +72,12 @@ func Reference(c Case, inputs []Tensor) ([]Expected, error) {
 		return nil, fail("got %d inputs, want %d", len(inputs), len(in))
 	}
 	for i, p := range in {
-		t := inputs[i]
-		if t.Dtype != p.Dtype {
-			return nil, fail("input %s has dtype %s, want %s", p.Name, t.Dtype, p.Dtype)
-		}
-		if t.Len() != p.Elems() {
-			return nil, fail("input %s has %d elements, want %d", p.Name, t.Len(), p.Elems())
-		}
-		x := t.F
-		if j := firstIndex(len(x), func(lo, hi int) int {
-			for j := lo; j < hi; j++ {
-				if math.Float32bits(x[j])&0x7f800000 == 0x7f800000 { // NaN or infinite
-					return j
-				}
-			}
-			return -1
-		}); j >= 0 {
-			return nil, fail("input %s[%d] = %v, want a finite value", p.Name, j, x[j])
-		}
-		if p.Dtype != "f32" {
-			if j := firstIndex(len(x), func(lo, hi int) int {
-				for j := lo; j < hi; j++ {
-					if toStorage(p.Dtype, x[j]) != x[j] {
-						return j
-					}
-				}
-				return -1
-			}); j >= 0 {
-				return nil, fail("input %s[%d] = %v, not a %s value", p.Name, j, x[j], p.Dtype)
-			}
-		}
-		if p.Dtype == "i64" {
-			n, what := c.Dims["N"], "a target"
-			if c.Op == "embedding" {
-				n, what = c.Dims["V"], "an id"
-			}
-			for j, v := range t.I {
-				if v < 0 || v >= int64(n) {
-					return nil, fail("input %s[%d] = %d, want %s in [0, %d)", p.Name, j, v, what, n)
-				}
-			}
+		if why := checkInput(c, p, inputs[i]); why != "" {
+			return nil, fail("%s", why)
 		}
 	}
-	f := func(k int) []float32 { return inputs[k].F }
-	d := c.Dims
-	M, N, K := d["M"], d["N"], d["K"]
-	dt := c.Dtype
-	var exp []Expected
-	one := func(want, bnd []float64) { exp = []Expected{{Want: want, Bound: bnd}} }
-	switch c.Op {
-	case "gemm":
-		one(refGemm(M, N, K, f(0), f(1), c.Policy))
-	case "gemm_relu", "gemm_gelu":
-		one(refGemmAct(c.Op, M, N, K, f(0), f(1), c.Policy))
-	case "bmm":
-		one(refBmm(d["B"], M, N, K, f(0), f(1), c.Policy))
-	case "gemv":
-		one(refGemm(M, 1, K, f(0), f(1), c.Policy))
-	case "add":
-		one(refAdd(f(0), f(1)))
-	case "gelu_add", "sigmoid_pair", "gelu_pair", "swiglu":
-		exp = refPointwise(c.Op, inputs)
-	case "rope":
-		one(refRope(M, N, d["R"], f(0), f(1), f(2)))
-	case "sum":
-		one(refSum(M, N, f(0)))
-	case "max":
-		one(refMax(M, N, f(0)))
-	case "softmax":
-		one(refSoftmax(M, N, f(0)))
-	case "rmsnorm":
-		one(refRMSNorm(M, N, c.Eps(), f(0), f(1)))
-	case "layernorm":
-		one(refLayerNorm(M, N, c.Eps(), widen(f(0)), f(1), f(2), 0, 0))
-	case "residual_layernorm":
-		exp = refResidualLayerNorm(M, N, c.Eps(), dt, f(0), f(1), f(2), f(3))
-	case "cross_entropy":
-		one(refCrossEntropy(M, N, f(0), inputs[1].I))
-	case "scan_ordered":
-		one(refScanOrdered(M, N, f(0)))
-	case "scan":
-		one(refScan(M, N, f(0)))
-	case "argmax":
-		exp = refArgmax(M, N, f(0))
-	case "topk":
-		exp = refRank(M, N, K, f(0), true)
-	case "sort":
-		exp = refRank(M, N, N, f(0), false)
-	case "embedding":
-		one(refEmbedding(d["D"], f(0), inputs[1].I))
-	case "attention":
-		one(refAttention(d, f(0), f(1), f(2)))
-	default:
+	exp, ok := reference(c, inputs)
+	if !ok {
 		return nil, fail("op %s not implemented yet", c.Op)
 	}
 	if len(exp) != len(outs) {
@@ -175,7 +89,7 @@ func Reference(c Case, inputs []Tensor) ([]Expected, error) {
 			continue
 		}
 		s := storageOf(p.Dtype)
-		if p.Dtype != "f32" && dt != "f32" {
+		if p.Dtype != "f32" && c.Dtype != "f32" {
 			parallel(len(e.Want), 1, func(lo, hi int) {
 				for i := lo; i < hi; i++ {
 					e.Bound[i] = toStore(p.Dtype, ev{e.Want[i], e.Bound[i]}).e
@@ -194,6 +108,107 @@ func Reference(c Case, inputs []Tensor) ([]Expected, error) {
 		}
 	}
 	return exp, nil
+}
+
+// checkInput says what is wrong with input t of param p ("" for
+// nothing): its dtype or length, a value that is not finite or not of
+// the dtype's storage, an id or target out of range.
+func checkInput(c Case, p Param, t Tensor) string {
+	if t.Dtype != p.Dtype {
+		return fmt.Sprintf("input %s has dtype %s, want %s", p.Name, t.Dtype, p.Dtype)
+	}
+	if t.Len() != p.Elems() {
+		return fmt.Sprintf("input %s has %d elements, want %d", p.Name, t.Len(), p.Elems())
+	}
+	x := t.F
+	if j := firstIndex(len(x), func(lo, hi int) int {
+		for j := lo; j < hi; j++ {
+			if math.Float32bits(x[j])&0x7f800000 == 0x7f800000 { // NaN or infinite
+				return j
+			}
+		}
+		return -1
+	}); j >= 0 {
+		return fmt.Sprintf("input %s[%d] = %v, want a finite value", p.Name, j, x[j])
+	}
+	if p.Dtype != "f32" {
+		if j := firstIndex(len(x), func(lo, hi int) int {
+			for j := lo; j < hi; j++ {
+				if toStorage(p.Dtype, x[j]) != x[j] {
+					return j
+				}
+			}
+			return -1
+		}); j >= 0 {
+			return fmt.Sprintf("input %s[%d] = %v, not a %s value", p.Name, j, x[j], p.Dtype)
+		}
+	}
+	if p.Dtype == "i64" {
+		n, what := c.Dims["N"], "a target"
+		if c.Op == "embedding" {
+			n, what = c.Dims["V"], "an id"
+		}
+		for j, v := range t.I {
+			if v < 0 || v >= int64(n) {
+				return fmt.Sprintf("input %s[%d] = %d, want %s in [0, %d)", p.Name, j, v, what, n)
+			}
+		}
+	}
+	return ""
+}
+
+// reference is op's FP64 outputs and bounds for the checked inputs; false
+// for an op it does not know.
+func reference(c Case, inputs []Tensor) ([]Expected, bool) {
+	f := func(k int) []float32 { return inputs[k].F }
+	d := c.Dims
+	M, N, K := d["M"], d["N"], d["K"]
+	one := func(want, bnd []float64) []Expected { return []Expected{{Want: want, Bound: bnd}} }
+	switch c.Op {
+	case "gemm":
+		return one(refGemm(M, N, K, f(0), f(1), c.Policy)), true
+	case "gemm_relu", "gemm_gelu":
+		return one(refGemmAct(c.Op, M, N, K, f(0), f(1), c.Policy)), true
+	case "bmm":
+		return one(refBmm(d["B"], M, N, K, f(0), f(1), c.Policy)), true
+	case "gemv":
+		return one(refGemm(M, 1, K, f(0), f(1), c.Policy)), true
+	case "add":
+		return one(refAdd(f(0), f(1))), true
+	case "gelu_add", "sigmoid_pair", "gelu_pair", "swiglu":
+		return refPointwise(c.Op, inputs), true
+	case "rope":
+		return one(refRope(M, N, d["R"], f(0), f(1), f(2))), true
+	case "sum":
+		return one(refSum(M, N, f(0))), true
+	case "max":
+		return one(refMax(M, N, f(0))), true
+	case "softmax":
+		return one(refSoftmax(M, N, f(0))), true
+	case "rmsnorm":
+		return one(refRMSNorm(M, N, c.Eps(), f(0), f(1))), true
+	case "layernorm":
+		return one(refLayerNorm(M, N, c.Eps(), widen(f(0)), f(1), f(2), 0, 0)), true
+	case "residual_layernorm":
+		return refResidualLayerNorm(M, N, c.Eps(), c.Dtype, f(0), f(1), f(2), f(3)), true
+	case "cross_entropy":
+		return one(refCrossEntropy(M, N, f(0), inputs[1].I)), true
+	case "scan_ordered":
+		return one(refScanOrdered(M, N, f(0))), true
+	case "scan":
+		return one(refScan(M, N, f(0))), true
+	case "argmax":
+		return refArgmax(M, N, f(0)), true
+	case "topk":
+		return refRank(M, N, K, f(0), true), true
+	case "sort":
+		return refRank(M, N, N, f(0), false), true
+	case "embedding":
+		return one(refEmbedding(d["D"], f(0), inputs[1].I)), true
+	case "attention":
+		return one(refAttention(d, f(0), f(1), f(2))), true
+	}
+	return nil, false
 }
 
 // grainExp returns the largest e such that every element of x is an
