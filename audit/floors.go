@@ -26,7 +26,6 @@ import (
 // (floors.CheckCeilings); the GPU is not measured again here (the auditor
 // may have none).
 func floorsCheck(cp *checkpoint, f *facts) finding {
-	var p, w []string
 	cases := map[string]artifacts.CapturedCase{}
 	for _, c := range cp.cdoc.Cases {
 		cases[c.Case.ID] = c
@@ -35,8 +34,48 @@ func floorsCheck(cp *checkpoint, f *facts) finding {
 	if r, err := cp.rep.Receipt(); err == nil {
 		flags = r.Predicate.Environment.CPUFlags
 	}
-	var gpus []string
-	noGPU := map[string]bool{} // why sessions measured no GPU ceilings
+	p, gpus, noGPU := sessionFloors(cp, cases, flags)
+	fl := floors.OfSessions(cp.rdoc.Sessions)
+	rp, w, n := rowFloors(cp, fl, cases, noGPU)
+	p = append(p, rp...)
+	// This machine's clock, bandwidth for each working set and CPU flags,
+	// against the record.
+	floors.WarmUp(200 * time.Millisecond)
+	var recorded []float64
+	for _, s := range cp.rdoc.Sessions {
+		recorded = append(recorded, s.ClockHz)
+	}
+	clock := ownClock(slices.Max(append([]float64{0}, recorded...)))
+	clp, clw := clockAgrees(recorded, clock)
+	p, w = append(p, clp...), append(w, clw...)
+	own, err := artifacts.CPUFlags(artifacts.CPUInfoPath)
+	if err != nil {
+		w = append(w, fmt.Sprintf("this machine's CPU flags: %v", err))
+	} else {
+		w = append(w, flagsAgree(flags, own)...)
+	}
+	mine := map[int]float64{}
+	for _, f := range fl {
+		if cases[f.Case].Case.DeviceOf() == oracle.DeviceCUDA {
+			continue // a GPU's bandwidth, not this CPU's
+		}
+		if _, ok := mine[f.WorkingSet]; !ok {
+			mine[f.WorkingSet] = floors.TouchBandwidth(f.WorkingSet, cp.rdoc.Config.Threads)
+		}
+		if f.Bandwidth > 4*mine[f.WorkingSet] {
+			w = append(w, fmt.Sprintf("%s: the replay recorded %.1f GB/s for a %d-byte working set, this machine measures %.1f GB/s", f.Case, f.Bandwidth/1e9, f.WorkingSet, mine[f.WorkingSet]/1e9))
+		}
+	}
+	return finding{problems: p, warnings: w, summary: fmt.Sprintf("%d timed rows against the floors replay measured (memory bandwidth per working set, clock x vector width), slack %d; clock: recorded %s, this machine %.2f GHz; vector flags: recorded %s, this machine %s%s",
+		n, floors.Slack, ghz(recorded), clock/1e9, vectorFlags(flags), vectorFlags(own), gpuNote(gpus, fl))}
+}
+
+// sessionFloors checks every session's clock, GPU ceilings and floors
+// against the capture (each floor made again from its case and the
+// session's measurements); it returns the problems, each GPU's ceilings
+// in words, and why sessions measured none.
+func sessionFloors(cp *checkpoint, cases map[string]artifacts.CapturedCase, flags []string) (p, gpus []string, noGPU map[string]bool) {
+	noGPU = map[string]bool{}
 	for _, s := range cp.rdoc.Sessions {
 		if s.ClockHz <= 0 {
 			p = append(p, fmt.Sprintf("session %d: no measured clock", s.Index))
@@ -69,8 +108,13 @@ func floorsCheck(cp *checkpoint, f *facts) finding {
 			}
 		}
 	}
-	fl := floors.OfSessions(cp.rdoc.Sessions)
-	n := 0
+	return p, gpus, noGPU
+}
+
+// rowFloors judges every timed row against its case's floor fl as replay
+// did (a passed row below it, a failed row whose reason is not the
+// floor's), names a passed row above its GPU ceiling, and counts them.
+func rowFloors(cp *checkpoint, fl map[string]artifacts.CaseFloor, cases map[string]artifacts.CapturedCase, noGPU map[string]bool) (p, w []string, n int) {
 	for _, s := range cp.rdoc.Summary {
 		if s.Samples == 0 {
 			continue // not timed, or a failed visit
@@ -100,39 +144,16 @@ func floorsCheck(cp *checkpoint, f *facts) finding {
 		}
 		n++
 	}
-	// This machine's clock, bandwidth for each working set and CPU flags,
-	// against the record.
-	floors.WarmUp(200 * time.Millisecond)
-	var recorded []float64
-	for _, s := range cp.rdoc.Sessions {
-		recorded = append(recorded, s.ClockHz)
-	}
-	clock := ownClock(slices.Max(append([]float64{0}, recorded...)))
-	clp, clw := clockAgrees(recorded, clock)
-	p, w = append(p, clp...), append(w, clw...)
-	own, err := artifacts.CPUFlags(artifacts.CPUInfoPath)
-	if err != nil {
-		w = append(w, fmt.Sprintf("this machine's CPU flags: %v", err))
-	} else {
-		w = append(w, flagsAgree(flags, own)...)
-	}
-	mine := map[int]float64{}
-	for _, f := range fl {
-		if cases[f.Case].Case.DeviceOf() == oracle.DeviceCUDA {
-			continue // a GPU's bandwidth, not this CPU's
-		}
-		if _, ok := mine[f.WorkingSet]; !ok {
-			mine[f.WorkingSet] = floors.TouchBandwidth(f.WorkingSet, cp.rdoc.Config.Threads)
-		}
-		if f.Bandwidth > 4*mine[f.WorkingSet] {
-			w = append(w, fmt.Sprintf("%s: the replay recorded %.1f GB/s for a %d-byte working set, this machine measures %.1f GB/s", f.Case, f.Bandwidth/1e9, f.WorkingSet, mine[f.WorkingSet]/1e9))
-		}
-	}
+	return p, w, n
+}
+
+// gpuNote is the summary's words on the GPU ceilings and each GPU
+// floor's own slacks, from its ceilings' spread ("" without a GPU).
+func gpuNote(gpus []string, fl map[string]artifacts.CaseFloor) string {
 	gpu := ""
 	if len(gpus) > 0 {
 		gpu = "; GPU ceilings as recorded (not measured here): " + strings.Join(slices.Compact(gpus), ", ")
 	}
-	// A GPU floor's own slacks, from its ceilings' spread.
 	var slacks []string
 	for _, c := range slices.Sorted(maps.Keys(fl)) {
 		f := fl[c]
@@ -147,8 +168,7 @@ func floorsCheck(cp *checkpoint, f *facts) finding {
 		slices.Sort(slacks)
 		gpu += " (GPU floor slacks from the ceilings' spread: " + strings.Join(slices.Compact(slacks), ", ") + ")"
 	}
-	return finding{problems: p, warnings: w, summary: fmt.Sprintf("%d timed rows against the floors replay measured (memory bandwidth per working set, clock x vector width), slack %d; clock: recorded %s, this machine %.2f GHz; vector flags: recorded %s, this machine %s%s",
-		n, floors.Slack, ghz(recorded), clock/1e9, vectorFlags(flags), vectorFlags(own), gpu)}
+	return gpu
 }
 
 // reasons is ": " and the distinct reasons, or "".
