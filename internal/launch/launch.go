@@ -113,120 +113,141 @@ func Parse(b []byte) (Manifest, error) {
 // every field in range, every tensor parameter a signature tensor and
 // every signature tensor passed exactly once, every value of its kind.
 func (m Manifest) Check(sig []oracle.Param) error {
-	bad := func(format string, args ...any) error {
-		return fmt.Errorf("launch manifest: "+format, args...)
-	}
 	if !symbolRE.MatchString(m.Kernel) {
-		return bad("kernel: %q is not a symbol", m.Kernel)
+		return manifestErr("kernel: %q is not a symbol", m.Kernel)
 	}
 	if !archRE.MatchString(m.Arch) {
-		return bad("arch: want sm_NN (the compute capability built for), got %q", m.Arch)
+		return manifestErr("arch: want sm_NN (the compute capability built for), got %q", m.Arch)
 	}
 	if err := CheckPtxas(m.Ptxas); err != nil {
 		return err
 	}
+	if err := m.checkShape(); err != nil {
+		return err
+	}
+	if len(m.Params) == 0 || len(m.Params) > MaxParams {
+		return manifestErr("params: want 1 to %d, got %d", MaxParams, len(m.Params))
+	}
+	names := map[string]bool{}
+	for _, p := range sig {
+		names[p.Name] = true
+	}
+	seen := map[string]int{}
+	scratch := 0
+	for i, p := range m.Params {
+		if err := checkParam(i, p, names, seen); err != nil {
+			return err
+		}
+		if p.Kind == Scratch {
+			scratch++
+		}
+	}
+	for _, p := range sig {
+		if _, ok := seen[p.Name]; !ok {
+			return manifestErr("tensor %q of the signature is passed by no parameter", p.Name)
+		}
+	}
+	if scratch != len(m.Scratch) {
+		return manifestErr("scratch: %d sizes for %d scratch parameters", len(m.Scratch), scratch)
+	}
+	for i, s := range m.Scratch {
+		if s.Bytes < 0 || s.Bytes > MaxScratchBytes {
+			return manifestErr("scratch[%d].bytes: want 0 to %d, got %d", i, MaxScratchBytes, s.Bytes)
+		}
+		if s.Align < 1 || s.Align > 4096 || s.Align&(s.Align-1) != 0 {
+			return manifestErr("scratch[%d].align: want a power of two up to 4096, got %d", i, s.Align)
+		}
+	}
+	return nil
+}
+
+func manifestErr(format string, args ...any) error {
+	return fmt.Errorf("launch manifest: "+format, args...)
+}
+
+// checkShape checks the launch's grid, block, cluster and shared memory
+// against the device limits.
+func (m Manifest) checkShape() error {
 	for i, d := range m.Grid {
 		limit := uint32(MaxGridYZ)
 		if i == 0 {
 			limit = MaxGridX
 		}
 		if d < 1 || d > limit {
-			return bad("grid[%d]: want 1 to %d, got %d", i, limit, d)
+			return manifestErr("grid[%d]: want 1 to %d, got %d", i, limit, d)
 		}
 	}
 	threads := uint64(1)
 	for i, d := range m.Block {
 		if d < 1 || d > MaxThreadsPerBlock {
-			return bad("block[%d]: want 1 to %d, got %d", i, MaxThreadsPerBlock, d)
+			return manifestErr("block[%d]: want 1 to %d, got %d", i, MaxThreadsPerBlock, d)
 		}
 		threads *= uint64(d)
 	}
 	if threads > MaxThreadsPerBlock {
-		return bad("block: %d threads, limit %d", threads, MaxThreadsPerBlock)
+		return manifestErr("block: %d threads, limit %d", threads, MaxThreadsPerBlock)
 	}
 	blocks := uint64(1)
 	for i, d := range m.Cluster {
 		if d < 1 {
-			return bad("cluster[%d]: want at least 1, got %d", i, d)
+			return manifestErr("cluster[%d]: want at least 1, got %d", i, d)
 		}
 		if m.Grid[i]%d != 0 {
-			return bad("cluster[%d]: %d does not divide grid[%d] %d", i, d, i, m.Grid[i])
+			return manifestErr("cluster[%d]: %d does not divide grid[%d] %d", i, d, i, m.Grid[i])
 		}
 		blocks *= uint64(d)
 	}
 	if blocks > MaxClusterBlocks {
-		return bad("cluster: %d blocks, limit %d", blocks, MaxClusterBlocks)
+		return manifestErr("cluster: %d blocks, limit %d", blocks, MaxClusterBlocks)
 	}
 	if m.SharedBytes > MaxSharedBytes {
-		return bad("sharedBytes: %d, limit %d", m.SharedBytes, MaxSharedBytes)
+		return manifestErr("sharedBytes: %d, limit %d", m.SharedBytes, MaxSharedBytes)
 	}
-	if len(m.Params) == 0 || len(m.Params) > MaxParams {
-		return bad("params: want 1 to %d, got %d", MaxParams, len(m.Params))
+	return nil
+}
+
+// checkParam checks parameter i: its kind and the fields the kind takes;
+// a tensor of the signature (names), passed once (seen, by name, the
+// index that passed it), a value that parses as its kind.
+func checkParam(i int, p Param, names map[string]bool, seen map[string]int) error {
+	where := fmt.Sprintf("params[%d]", i)
+	byValue := p.Kind == I32 || p.Kind == I64 || p.Kind == F32
+	switch {
+	case !byValue && p.Kind != Tensor && p.Kind != Scratch:
+		return manifestErr("%s: kind %q: want %s", where, p.Kind, strings.Join([]string{Tensor, I32, I64, F32, Scratch}, ", "))
+	case p.Kind != Tensor && p.Tensor != "":
+		return manifestErr("%s: kind %s names tensor %q", where, p.Kind, p.Tensor)
+	case byValue && p.Value == "":
+		return manifestErr("%s: kind %s: no value", where, p.Kind)
+	case !byValue && p.Value != "":
+		return manifestErr("%s: kind %s: a value only for i32, i64 and f32", where, p.Kind)
+	case p.Kind != Tensor && p.Align != 0:
+		return manifestErr("%s: kind %s: an alignment only for a tensor", where, p.Kind)
 	}
-	seen := map[string]int{}
-	names := map[string]bool{}
-	for _, p := range sig {
-		names[p.Name] = true
-	}
-	scratch := 0
-	for i, p := range m.Params {
-		where := fmt.Sprintf("params[%d]", i)
-		byValue := p.Kind == I32 || p.Kind == I64 || p.Kind == F32
-		switch {
-		case !byValue && p.Kind != Tensor && p.Kind != Scratch:
-			return bad("%s: kind %q: want %s", where, p.Kind, strings.Join([]string{Tensor, I32, I64, F32, Scratch}, ", "))
-		case p.Kind != Tensor && p.Tensor != "":
-			return bad("%s: kind %s names tensor %q", where, p.Kind, p.Tensor)
-		case byValue && p.Value == "":
-			return bad("%s: kind %s: no value", where, p.Kind)
-		case !byValue && p.Value != "":
-			return bad("%s: kind %s: a value only for i32, i64 and f32", where, p.Kind)
-		case p.Kind != Tensor && p.Align != 0:
-			return bad("%s: kind %s: an alignment only for a tensor", where, p.Kind)
+	switch p.Kind {
+	case Tensor:
+		if !names[p.Tensor] {
+			return manifestErr("%s: tensor %q is not in the case's signature", where, p.Tensor)
 		}
-		switch p.Kind {
-		case Tensor:
-			if !names[p.Tensor] {
-				return bad("%s: tensor %q is not in the case's signature", where, p.Tensor)
-			}
-			if prev, dup := seen[p.Tensor]; dup {
-				return bad("%s: tensor %q already passed as params[%d]", where, p.Tensor, prev)
-			}
-			seen[p.Tensor] = i
-			if p.Align < 0 || p.Align > 4096 || p.Align&(p.Align-1) != 0 {
-				return bad("%s: align %d: want a power of two up to 4096 (or 0)", where, p.Align)
-			}
-		case I32, I64:
-			bits := 32
-			if p.Kind == I64 {
-				bits = 64
-			}
-			if _, err := strconv.ParseInt(string(p.Value), 10, bits); err != nil {
-				return bad("%s: %s value %q: want a %d-bit integer", where, p.Kind, p.Value, bits)
-			}
-		case F32:
-			f, err := strconv.ParseFloat(string(p.Value), 32)
-			if err != nil || math.IsInf(f, 0) || math.IsNaN(f) {
-				return bad("%s: f32 value %q: want a finite 32-bit float", where, p.Value)
-			}
-		case Scratch:
-			scratch++
+		if prev, dup := seen[p.Tensor]; dup {
+			return manifestErr("%s: tensor %q already passed as params[%d]", where, p.Tensor, prev)
 		}
-	}
-	for _, p := range sig {
-		if _, ok := seen[p.Name]; !ok {
-			return bad("tensor %q of the signature is passed by no parameter", p.Name)
+		seen[p.Tensor] = i
+		if p.Align < 0 || p.Align > 4096 || p.Align&(p.Align-1) != 0 {
+			return manifestErr("%s: align %d: want a power of two up to 4096 (or 0)", where, p.Align)
 		}
-	}
-	if scratch != len(m.Scratch) {
-		return bad("scratch: %d sizes for %d scratch parameters", len(m.Scratch), scratch)
-	}
-	for i, s := range m.Scratch {
-		if s.Bytes < 0 || s.Bytes > MaxScratchBytes {
-			return bad("scratch[%d].bytes: want 0 to %d, got %d", i, MaxScratchBytes, s.Bytes)
+	case I32, I64:
+		bits := 32
+		if p.Kind == I64 {
+			bits = 64
 		}
-		if s.Align < 1 || s.Align > 4096 || s.Align&(s.Align-1) != 0 {
-			return bad("scratch[%d].align: want a power of two up to 4096, got %d", i, s.Align)
+		if _, err := strconv.ParseInt(string(p.Value), 10, bits); err != nil {
+			return manifestErr("%s: %s value %q: want a %d-bit integer", where, p.Kind, p.Value, bits)
+		}
+	case F32:
+		f, err := strconv.ParseFloat(string(p.Value), 32)
+		if err != nil || math.IsInf(f, 0) || math.IsNaN(f) {
+			return manifestErr("%s: f32 value %q: want a finite 32-bit float", where, p.Value)
 		}
 	}
 	return nil
