@@ -214,36 +214,44 @@ func recompute(doc artifacts.ReplayDoc, rows []samples.Row, device func(id strin
 	for k, sum := range out {
 		base := artifacts.Pair{Case: k.Case, Route: doc.Config.Baseline}
 		if k.Route != doc.Config.Baseline && all[base] != nil && !below[k] && !below[base] {
-			var ids []int
-			for rd := range rounds[k] {
-				if _, ok := rounds[base][rd]; ok {
-					ids = append(ids, int(rd))
-				}
-			}
-			sort.Ints(ids)
-			var ratios []float64
-			for _, rd := range ids {
-				if loaded[[3]string{k.Case, k.Route, fmt.Sprint(rd)}] || loaded[[3]string{base.Case, base.Route, fmt.Sprint(rd)}] {
-					sum.RatioExcluded++
-					continue
-				}
-				ratios = append(ratios, stats.Median(rounds[k][int32(rd)])/stats.Median(rounds[base][int32(rd)]))
-			}
-			if len(ratios) == 0 {
-				sum.Verdict = stats.TooFew
-				out[k] = sum
-				continue
-			}
-			r, err := stats.PairedRatios(doc.Config.Interval, doc.Config.IntervalLevel(), ratios, doc.Config.Bootstrap, doc.Config.Seed)
-			if err != nil {
-				r = stats.Ratio{N: len(ratios), Exact: true} // no interval, no verdict; the summaries check names the interval
-			}
-			sum.Ratio, sum.RatioMin, sum.RatioMax, sum.RatioLo, sum.RatioHi, sum.Verdict = r.Median, r.Min, r.Max, r.Lo, r.Hi, r.Verdict()
-			if doc.Config.Target > 0 {
-				sum.Precision = adaptive.Precision(r.Median, r.Lo, r.Hi, r.Coverage > 0)
-			}
+			ratioOf(&sum, rounds[k], rounds[base], func(rd int32) bool {
+				return loaded[[3]string{k.Case, k.Route, fmt.Sprint(rd)}] || loaded[[3]string{base.Case, base.Route, fmt.Sprint(rd)}]
+			}, doc.Config)
 		}
 		out[k] = sum
 	}
 	return out
+}
+
+// ratioOf recomputes sum's paired ratio against its baseline from the
+// two rows' per-round novel times (mine, theirs), the rounds both have,
+// in order, but those out (loaded), with its interval and verdict.
+func ratioOf(sum *artifacts.Summary, mine, theirs map[int32][]float64, out func(round int32) bool, cfg artifacts.ReplayConfig) {
+	var ids []int
+	for rd := range mine {
+		if _, ok := theirs[rd]; ok {
+			ids = append(ids, int(rd))
+		}
+	}
+	sort.Ints(ids)
+	var ratios []float64
+	for _, rd := range ids {
+		if out(int32(rd)) {
+			sum.RatioExcluded++
+			continue
+		}
+		ratios = append(ratios, stats.Median(mine[int32(rd)])/stats.Median(theirs[int32(rd)]))
+	}
+	if len(ratios) == 0 {
+		sum.Verdict = stats.TooFew
+		return
+	}
+	r, err := stats.PairedRatios(cfg.Interval, cfg.IntervalLevel(), ratios, cfg.Bootstrap, cfg.Seed)
+	if err != nil {
+		r = stats.Ratio{N: len(ratios), Exact: true} // no interval, no verdict; the summaries check names the interval
+	}
+	sum.Ratio, sum.RatioMin, sum.RatioMax, sum.RatioLo, sum.RatioHi, sum.Verdict = r.Median, r.Min, r.Max, r.Lo, r.Hi, r.Verdict()
+	if cfg.Target > 0 {
+		sum.Precision = adaptive.Precision(r.Median, r.Lo, r.Hi, r.Coverage > 0)
+	}
 }
