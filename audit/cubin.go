@@ -78,11 +78,11 @@ func cubinChains(cdoc artifacts.CaptureDoc, pdoc artifacts.PreparedDoc, readCap,
 			builds[artifacts.Pair{Case: c.Case.ID, Route: b.Route}] = b
 		}
 	}
-	here, herr := launch.FindPtxas()
-	var hereDigest artifacts.Digest
-	if herr == nil {
-		if hereDigest, _, herr = artifacts.HashFile(here); herr != nil {
-			here = ""
+	var here ptxasHere
+	var herr error
+	if here.path, herr = launch.FindPtxas(); herr == nil {
+		if here.digest, _, herr = artifacts.HashFile(here.path); herr != nil {
+			here.path = ""
 		}
 	}
 	notHere := map[string]bool{}
@@ -92,96 +92,103 @@ func cubinChains(cdoc artifacts.CaptureDoc, pdoc artifacts.PreparedDoc, readCap,
 		}
 		n++
 		name := e.Case + "/" + e.Route
-		bad := func(format string, args ...any) {
-			p = append(p, fmt.Sprintf("entry %s: chain: ", name)+fmt.Sprintf(format, args...))
-		}
-		c := e.Chain
-		if c == nil {
+		if e.Chain == nil {
 			w = append(w, fmt.Sprintf("entry %s: prepared before the cubin chain: its cubin is not tied to its PTX", name))
 			continue
 		}
-		files := map[string]artifacts.FileRef{}
-		for _, f := range builds[e.Pair()].Files {
-			files[f.Role] = f
+		problem, elsewhere := chainOf(e, builds[e.Pair()], readCap, readPrep, again, here)
+		if problem != "" {
+			p = append(p, fmt.Sprintf("entry %s: chain: %s", name, problem))
 		}
-		ptxRef, cubRef, manRef := files["ptx"], files["cubin"], files["manifest"]
-		var loaded artifacts.Digest
-		for _, k := range e.Kernel {
-			if k.Role == artifacts.RoleCubin {
-				loaded = k.Digest
-			}
-		}
-		switch {
-		case c.PTX != ptxRef.Digest:
-			bad("ptx %s, the capture build's %s is %s", artifacts.Short(c.PTX), ptxRef.Path, artifacts.Short(ptxRef.Digest))
-			continue
-		case c.Cubin != cubRef.Digest || c.Cubin != loaded:
-			bad("cubin %s, the capture build's %s is %s and the timer loads %s", artifacts.Short(c.Cubin), cubRef.Path, artifacts.Short(cubRef.Digest), artifacts.Short(loaded))
-			continue
-		case !filepath.IsAbs(c.Ptxas) || c.PtxasDigest == "":
-			bad("ptxas %q, digest %q: want an absolute path and its digest", c.Ptxas, c.PtxasDigest)
-			continue
-		}
-		ptx, err := readCap(c.PTX, maxCubin)
-		if err != nil {
-			bad("ptx: %v", err)
-			continue
-		}
-		mb, err := readCap(manRef.Digest, launch.MaxManifestBytes)
-		if err != nil {
-			bad("manifest: %v", err)
-			continue
-		}
-		m, err := launch.Parse(mb)
-		if err == nil {
-			err = launch.CheckPtxas(m.Ptxas)
-		}
-		if err != nil {
-			bad("%s: %v", manRef.Path, err)
-			continue
-		}
-		target, err := launch.Target(ptx)
-		if err != nil {
-			bad("%s: %v", ptxRef.Path, err)
-			continue
-		}
-		if want := append(slices.Clone(m.Ptxas), "--gpu-name="+target); !slices.Equal(c.Args, want) {
-			bad("ptxas ran with %q, the manifest and the PTX's .target give %q", c.Args, want)
-			continue
-		}
-		cubin, err := readCap(c.Cubin, maxCubin)
-		if err != nil {
-			bad("cubin: %v", err)
-			continue
-		}
-		rebuilt, err := readPrep(c.Rebuilt.Digest, maxCubin)
-		if err != nil {
-			bad("rebuilt cubin: %v", err)
-			continue
-		}
-		if err := launch.SameCode(cubin, rebuilt); err != nil {
-			bad("%s is not the rebuilt cubin's code: %v", cubRef.Path, err)
-			continue
-		}
-		if here == "" || hereDigest != c.PtxasDigest {
-			notHere[fmt.Sprintf("%s (%s)", c.Ptxas, artifacts.Short(c.PtxasDigest))] = true
-			continue
-		}
-		ours, err := again(here, c.Args, ptx)
-		if err != nil {
-			bad("ptxas here: %v", err)
-			continue
-		}
-		if err := launch.SameCode(cubin, ours); err != nil {
-			bad("%s is not what ptxas builds here from %s: %v", cubRef.Path, ptxRef.Path, err)
+		if elsewhere != "" {
+			notHere[elsewhere] = true
 		}
 	}
 	if len(notHere) > 0 {
-		why := fmt.Sprintf("the ptxas here, %s, is %s", here, artifacts.Short(hereDigest))
+		why := fmt.Sprintf("the ptxas here, %s, is %s", here.path, artifacts.Short(here.digest))
 		if herr != nil {
 			why = herr.Error()
 		}
 		w = append(w, fmt.Sprintf("the PTX was not built again here with the ptxas prepare used, %s: %s; the rebuilt cubins are prepare's", strings.Join(slices.Sorted(maps.Keys(notHere)), ", "), why))
 	}
 	return p, w, n
+}
+
+// ptxasHere is the ptxas this machine has, and its digest ("" for none).
+type ptxasHere struct {
+	path   string
+	digest artifacts.Digest
+}
+
+// chainOf checks one prepared cubin entry's chain against its capture
+// build b: the PTX, the cubin the timer loads, ptxas and its arguments
+// (the manifest's and the PTX's .target), the cubin's code against
+// prepare's rebuild, and against one made here where this machine has
+// the same ptxas. It returns the problem ("" for none), and the ptxas
+// prepare used when it is not here.
+func chainOf(e artifacts.Prepared, b artifacts.Build, readCap, readPrep func(artifacts.Digest, int64) ([]byte, error), again rebuild, here ptxasHere) (problem, notHere string) {
+	c := e.Chain
+	files := map[string]artifacts.FileRef{}
+	for _, f := range b.Files {
+		files[f.Role] = f
+	}
+	ptxRef, cubRef, manRef := files["ptx"], files["cubin"], files["manifest"]
+	var loaded artifacts.Digest
+	for _, k := range e.Kernel {
+		if k.Role == artifacts.RoleCubin {
+			loaded = k.Digest
+		}
+	}
+	switch {
+	case c.PTX != ptxRef.Digest:
+		return fmt.Sprintf("ptx %s, the capture build's %s is %s", artifacts.Short(c.PTX), ptxRef.Path, artifacts.Short(ptxRef.Digest)), ""
+	case c.Cubin != cubRef.Digest || c.Cubin != loaded:
+		return fmt.Sprintf("cubin %s, the capture build's %s is %s and the timer loads %s", artifacts.Short(c.Cubin), cubRef.Path, artifacts.Short(cubRef.Digest), artifacts.Short(loaded)), ""
+	case !filepath.IsAbs(c.Ptxas) || c.PtxasDigest == "":
+		return fmt.Sprintf("ptxas %q, digest %q: want an absolute path and its digest", c.Ptxas, c.PtxasDigest), ""
+	}
+	ptx, err := readCap(c.PTX, maxCubin)
+	if err != nil {
+		return fmt.Sprintf("ptx: %v", err), ""
+	}
+	mb, err := readCap(manRef.Digest, launch.MaxManifestBytes)
+	if err != nil {
+		return fmt.Sprintf("manifest: %v", err), ""
+	}
+	m, err := launch.Parse(mb)
+	if err == nil {
+		err = launch.CheckPtxas(m.Ptxas)
+	}
+	if err != nil {
+		return fmt.Sprintf("%s: %v", manRef.Path, err), ""
+	}
+	target, err := launch.Target(ptx)
+	if err != nil {
+		return fmt.Sprintf("%s: %v", ptxRef.Path, err), ""
+	}
+	if want := append(slices.Clone(m.Ptxas), "--gpu-name="+target); !slices.Equal(c.Args, want) {
+		return fmt.Sprintf("ptxas ran with %q, the manifest and the PTX's .target give %q", c.Args, want), ""
+	}
+	cubin, err := readCap(c.Cubin, maxCubin)
+	if err != nil {
+		return fmt.Sprintf("cubin: %v", err), ""
+	}
+	rebuilt, err := readPrep(c.Rebuilt.Digest, maxCubin)
+	if err != nil {
+		return fmt.Sprintf("rebuilt cubin: %v", err), ""
+	}
+	if err := launch.SameCode(cubin, rebuilt); err != nil {
+		return fmt.Sprintf("%s is not the rebuilt cubin's code: %v", cubRef.Path, err), ""
+	}
+	if here.path == "" || here.digest != c.PtxasDigest {
+		return "", fmt.Sprintf("%s (%s)", c.Ptxas, artifacts.Short(c.PtxasDigest))
+	}
+	ours, err := again(here.path, c.Args, ptx)
+	if err != nil {
+		return fmt.Sprintf("ptxas here: %v", err), ""
+	}
+	if err := launch.SameCode(cubin, ours); err != nil {
+		return fmt.Sprintf("%s is not what ptxas builds here from %s: %v", cubRef.Path, ptxRef.Path, err), ""
+	}
+	return "", ""
 }
