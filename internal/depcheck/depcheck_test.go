@@ -81,6 +81,80 @@ func check(imports map[string][]string) []string {
 	return bad
 }
 
+// layers places every package under internal/ on a floor of the
+// house below the stages (issue 28): a package imports internal packages
+// of lower floors only, so what is shared stays one layer, and the test
+// support (tests only, never linked into the binary) sits above it.
+//
+//	0  leaves: each serves stages and the audit alone
+//	1  built on a leaf: the buffer sets (floors), a visit (affinity),
+//	   the stopping rule (plan)
+//	2  built on those: a visit's record (sets, visit), Slurm (sets)
+//	3+ test support and tools
+var layers = map[string]int{
+	"internal/affinity": 0, "internal/floors": 0, "internal/launch": 0, "internal/load": 0, "internal/plan": 0,
+	"internal/progress": 0, "internal/protocol": 0, "internal/shard": 0, "internal/telemetry": 0,
+	"internal/adaptive": 1, "internal/sets": 1, "internal/visit": 1,
+	"internal/record": 2, "internal/slurm": 2,
+	"internal/depcheck": 3, "internal/fakecuda": 3, "internal/golden": 3, "internal/testroute": 3, "internal/slurmtest": 3,
+	"internal/tools/benchratio": 4, "internal/tools/minislurm": 4,
+}
+
+// checkLayers is one message per package under internal/ that layers does
+// not place, and per import of an internal package of its own floor or
+// above.
+func checkLayers(imports map[string][]string) []string {
+	var bad []string
+	for pkg, imps := range imports {
+		from := rel(pkg)
+		if !under(from, "internal") {
+			continue
+		}
+		lf, ok := layers[from]
+		if !ok {
+			bad = append(bad, fmt.Sprintf("%s has no floor in depcheck's layers: place it", from))
+			continue
+		}
+		for _, imp := range imps {
+			to := rel(imp)
+			if lt, ok := layers[to]; ok && under(to, "internal") && lt >= lf {
+				bad = append(bad, fmt.Sprintf("%s (floor %d) imports %s (floor %d): an internal package imports lower floors only", from, lf, to, lt))
+			}
+		}
+	}
+	sort.Strings(bad)
+	return bad
+}
+
+func TestInternalLayers(t *testing.T) {
+	imports := listImports(t)
+	if _, ok := imports[module+"/internal/record"]; !ok {
+		t.Fatalf("go list did not list internal/record; got %d packages", len(imports))
+	}
+	for _, msg := range checkLayers(imports) {
+		t.Error(msg)
+	}
+}
+
+func TestCheckLayersFinds(t *testing.T) {
+	m := func(p string) string { return module + "/" + p }
+	got := checkLayers(map[string][]string{
+		m("internal/visit"):  {m("internal/affinity"), "fmt"},            // down: allowed
+		m("internal/sets"):   {m("internal/visit")},                      // the same floor
+		m("internal/floors"): {m("internal/record")},                     // up
+		m("internal/new"):    {m("internal/progress")},                   // unplaced
+		m("replay"):          {m("internal/record"), m("internal/sets")}, // not internal: not judged here
+	})
+	want := []string{
+		"internal/floors (floor 0) imports internal/record (floor 2): an internal package imports lower floors only",
+		"internal/new has no floor in depcheck's layers: place it",
+		"internal/sets (floor 1) imports internal/visit (floor 1): an internal package imports lower floors only",
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("checkLayers =\n%q\nwant\n%q", got, want)
+	}
+}
+
 // listImports runs go list over the module: each package's non-test
 // imports.
 func listImports(t *testing.T) map[string][]string {
