@@ -1367,8 +1367,11 @@ static int run_telemetry(void)
 	while (next_command(&in, req)) {
 		char *tok[3 + 3 * MAX_PARAMS + 1], *save = NULL;
 		size_t ntok = 0;
-		for (char *t = strtok_r(req, " ", &save); t && ntok < sizeof tok / sizeof tok[0]; t = strtok_r(NULL, " ", &save))
+		for (char *t = strtok_r(req, " ", &save); t; t = strtok_r(NULL, " ", &save)) {
+			if (ntok == sizeof tok / sizeof tok[0])
+				die("request: more than %zu fields", ntok);
 			tok[ntok++] = t;
+		}
 		if (ntok == 0)
 			die("request: an empty line");
 		if (strcmp(tok[0], "open") == 0) {
