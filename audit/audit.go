@@ -206,33 +206,34 @@ func (a *auditor) finish(cp *checkpoint, rep *Report) *Report {
 // checkpoint with problems is not to be read further).
 func openCheckpoint(cfg Config, rep *Report) (*checkpoint, finding) {
 	cp := &checkpoint{capVerified: map[artifacts.Digest]bool{}, prepVerified: map[artifacts.Digest]bool{}}
-	var problems []string
 	n := 0
-	open := func(dir string, into **artifacts.Stage, doc artifacts.Document, seen map[artifacts.Digest]bool) {
-		typ := doc.StageType()
-		st, err := artifacts.ReadStage(dir, doc, func(_ string, d ocispec.Descriptor) {
-			n++
-			if seen != nil {
-				seen[d.Digest] = true
-			}
-		})
-		if err != nil {
-			problems = append(problems, err.Error())
-			return
+	whole, err := artifacts.OpenCheckpoint(cfg.Capture, cfg.Prepared, cfg.Replay, func(typ string, d ocispec.Descriptor) {
+		n++
+		switch typ {
+		case artifacts.CaptureType:
+			cp.capVerified[d.Digest] = true
+		case artifacts.PreparedType:
+			cp.prepVerified[d.Digest] = true
 		}
-		if err := artifacts.ValidateStage(st); err != nil {
-			problems = append(problems, err.Error())
-			return
+	})
+	var problems []string
+	if j, ok := err.(interface{ Unwrap() []error }); ok {
+		for _, e := range j.Unwrap() {
+			problems = append(problems, e.Error())
 		}
-		*into = st
-		rep.Stages[typ] = string(st.Descriptor.Digest)
-		if typ == artifacts.ReplayType {
-			rep.replay = ocispec.Descriptor{MediaType: st.Descriptor.MediaType, Digest: st.Descriptor.Digest, Size: st.Descriptor.Size, ArtifactType: st.Descriptor.ArtifactType}
+	} else if err != nil {
+		problems = append(problems, err.Error())
+	}
+	cp.cap, cp.prep, cp.rep = whole.Capture, whole.Prepared, whole.Replay
+	cp.cdoc, cp.pdoc, cp.rdoc = whole.CaptureDoc, whole.PreparedDoc, whole.ReplayDoc
+	for typ, st := range map[string]*artifacts.Stage{artifacts.CaptureType: cp.cap, artifacts.PreparedType: cp.prep, artifacts.ReplayType: cp.rep} {
+		if st != nil {
+			rep.Stages[typ] = string(st.Descriptor.Digest)
 		}
 	}
-	open(cfg.Capture, &cp.cap, &cp.cdoc, cp.capVerified)
-	open(cfg.Prepared, &cp.prep, &cp.pdoc, cp.prepVerified)
-	open(cfg.Replay, &cp.rep, &cp.rdoc, nil)
+	if st := cp.rep; st != nil {
+		rep.replay = ocispec.Descriptor{MediaType: st.Descriptor.MediaType, Digest: st.Descriptor.Digest, Size: st.Descriptor.Size, ArtifactType: st.Descriptor.ArtifactType}
+	}
 	return cp, finding{problems: problems, summary: fmt.Sprintf("re-hashed %d blobs (manifests, receipts, layers) of 3 stages; their documents read strictly, of schema %d, and every stage's invariants hold (artifacts.ValidateStage)", n, artifacts.DocSchema)}
 }
 
