@@ -128,3 +128,25 @@ func (d *Deps) Verified(name string, desc ocispec.Descriptor) {
 
 // List is every recorded dependency.
 func (d *Deps) List() []Dependency { return d.list }
+
+// NewReceipt is a stage's receipt as the stage begins: its name (the
+// receipt's stage: capture, prepare, replay, audit), the tool, this
+// machine's fingerprint, when it started and its parameters; for a stage
+// after the capture, its predecessor pred (the stage whose manifest its
+// own manifest names as subject), with the time deps recorded it as
+// verified. The stage adds its commands and, before Finish, every
+// dependency deps recorded.
+func NewReceipt(stage string, start time.Time, params map[string]any, pred *Stage, deps *Deps) Receipt {
+	r := Receipt{Stage: stage, Tool: ToolInfo(), StartedOn: start, Environment: Fingerprint(), Parameters: params}
+	if pred != nil {
+		dep := Dependency{Name: StageName(pred.Manifest.ArtifactType) + " manifest", Digest: pred.Descriptor.Digest}
+		for _, d := range deps.List() {
+			if d.Digest == pred.Descriptor.Digest {
+				dep.VerifiedAt = d.VerifiedAt
+				break
+			}
+		}
+		r.Predecessor = &dep
+	}
+	return r
+}

@@ -4,6 +4,7 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+	"time"
 
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 )
@@ -123,5 +124,32 @@ func TestChainAlso(t *testing.T) {
 		if got != tc.want {
 			t.Errorf("also %v: the replay's consumption named %v, want %v", tc.also, got, tc.want)
 		}
+	}
+}
+
+// TestNewReceipt: a receipt begins with its stage, tool and machine; a
+// stage after the capture names its predecessor's manifest with the time
+// its deps recorded it verified (zero where they did not).
+func TestNewReceipt(t *testing.T) {
+	c, _, _ := TestCheckpoint(t)
+	var deps Deps
+	var cdoc CaptureDoc
+	capSt, err := ReadStage(c, &cdoc, deps.Verified)
+	if err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now().UTC()
+	r := NewReceipt("prepare", start, map[string]any{"cc": "cc"}, capSt, &deps)
+	if r.Stage != "prepare" || r.StartedOn != start || r.Parameters["cc"] != "cc" || r.Tool.Name == "" {
+		t.Errorf("NewReceipt = %+v", r)
+	}
+	if p := r.Predecessor; p == nil || p.Name != "capture manifest" || p.Digest != capSt.Descriptor.Digest || p.VerifiedAt.IsZero() {
+		t.Errorf("predecessor %+v, want the capture manifest verified", p)
+	}
+	if r := NewReceipt("capture", start, nil, nil, nil); r.Predecessor != nil {
+		t.Errorf("a capture's receipt names predecessor %+v", r.Predecessor)
+	}
+	if r := NewReceipt("prepare", start, nil, capSt, &Deps{}); r.Predecessor == nil || !r.Predecessor.VerifiedAt.IsZero() {
+		t.Errorf("a predecessor its deps did not record: %+v, want its verification time zero", r.Predecessor)
 	}
 }

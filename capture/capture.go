@@ -127,12 +127,8 @@ func Run(ctx context.Context, cfg Config) (_ *Result, err error) {
 		return nil, err
 	}
 
-	rec := artifacts.Receipt{
-		Stage: "capture", Tool: artifacts.ToolInfo(), StartedOn: start,
-		Parameters: map[string]any{"cohort": cfg.Cohort, "routes": cfg.Routes, "routeExec": cfg.RouteExec, "threads": cfg.Threads,
-			"routeEnv": req.routeEnv, "sandbox": req.sb.Record()},
-		Environment: artifacts.Fingerprint(),
-	}
+	rec := artifacts.NewReceipt("capture", start, map[string]any{"cohort": cfg.Cohort, "routes": cfg.Routes, "routeExec": cfg.RouteExec, "threads": cfg.Threads,
+		"routeEnv": req.routeEnv, "sandbox": req.sb.Record()}, nil, nil)
 	cd, err := s.PutBytes(req.raw, artifacts.MediaJSON)
 	if err != nil {
 		return nil, err

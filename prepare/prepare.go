@@ -140,11 +140,8 @@ func Run(ctx context.Context, cfg Config) (_ *Result, err error) {
 		return nil, err
 	}
 	defer os.RemoveAll(tmp)
-	p := &preparer{cfg: cfg, cap: cap, s: s, tmp: tmp, sandbox: sb, rec: &artifacts.Receipt{
-		Stage: "prepare", Tool: artifacts.ToolInfo(), StartedOn: start, Environment: artifacts.Fingerprint(),
-		Parameters:  map[string]any{"capture": cfg.Capture, "cc": cfg.CC, "cflags": cfg.CFlags, "sandbox": sb.Record()},
-		Predecessor: &artifacts.Dependency{Name: "capture manifest", Digest: cap.Descriptor.Digest, VerifiedAt: deps.List()[0].VerifiedAt},
-	}}
+	rec := artifacts.NewReceipt("prepare", start, map[string]any{"capture": cfg.Capture, "cc": cfg.CC, "cflags": cfg.CFlags, "sandbox": sb.Record()}, cap, &deps)
+	p := &preparer{cfg: cfg, cap: cap, s: s, tmp: tmp, sandbox: sb, rec: &rec}
 	doc := artifacts.PreparedDoc{Schema: artifacts.DocSchema, Capture: cap.Descriptor.Digest, Threads: cdoc.Threads, CC: append([]string{cfg.CC}, cfg.CFlags...)}
 	if err := p.compileHarness(ctx, &doc); err != nil {
 		return nil, err

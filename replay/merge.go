@@ -94,8 +94,7 @@ func Merge(ctx context.Context, cfg MergeConfig) (*Result, error) {
 		Merge: &artifacts.MergeRecord{Mixed: mixed}}
 	var limits []string
 	var rows []samples.Row
-	rec := artifacts.Receipt{Stage: "replay", Tool: artifacts.ToolInfo(), StartedOn: start, Environment: artifacts.Fingerprint(),
-		Predecessor: &artifacts.Dependency{Name: "prepared manifest", Digest: r.prep.Descriptor.Digest, VerifiedAt: r.deps.List()[0].VerifiedAt}}
+	rec := artifacts.NewReceipt("replay", start, nil, r.prep, &r.deps)
 	deps := r.deps.List()
 	var dirs []string
 	for i, p := range parts {

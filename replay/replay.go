@@ -324,9 +324,8 @@ func (r *replayer) beginSession(start time.Time, cases []string, pr artifacts.Pl
 	}
 	r.inputs = &inputCache{seeds: sets.Seeds(pr.Inputs), warm: r.cfg.Sets}
 	undo = append(undo, r.inputs.release)
-	r.rec = artifacts.Receipt{Stage: "replay", Tool: artifacts.ToolInfo(), StartedOn: start, Environment: artifacts.Fingerprint(),
-		Parameters:  map[string]any{"prepared": absPath(r.cfg.Prepared), "capture": r.cap.Store.Dir(), "config": r.cfg.ReplayConfig, "resume": r.cfg.Resume, "sandbox": r.sandbox.Record(), "cpuLimit": r.cpuLimit},
-		Predecessor: &artifacts.Dependency{Name: "prepared manifest", Digest: r.prep.Descriptor.Digest, VerifiedAt: r.deps.List()[0].VerifiedAt}}
+	r.rec = artifacts.NewReceipt("replay", start, map[string]any{"prepared": absPath(r.cfg.Prepared), "capture": r.cap.Store.Dir(), "config": r.cfg.ReplayConfig,
+		"resume": r.cfg.Resume, "sandbox": r.sandbox.Record(), "cpuLimit": r.cpuLimit}, r.prep, &r.deps)
 	if r.cfg.Inputs != "" {
 		r.rec.Parameters["inputs"] = map[string]any{"file": absPath(r.cfg.Inputs), "digest": inputsDigest}
 	}
