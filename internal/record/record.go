@@ -49,58 +49,100 @@ func Clock(device, kind string, rule sets.Rule) string {
 // at most limit novel calls. Each problem names the visit and the field;
 // none means the record is one replay's drive could have written.
 func Visit(v artifacts.VisitResult, rows []samples.Row, cfg artifacts.ReplayConfig, device string, limit int64) []string {
-	var p []string
-	bad := func(format string, args ...any) {
-		p = append(p, fmt.Sprintf("visit %d: ", v.Index)+fmt.Sprintf(format, args...))
-	}
+	f := &found{visit: v.Index}
 	rule, err := sets.RuleOf(cfg.NovelRule)
 	if err != nil {
-		bad("%v", err)
-		return p
+		f.bad("%v", err)
+		return f.p
 	}
 	if v.Threads != cfg.Threads {
-		bad("threads %d, config.threads %d", v.Threads, cfg.Threads)
+		f.bad("threads %d, config.threads %d", v.Threads, cfg.Threads)
 	}
 	if v.Sets != cfg.Sets {
-		bad("sets %d, config.sets %d", v.Sets, cfg.Sets)
+		f.bad("sets %d, config.sets %d", v.Sets, cfg.Sets)
 	}
 	n := v.CallsPerSample
 	if n < 1 || n > MaxCalls || n&(n-1) != 0 {
-		bad("callsPerSample %d: calibration doubles the calls from 1 up to %d, so a power of two in that range", n, MaxCalls)
+		f.bad("callsPerSample %d: calibration doubles the calls from 1 up to %d, so a power of two in that range", n, MaxCalls)
 	}
 	if v.FreshSets < 1 {
-		bad("freshSets %d, want at least 1", v.FreshSets)
+		f.bad("freshSets %d, want at least 1", v.FreshSets)
 	}
 	// Every visit takes novel samples (visit protocol 4).
 	if v.Novel == nil {
-		bad("no novel record: every visit takes novel samples (visit protocol 4; a replay made before it is re-run, not audited)")
-		return p
+		f.bad("no novel record: every visit takes novel samples (visit protocol 4; a replay made before it is re-run, not audited)")
+		return f.p
 	}
-	// A GPU visit of a replay with config.graphBatch takes graph samples
-	// after its novel ones, each R replays of a graph of N calls, R fixed
-	// by the calibration its record keeps (visit.CheckGraph).
+	graph, graphCalls := f.graph(v, cfg, device)
+	count, batch, ok := f.rows(v, rows, cfg, device, rule, graph, graphCalls)
+	if !ok {
+		return f.p
+	}
+	for _, c := range []struct {
+		kind, field string
+		want        int
+	}{{samples.KindEmpty, "config.samples", cfg.Samples}, {samples.KindBatch, "config.samples", cfg.Samples}, {samples.KindSingle, "config.singles", cfg.Singles}, {samples.KindNovel, "config.samples", cfg.Samples}, {samples.KindGraph, "config.samples", cfg.Samples}} {
+		if c.kind == samples.KindGraph && !graph {
+			continue
+		}
+		if count[c.kind] != c.want {
+			f.bad("%d %s samples, %s %d", count[c.kind], c.kind, c.field, c.want)
+		}
+	}
+	f.p = append(f.p, novelRecord(v, cfg, limit)...)
+	if len(f.p) > 0 || len(batch) == 0 {
+		return f.p
+	}
+	return append(f.p, order(v, rows, cfg, graph, graphCalls)...)
+}
+
+// found is one visit's problems, each naming the visit.
+type found struct {
+	visit int
+	p     []string
+}
+
+func (f *found) bad(format string, args ...any) {
+	f.p = append(f.p, fmt.Sprintf("visit %d: ", f.visit)+fmt.Sprintf(format, args...))
+}
+
+// graph checks a visit's graph record against the replay's configuration:
+// a GPU visit of a replay with config.graphBatch takes graph samples
+// after its novel ones, each R replays of a graph of N calls, R fixed by
+// the calibration its record keeps (visit.CheckGraph). It returns whether
+// the visit takes graph samples, and their calls (-1 where unknown).
+func (f *found) graph(v artifacts.VisitResult, cfg artifacts.ReplayConfig, device string) (bool, int64) {
 	graph, graphCalls := cfg.GraphBatch > 0 && device == oracle.DeviceCUDA, int64(-1)
 	switch {
 	case !graph && v.Graph != nil:
-		bad("graph record, but the replay took no graph samples (config.graphBatch %d, a %s case)", cfg.GraphBatch, device)
+		f.bad("graph record, but the replay took no graph samples (config.graphBatch %d, a %s case)", cfg.GraphBatch, device)
 	case graph && v.Graph == nil:
-		bad("no graph record; config.graphBatch %d asks for graph samples", cfg.GraphBatch)
+		f.bad("no graph record; config.graphBatch %d asks for graph samples", cfg.GraphBatch)
 	case graph:
 		if why := visit.CheckGraph(v.Graph, int64(cfg.GraphBatch), ms(cfg.SampleMs), ms(cfg.WarmupMs)); why != "" {
-			bad("graph: %s", why)
+			f.bad("graph: %s", why)
 		}
 		graphCalls = v.Graph.Batch * v.Graph.Replays
 	}
+	return graph, graphCalls
+}
+
+// rows checks every row of the visit's sample table: that it is the
+// visit's (else it stops: ok false), its clock (record.Clock by the rule),
+// its kind and its calls; it counts the rows by kind and returns the batch
+// samples.
+func (f *found) rows(v artifacts.VisitResult, rows []samples.Row, cfg artifacts.ReplayConfig, device string, rule sets.Rule, graph bool, graphCalls int64) (map[string]int, []visit.Sample, bool) {
+	n := v.CallsPerSample
 	count := map[string]int{}
 	var batch []visit.Sample
 	for i, r := range rows {
 		if int(r.Visit) != v.Index || int(r.Round) != v.Round || int(r.Position) != v.Position || r.Case != v.Case || r.Route != v.Route {
-			bad("samples row %d belongs to visit %d (round %d, position %d, %s %s), not to this one (round %d, position %d, %s %s)",
+			f.bad("samples row %d belongs to visit %d (round %d, position %d, %s %s), not to this one (round %d, position %d, %s %s)",
 				i, r.Visit, r.Round, r.Position, r.Case, r.Route, v.Round, v.Position, v.Case, v.Route)
-			return p
+			return nil, nil, false
 		}
 		if w := Clock(device, r.Kind, rule); r.Clock != w {
-			bad("%s sample %d: clock %q, want %q for a %s case", r.Kind, r.Index, r.Clock, w, device)
+			f.bad("%s sample %d: clock %q, want %q for a %s case", r.Kind, r.Index, r.Clock, w, device)
 		}
 		want := int64(-1) // the calls a sample of the row's kind has, where fixed
 		switch r.Kind {
@@ -115,12 +157,12 @@ func Visit(v artifacts.VisitResult, rows []samples.Row, cfg artifacts.ReplayConf
 			want = v.Novel.Calls
 		case samples.KindGraph:
 			if !graph {
-				bad("samples row %d: a graph sample, but the replay took none (config.graphBatch %d, a %s case)", i, cfg.GraphBatch, device)
+				f.bad("samples row %d: a graph sample, but the replay took none (config.graphBatch %d, a %s case)", i, cfg.GraphBatch, device)
 				continue
 			}
 			want = graphCalls
 		default:
-			bad("samples row %d: kind %q, want one of %s", i, r.Kind, strings.Join(kinds, ", "))
+			f.bad("samples row %d: kind %q, want one of %s", i, r.Kind, strings.Join(kinds, ", "))
 			continue
 		}
 		count[r.Kind]++
@@ -132,25 +174,10 @@ func Visit(v artifacts.VisitResult, rows []samples.Row, cfg artifacts.ReplayConf
 			case samples.KindGraph:
 				what = fmt.Sprintf("graph batch %d x replays %d", v.Graph.Batch, v.Graph.Replays)
 			}
-			bad("%s sample %d: %d calls, %s", r.Kind, r.Index, r.Calls, what)
+			f.bad("%s sample %d: %d calls, %s", r.Kind, r.Index, r.Calls, what)
 		}
 	}
-	for _, c := range []struct {
-		kind, field string
-		want        int
-	}{{samples.KindEmpty, "config.samples", cfg.Samples}, {samples.KindBatch, "config.samples", cfg.Samples}, {samples.KindSingle, "config.singles", cfg.Singles}, {samples.KindNovel, "config.samples", cfg.Samples}, {samples.KindGraph, "config.samples", cfg.Samples}} {
-		if c.kind == samples.KindGraph && !graph {
-			continue
-		}
-		if count[c.kind] != c.want {
-			bad("%d %s samples, %s %d", count[c.kind], c.kind, c.field, c.want)
-		}
-	}
-	p = append(p, novelRecord(v, cfg, limit)...)
-	if len(p) > 0 || len(batch) == 0 {
-		return p
-	}
-	return append(p, order(v, rows, cfg, graph, graphCalls)...)
+	return count, batch, true
 }
 
 // order checks that rows are in replay's order: the empty, batch and
