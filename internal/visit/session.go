@@ -584,23 +584,9 @@ func (s *Session) Finish(final bool) (*Outcome, error) {
 			failure = fail("unexpected_report: %q after the final report", line)
 		}
 	}
-	pipes := time.NewTimer(Grace)
-	for _, k := range []*sink{s.stdout, s.stderr} {
-		select {
-		case <-k.done:
-			continue
-		case <-pipes.C:
-		}
-		if failure == nil {
-			failure = fail("pipe_held_open: stdout or stderr still open %s after the visit's processes ended", Grace)
-		}
-		break
+	if held := s.drainPipes(); failure == nil {
+		failure = held
 	}
-	pipes.Stop()
-	s.stdout.r.Close() // ends a drain that a held pipe blocks
-	s.stderr.r.Close()
-	<-s.stdout.done
-	<-s.stderr.done
 	unix.Close(s.repR)
 	o := &Outcome{Exit: -1, Stdout: s.stdout.buf.Bytes(), Stderr: s.stderr.buf.Bytes(), CPU: cpu, Wall: wall}
 	if s.cgroup != nil {
@@ -617,27 +603,56 @@ func (s *Session) Finish(final bool) (*Outcome, error) {
 		o.Exit = st.ExitCode()
 	}
 	if failure == nil && final {
-		switch {
-		case s.stdout.total > 0:
-			failure = fail("unexpected_output: %d bytes on stdout (a timer reports only on fd 4)", s.stdout.total)
-		case s.stderr.total > MaxStderr:
-			failure = fail("output_too_large: stderr has more than %d bytes", MaxStderr)
-		default:
-			// The quota first: where it throttled the visit it is what
-			// acted, and under it the accounting can still come out a few
-			// ms over its limit (CFS bandwidth is enforced per 100 ms
-			// period; a fresh-clone CI run saw 1.820 s against 1.815 s).
-			limit := time.Duration(float64(o.Wall)*float64(s.spec.Threads)*CPUFactor) + CPUSlack
-			if o.Throttled > 0 {
-				failure = fail("threads_exceeded: the visit's processes hit its CPU quota of %g CPUs (%d threads x %g) in %d periods of 100 ms",
-					float64(s.spec.Threads)*CPUFactor, s.spec.Threads, CPUFactor, o.Throttled)
-			} else if o.CPU > limit {
-				failure = fail("threads_exceeded: the visit's processes used %.3f s of CPU in %.3f s of wall time, more than %d threads allow (%.3f s)",
-					o.CPU.Seconds(), o.Wall.Seconds(), s.spec.Threads, limit.Seconds())
-			}
-		}
+		failure = s.judgeOutcome(o)
 	}
 	return o, failure
+}
+
+// judgeOutcome is what a visit that ended well did wrong, if anything:
+// output on stdout, too much on stderr, or more CPU than its threads.
+func (s *Session) judgeOutcome(o *Outcome) error {
+	switch {
+	case s.stdout.total > 0:
+		return fail("unexpected_output: %d bytes on stdout (a timer reports only on fd 4)", s.stdout.total)
+	case s.stderr.total > MaxStderr:
+		return fail("output_too_large: stderr has more than %d bytes", MaxStderr)
+	}
+	// The quota first: where it throttled the visit it is what acted, and
+	// under it the accounting can still come out a few ms over its limit
+	// (CFS bandwidth is enforced per 100 ms period; a fresh-clone CI run
+	// saw 1.820 s against 1.815 s).
+	limit := time.Duration(float64(o.Wall)*float64(s.spec.Threads)*CPUFactor) + CPUSlack
+	if o.Throttled > 0 {
+		return fail("threads_exceeded: the visit's processes hit its CPU quota of %g CPUs (%d threads x %g) in %d periods of 100 ms",
+			float64(s.spec.Threads)*CPUFactor, s.spec.Threads, CPUFactor, o.Throttled)
+	}
+	if o.CPU > limit {
+		return fail("threads_exceeded: the visit's processes used %.3f s of CPU in %.3f s of wall time, more than %d threads allow (%.3f s)",
+			o.CPU.Seconds(), o.Wall.Seconds(), s.spec.Threads, limit.Seconds())
+	}
+	return nil
+}
+
+// drainPipes waits up to Grace for stdout and stderr to close, then ends
+// their drains; a pipe still held open is the visit's failure.
+func (s *Session) drainPipes() error {
+	var failure error
+	pipes := time.NewTimer(Grace)
+	for _, k := range []*sink{s.stdout, s.stderr} {
+		select {
+		case <-k.done:
+			continue
+		case <-pipes.C:
+		}
+		failure = fail("pipe_held_open: stdout or stderr still open %s after the visit's processes ended", Grace)
+		break
+	}
+	pipes.Stop()
+	s.stdout.r.Close() // ends a drain that a held pipe blocks
+	s.stderr.r.Close()
+	<-s.stdout.done
+	<-s.stderr.done
+	return failure
 }
 
 // Close ends the visit with Finish after driving it: err is the first
