@@ -22,7 +22,7 @@ func WriteStage(dir string, r *Report, key *sign.Key) (_ ocispec.Descriptor, err
 	if r.replay.Digest == "" {
 		return ocispec.Descriptor{}, fmt.Errorf("audit stage %s: the audit opened no replay stage to be the subject of", dir)
 	}
-	s, err := artifacts.Create(dir)
+	s, err := artifacts.Begin(dir, "audit", nil)
 	if err != nil {
 		return ocispec.Descriptor{}, err
 	}

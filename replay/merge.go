@@ -49,7 +49,7 @@ type part struct {
 // renumbered in shard order, one sample table of their raw samples, and
 // summaries and paired ratios recomputed from those samples. Its receipt
 // lists every shard manifest it consumed.
-func Merge(ctx context.Context, cfg MergeConfig) (*Result, error) {
+func Merge(ctx context.Context, cfg MergeConfig) (_ *Result, err error) {
 	start := time.Now().UTC()
 	r := &replayer{cfg: Config{Prepared: cfg.Prepared, Capture: cfg.Capture, Progress: cfg.Progress}, entries: map[artifacts.Pair]*artifacts.Prepared{}, cases: map[string]*artifacts.CapturedCase{}}
 	if err := r.open(); err != nil {
@@ -76,11 +76,13 @@ func Merge(ctx context.Context, cfg MergeConfig) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	s, err := artifacts.Create(out)
+	s, err := artifacts.Begin(out, "merge", cfg.Progress.Printf)
 	if err != nil {
 		return nil, err
 	}
-	defer s.Release()
+	// Failed or interrupted before the commit: nothing is left behind (a
+	// merge is made again from its shards, never resumed).
+	defer s.Abort(&err)
 	var docs []artifacts.ReplayDoc
 	for _, p := range parts {
 		docs = append(docs, p.doc)

@@ -221,7 +221,7 @@ func pullStage(ctx context.Context, repo *remote.Repository, ref, typ, dir strin
 	if m.ArtifactType != typ {
 		return ocispec.Descriptor{}, fmt.Errorf("pull %s:%s: manifest artifactType %q, want %s", ref, name, m.ArtifactType, typ)
 	}
-	s, err := artifacts.Create(dir)
+	s, err := artifacts.Begin(dir, "pull", nil)
 	if err != nil {
 		return ocispec.Descriptor{}, err
 	}
