@@ -607,13 +607,27 @@ func TestGPUNovelAdversaries(t *testing.T) {
 // f32 gemm takes about 340 us on an H200, its launch a few; the test asks
 // for at least 0.8 of the honest cublas route's time.
 func TestGPUSideStream(t *testing.T) {
+	_, ratio := besideCublas(t, t.TempDir(), "side_stream", `{"op": "gemm", "dims": {"M": 2048, "N": 2048, "K": 2048}, "seed": 8, "device": "cuda"}`)
+	if !(ratio >= 0.8) {
+		t.Errorf("the side-stream entry timed at %.3f of the honest route's time: its work escaped the span", ratio)
+	}
+}
+
+// besideCublas runs routes/testdata/cublas-adversary's variant beside the
+// honest cublas route on one case through capture, prepare and replay (two
+// rounds, stages in dir; skipped without a GPU and cuBLAS), requires both
+// rows to pass, and returns the replay document and the adversary's
+// median time per call over the honest route's.
+func besideCublas(t *testing.T, dir, variant, caseJSON string) (artifacts.ReplayDoc, float64) {
+	t.Helper()
 	if _, err := exec.LookPath("nvidia-smi"); err != nil {
 		t.Skip("no GPU here")
 	}
 	if _, err := os.Stat("/usr/local/cuda/include/cublas_v2.h"); err != nil && os.Getenv("CUDA_HOME") == "" {
 		t.Skip("no CUDA toolkit with cuBLAS here")
 	}
-	code, doc, errs := gpuChain(t, "cublas-adversary", `{"op": "gemm", "dims": {"M": 2048, "N": 2048, "K": 2048}, "seed": 8, "device": "cuda"}`, "cublas", "cublas", 2)
+	t.Setenv("TILEPIPE_TEST_GPU_ADVERSARY", variant)
+	code, doc, errs := gpuChainIn(t, dir, "cublas-adversary", caseJSON, "cublas", "cublas", 2)
 	if code != exitOK {
 		t.Fatalf("replay = exit %d, want 0 (both routes compute the gemm)\n%s", code, errs)
 	}
@@ -625,10 +639,8 @@ func TestGPUSideStream(t *testing.T) {
 		med[s.Route] = s.MedianNs
 	}
 	ratio := med["cublas-adversary"] / med["cublas"]
-	t.Logf("median per call: cublas %.0f ns, cublas-adversary (its own stream) %.0f ns, ratio %.3f", med["cublas"], med["cublas-adversary"], ratio)
-	if !(ratio >= 0.8) {
-		t.Errorf("the side-stream entry timed at %.3f of the honest route's time: its work escaped the span", ratio)
-	}
+	t.Logf("median per call: cublas %.0f ns, cublas-adversary (%s) %.0f ns, ratio %.3f", med["cublas"], variant, med["cublas-adversary"], ratio)
+	return doc, ratio
 }
 
 // cublasVisit runs routes/testdata/cublas-adversary's variant on one case
@@ -699,27 +711,8 @@ func TestGPUShavedEvents(t *testing.T) {
 // replay's span, so the shave moves neither its time nor its ratio: the
 // events it shaved are in the timer column, 0.7 of the span or less.
 func TestGPUShavedNovelEvents(t *testing.T) {
-	if _, err := exec.LookPath("nvidia-smi"); err != nil {
-		t.Skip("no GPU here")
-	}
-	if _, err := os.Stat("/usr/local/cuda/include/cublas_v2.h"); err != nil && os.Getenv("CUDA_HOME") == "" {
-		t.Skip("no CUDA toolkit with cuBLAS here")
-	}
-	t.Setenv("TILEPIPE_TEST_GPU_ADVERSARY", "shave_novel")
 	dir := t.TempDir()
-	code, doc, errs := gpuChainIn(t, dir, "cublas-adversary", `{"op": "gemm", "dims": {"M": 1024, "N": 1024, "K": 1024}, "seed": 8, "device": "cuda"}`, "cublas", "cublas", 2)
-	if code != exitOK {
-		t.Fatalf("replay = exit %d, want 0 (both routes compute the gemm)\n%s", code, errs)
-	}
-	med := map[string]float64{}
-	for _, s := range doc.Summary {
-		if s.Status != artifacts.StatusPassed {
-			t.Fatalf("row %s %s = %s %q, want passed", s.Case, s.Route, s.Status, s.Reason)
-		}
-		med[s.Route] = s.MedianNs
-	}
-	ratio := med["cublas-adversary"] / med["cublas"]
-	t.Logf("novel median per call: cublas %.0f ns, cublas-adversary (novel events shaved 30%%) %.0f ns, ratio %.3f", med["cublas"], med["cublas-adversary"], ratio)
+	doc, ratio := besideCublas(t, dir, "shave_novel", `{"op": "gemm", "dims": {"M": 1024, "N": 1024, "K": 1024}, "seed": 8, "device": "cuda"}`)
 	if !(ratio >= 0.9) {
 		t.Errorf("the novel-shaving entry timed at %.3f of the honest route's time: the shave reached the claim", ratio)
 	}
