@@ -599,7 +599,8 @@ func (r *replayer) visit(ctx context.Context, v artifacts.Visit, programs map[ar
 
 // gpuSide is a GPU visit's telemetry: the reading around every sample
 // (with the idle probe), the visit's probes, and the stager of its novel
-// slots (nil before novel rule 3).
+// slots (replay times by novel rule 3, sets.CurrentRule, which stages
+// every GPU case's: the CUDA timer and the torch wrapper take no other).
 type gpuSide struct {
 	tel    func() (samples.Reading, error)
 	probes *telemetry.Probes
@@ -628,9 +629,7 @@ func (r *replayer) gpuSide() (*gpuSide, string) {
 	// novel sample.
 	g := &gpuSide{probes: &telemetry.Probes{}}
 	g.tel = func() (samples.Reading, error) { return m.Idle(g.probes) }
-	if sets.CurrentRule.Staged(oracle.DeviceCUDA) {
-		g.st = &stager{m: m, probes: g.probes, flush: r.cfg.L2 == "flush"}
-	}
+	g.st = &stager{m: m, probes: g.probes, flush: r.cfg.L2 == "flush"}
 	return g, ""
 }
 

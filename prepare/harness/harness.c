@@ -1020,7 +1020,7 @@ static void serve(struct commands *in, struct visit *v)
 			 * allocation whose descriptor the command carries. */
 			if (n == 0)
 				die("command \"%s\": a staged novel sample of no calls", cmd);
-			ns = gpu_novel_staged(v, command_fds(in, cmd, 1), n);
+			ns = gpu_novel_staged(command_fds(in, cmd, 1), n);
 #else
 			command_fds(in, cmd, 0);
 			ns = run_sample(n, v->sets[FRESH], v->nparams, n ? n : 1, &(uint64_t){0});

@@ -944,7 +944,6 @@ class Driver:
                            ("cuMemUnmap", (u64, size))):
             f = getattr(self.lib, name)
             f.argtypes, f.restype = args, c_int
-        self.device = device
         # CU_MEM_ALLOCATION_TYPE_PINNED on this device, exportable as a
         # POSIX descriptor; CU_MEM_ACCESS_FLAGS_PROT_READWRITE.
         self.prop = _AllocationProp(type=1, requestedHandleTypes=1, location=_Location(1, device))
@@ -1042,7 +1041,6 @@ class Device:
         self.range_bytes = -(-total // g) * g
         self.range = self.driver.reserve(self.range_bytes)
         self.driver.map(self.range, self.range_bytes, self.driver.create(self.range_bytes), "a placeholder")
-        self.placeholder = True
         for per_pool, o in zip(files, off):
             f = per_pool["fresh"]
             f.mirror = torch.as_tensor(_DeviceBytes(self.range + o, f.size), device="cuda")
@@ -1060,7 +1058,6 @@ class Device:
         only during its sample."""
         self.torch.cuda.synchronize()
         self.driver.unmap(self.range, self.range_bytes, "a placeholder")
-        self.placeholder = False
 
     def sync(self):
         """Waits for the whole device (every stream), not one stream."""

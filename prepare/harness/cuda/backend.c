@@ -607,9 +607,8 @@ static int64_t gpu_sample(int k, uint64_t first, uint64_t n, uint64_t nsets, uin
  * slots once it has answered. Replay's span, which holds all of it, is
  * the sample's time; the events are its cross-check. No L2 flush here:
  * the monitor flushes after its upload, outside the span. */
-static int64_t gpu_novel_staged(struct visit *v, int fd, uint64_t n)
+static int64_t gpu_novel_staged(int fd, uint64_t n)
 {
-	(void)v;
 	CUmemGenericAllocationHandle h;
 	CUresult rc = cu.MemImport(&h, (void *)(uintptr_t)fd, CU_HANDLE_POSIX_FD);
 	close(fd);
