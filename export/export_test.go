@@ -92,6 +92,22 @@ func TestParquetRefusesUnmapped(t *testing.T) {
 	}
 }
 
+// TestParquetRefusesNullInRequired: a null in a column the schema calls
+// required is refused, naming the column, not written as a shifted page.
+func TestParquetRefusesNullInRequired(t *testing.T) {
+	sch := arrow.NewSchema([]arrow.Field{{Name: "calls", Type: arrow.PrimitiveTypes.Int64}}, nil)
+	b := array.NewRecordBuilder(memory.DefaultAllocator, sch)
+	defer b.Release()
+	b.Field(0).(*array.Int64Builder).Append(1)
+	b.Field(0).(*array.Int64Builder).AppendNull()
+	rec := b.NewRecordBatch()
+	defer rec.Release()
+	err := writeParquet(&bytes.Buffer{}, rec)
+	if want := "column calls: 1 nulls in a required column"; err == nil || err.Error() != want {
+		t.Fatalf("writeParquet = %v, want %q", err, want)
+	}
+}
+
 // sameFields: a and b have the same field names, types and nullability
 // (the reader adds each field's Parquet id as metadata).
 func sameFields(a, b *arrow.Schema) bool {

@@ -172,13 +172,8 @@ func TestMonitorStageRefuses(t *testing.T) {
 			return nil
 		}, "open: 2 files, 1 descriptors"},
 		{"staged twice", func(m *Monitor, a, c *visit.MemFile) error {
-			if _, err := m.Open(4, visit.FreshGap, []StageFile{{"A", oracle.RoleInput, 256, a.File}}); err != nil {
+			if err := openAndStage(m, a); err != nil {
 				return err
-			}
-			if st, err := m.Stage(1, 2, false); err != nil {
-				return err
-			} else {
-				st.File.Close()
 			}
 			_, err := m.Stage(2, 2, false)
 			return err
@@ -191,16 +186,17 @@ func TestMonitorStageRefuses(t *testing.T) {
 			return err
 		}, "stage 1: 5 calls, want 1 to 4 (the fresh sets)"},
 		{"unstage another sample", func(m *Monitor, a, c *visit.MemFile) error {
-			if _, err := m.Open(4, visit.FreshGap, []StageFile{{"A", oracle.RoleInput, 256, a.File}}); err != nil {
+			if err := openAndStage(m, a); err != nil {
 				return err
-			}
-			if st, err := m.Stage(1, 2, false); err != nil {
-				return err
-			} else {
-				st.File.Close()
 			}
 			return m.Probe(2)
 		}, "unstage 2: another sample is staged"},
+		{"more fields than a request holds", func(m *Monitor, a, c *visit.MemFile) error {
+			if _, err := m.ask("open 4 64"+strings.Repeat(" A input 256", 65), nil, 0); err != nil {
+				return m.fail(err)
+			}
+			return nil
+		}, "request: more than 196 fields"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			m, err := Start(argv, env)
@@ -215,6 +211,19 @@ func TestMonitorStageRefuses(t *testing.T) {
 			}
 		})
 	}
+}
+
+// openAndStage opens file a (4 sets of 256 bytes) and stages sample 1 of
+// 2 calls, closing the allocation's descriptor.
+func openAndStage(m *Monitor, a *visit.MemFile) error {
+	if _, err := m.Open(4, visit.FreshGap, []StageFile{{"A", oracle.RoleInput, 256, a.File}}); err != nil {
+		return err
+	}
+	st, err := m.Stage(1, 2, false)
+	if err != nil {
+		return err
+	}
+	return st.File.Close()
 }
 
 // TestMonitorFirstLine: the real monitor says which policy its probes run

@@ -120,3 +120,46 @@ func TestMonitorClosed(t *testing.T) {
 		t.Errorf("after Close: %v, want the monitor killed", m.cmd.ProcessState)
 	}
 }
+
+// TestStagerAnswersRefused: a monitor whose answers to the stager's
+// requests are not the protocol's (a staged answer without its
+// descriptor, another sample's answer, a missing field) is ended, naming
+// the answer and what was wanted. (A shell cannot pass a descriptor, so
+// a staged answer of the wrong sample is the real monitor's to never
+// give: TestMonitorStages.)
+func TestStagerAnswersRefused(t *testing.T) {
+	for _, tc := range []struct {
+		name, script string
+		run          func(m *Monitor) error
+		want         string
+	}{
+		{"staged without its descriptor", hello + `read cmd; echo '{"staged": 1, "bytes": 2097152, "upload_ns": 5}'; sleep 5` + "\n",
+			func(m *Monitor) error { _, err := m.Stage(1, 2, false); return err },
+			`telemetry: answer "{\"staged\": 1, \"bytes\": 2097152, \"upload_ns\": 5}" came with 0 descriptors, want 1`},
+		{"a probe without its time", hello + `read cmd; echo '{"probed": 3, "idle_wait_ns": 0}'; sleep 5` + "\n",
+			func(m *Monitor) error { return m.Probe(3) },
+			`telemetry: reading "{\"probed\": 3, \"idle_wait_ns\": 0}": idle_ns absent: want the idle probe's time`},
+		{"another sample unstaged", hello + `read cmd; echo '{"probed": 3, "idle_ns": 9000, "idle_wait_ns": 0}'; echo '{"unstaged": 4, "reason": ""}'; sleep 5` + "\n",
+			func(m *Monitor) error {
+				if err := m.Probe(3); err != nil {
+					return err
+				}
+				_, err := m.Unstage(3)
+				return err
+			}, `telemetry: answer "{\"unstaged\": 4, \"reason\": \"\"}" to unstage 3: want {"unstaged": 3, "reason": R}`},
+		{"an open without its size", hello + `read cmd; echo '{"opened": 0}'; sleep 5` + "\n",
+			func(m *Monitor) error { _, err := m.Open(4, 64, nil); return err },
+			`telemetry: answer "{\"opened\": 0}" to open: want {"opened": BYTES}`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			m, err := Start(monitor(t, tc.script), nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer m.Close()
+			if err := tc.run(m); err == nil || err.Error() != tc.want || m.Alive() {
+				t.Errorf("err = %v, alive %v\nwant %s, the monitor ended", err, m.Alive(), tc.want)
+			}
+		})
+	}
+}

@@ -606,17 +606,7 @@ func TestNovelSamples(t *testing.T) {
 			return nil, 0, err
 		}
 		for k := range 3 {
-			var want [][]float32
-			for set := range sets {
-				a, b := make([]float32, dim*dim), make([]float32, dim*dim)
-				for i := range a {
-					a[i] = float32((i*7+set+5*k)%23-11) / 8
-					b[i] = float32((i*3+2*set+k)%13-6) / 4
-				}
-				aFresh.Write(set, floatBytes(a))
-				bFresh.Write(set, floatBytes(b))
-				want = append(want, naiveGemm(a, b))
-			}
+			want := writeNovelGemm(aFresh, bFresh, k)
 			cFresh.Fill(poison)
 			if _, _, err := s.Novel(sets); err != nil {
 				return nil, 0, err
@@ -640,6 +630,24 @@ func TestNovelSamples(t *testing.T) {
 	if !strings.HasPrefix(r.Reason, want) {
 		t.Errorf("a novel sample of more calls than fresh sets = %q, want %q", r.Reason, want)
 	}
+}
+
+// writeNovelGemm writes novel sample k's inputs into every fresh set of
+// aFresh and bFresh, as replay writes them while the visit is frozen, and
+// returns each set's A·B.
+func writeNovelGemm(aFresh, bFresh *visit.MemFile, k int) [][]float32 {
+	var want [][]float32
+	for set := range sets {
+		a, b := make([]float32, dim*dim), make([]float32, dim*dim)
+		for i := range a {
+			a[i] = float32((i*7+set+5*k)%23-11) / 8
+			b[i] = float32((i*3+2*set+k)%13-6) / 4
+		}
+		aFresh.Write(set, floatBytes(a))
+		bFresh.Write(set, floatBytes(b))
+		want = append(want, naiveGemm(a, b))
+	}
+	return want
 }
 
 // TestWarmInputSealedForGood: only a fresh input may be sealed against

@@ -74,17 +74,7 @@ func TestCudaTimerStaged(t *testing.T) {
 					return nil, 0, err
 				}
 				for k := range 3 {
-					var want [][]float32
-					for set := range sets {
-						a, b := make([]float32, dim*dim), make([]float32, dim*dim)
-						for i := range a {
-							a[i] = float32((i*7+set+5*k)%23-11) / 8
-							b[i] = float32((i*3+2*set+k)%13-6) / 4
-						}
-						aFresh.Write(set, floatBytes(a))
-						bFresh.Write(set, floatBytes(b))
-						want = append(want, naiveGemm(a, b))
-					}
+					want := writeNovelGemm(aFresh, bFresh, k)
 					cFresh.Fill(visit.FillPattern("f32", 12345))
 					seq := int64(k + 1)
 					st, err := m.Stage(seq, sets, false)
@@ -123,5 +113,33 @@ func TestCudaTimerStaged(t *testing.T) {
 				t.Errorf("a novel command without its descriptor = %q, want %q", r.Reason, want)
 			}
 		})
+	}
+}
+
+// TestCommandCarriesNoDescriptor: the CPU harness takes no descriptor
+// with a command; a novel command that carries one (a staged sample sent
+// to a CPU timer) ends it, naming the command.
+func TestCommandCarriesNoDescriptor(t *testing.T) {
+	l, err := visit.ProbeLimiter()
+	if err != nil || !l.CanFreeze() {
+		t.Skipf("no freezer here for novel samples: %v", err)
+	}
+	dir := t.TempDir()
+	exe := linkFault(t, dir, compileHarness(t, dir), "none")
+	c := newGemmCaseWith(t, true)
+	spec := visit.Spec{Argv: []string{exe, "--visit", c.visit}, Dir: dir, Timeout: 20 * time.Second, Threads: 2, Files: c.osFiles(), Limiter: l}
+	r, err := visit.RunAll(context.Background(), spec, func(s *visit.Session) ([]visit.Sample, int64, error) {
+		if err := s.Freeze(); err != nil {
+			return nil, 0, err
+		}
+		nop := func() error { return nil }
+		_, _, err := s.NovelStaged(sets, &visit.Staging{Slots: c.files[1].File, Probe: nop, Unstage: nop})
+		return nil, 0, err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := fmt.Sprintf(`exited: status 2: harness: error: command "novel 1 %d": carried 1 descriptor(s), want 0`, sets); !strings.HasPrefix(r.Reason, want) {
+		t.Errorf("a CPU novel command carrying a descriptor = %q, want %q", r.Reason, want)
 	}
 }
