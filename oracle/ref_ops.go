@@ -288,104 +288,132 @@ func refEmbedding(D int, e []float32, ids []int64) (want, bnd []float64) {
 func refAttention(d map[string]int, q, k, v []float32) (want, bnd []float64) {
 	B, Hq, Hkv, Q, K, D, Dv := d["B"], d["Hq"], d["Hkv"], d["Q"], d["K"], d["D"], d["Dv"]
 	group := Hq / Hkv
-	sc := 1 / math.Sqrt(float64(D))
-	limit := exactLimit(grainExp(q) + grainExp(k))
+	a := newAttnRow(K, D, 1/math.Sqrt(float64(D)), exactLimit(grainExp(q)+grainExp(k)))
 	want = make([]float64, B*Hq*Q*Dv)
 	bnd = make([]float64, B*Hq*Q*Dv)
-	s := make([]float64, K)
-	E := make([]float64, K)
-	p := make([]float64, K)
-	r := make([]float64, K)
-	lo, hi := make([]float64, K), make([]float64, K)
-	cnt := make([]int, K)
-	ups := make([]float64, 0, K)
 	for b := 0; b < B; b++ {
 		for h := 0; h < Hq; h++ {
 			hk := h / group
 			kb := k[(b*Hkv+hk)*K*D:]
 			vb := v[(b*Hkv+hk)*K*Dv:]
 			for qi := 0; qi < Q; qi++ {
-				qv := q[((b*Hq+h)*Q+qi)*D:][:D]
 				n := qi + K - Q + 1 // attended keys 0..n-1
-				sMax, sMin, SMax := math.Inf(-1), math.Inf(1), 0.0
-				for j := 0; j < n; j++ {
-					var dot, S float64
-					for t, qt := range qv {
-						x := float64(qt) * float64(kb[j*D+t])
-						dot += x
-						S += math.Abs(x)
-					}
-					s[j] = sc * dot
-					E[j] = sc * dotBound(S*(1+3*unit), dot, D, true, limit)
-					E[j] += 4 * unit * sc * S
-					sMax, sMin, SMax = math.Max(sMax, s[j]), math.Min(sMin, s[j]), math.Max(SMax, S)
-				}
-				var eMax, sum float64
-				for j := 0; j < n; j++ {
-					E[j] += 4 * unit * sc * SMax // the shift m*sc*log2(e) rounded
-					eMax = math.Max(eMax, E[j])
-				}
-				for j := 0; j < n; j++ {
-					p[j] = math.Exp(s[j] - sMax)
-					sum += p[j]
-				}
-				// Rescales of an online softmax: a term is rescaled only
-				// when the running max of the computed scores rises after
-				// it was added, so at most c_j times, c_j the number of
-				// other keys whose computed score can exceed term j's.
-				ups = ups[:0]
-				for j := 0; j < n; j++ {
-					ups = append(ups, s[j]+E[j])
-				}
-				sort.Float64s(ups)
-				for j := 0; j < n; j++ {
-					p[j] /= sum
-					low := s[j] - E[j]
-					c := n - sort.Search(n, func(i int) bool { return ups[i] > low })
-					if E[j] > 0 {
-						c-- // key j itself
-					}
-					cnt[j] = c
-					Dj := sMax - s[j] + E[j] + eMax
-					th := (1+(expBase+expSlope*Dj)*unit)*math.Exp(unit*Dj) - 1
-					rho := 0.0
-					if c > 0 {
-						rho = math.Expm1((expBase*float64(c) + (expSlope+1)*Dj) * unit)
-					}
-					hi[j] = math.Exp(E[j]) * (1 + th) * (1 + rho)
-					lo[j] = math.Exp(-E[j]) * (1 - th) * (1 - rho)
-				}
-				// Roundings per term: the product with V (numerator only),
-				// at most n-1 additions and c_j rescale products.
-				var WL, WU float64
-				for j := 0; j < n; j++ {
-					g1 := gamma(n - 1 + cnt[j])
-					WL += p[j] * lo[j] * (1 - g1)
-					WU += p[j] * hi[j] * (1 + g1)
-				}
-				for j := 0; j < n; j++ {
-					gn, g1 := gamma(n+cnt[j]), gamma(n-1+cnt[j])
-					up := hi[j] * (1 + gn) / (p[j]*hi[j]*(1-g1) + WL - p[j]*lo[j]*(1-g1))
-					dn := lo[j] * (1 - gn) / (p[j]*lo[j]*(1+g1) + WU - p[j]*hi[j]*(1+g1))
-					r[j] = math.Max(up-1, 1-dn)
-					if !(lo[j] > 0) || !(WL > 0) {
-						r[j] = math.Inf(1)
-					}
-				}
+				a.scores(q[((b*Hq+h)*Q+qi)*D:][:D], kb, n)
+				a.weights(n)
 				o := ((b*Hq+h)*Q + qi) * Dv
-				for t := 0; t < Dv; t++ {
-					var y, e, vm float64
-					for j := 0; j < n; j++ {
-						vv := float64(vb[j*Dv+t])
-						y += p[j] * vv
-						e += p[j] * r[j] * math.Abs(vv)
-						vm = math.Max(vm, math.Abs(vv))
-					}
-					want[o+t] = y
-					bnd[o+t] = finite(((1+divRel)*e + divRel*math.Abs(y) + 4*float64(n)*tiny*(vm+1)) * slack)
-				}
+				a.output(vb, n, Dv, want[o:o+Dv], bnd[o:o+Dv])
 			}
 		}
 	}
 	return want, bnd
+}
+
+// attnRow is refAttention's scratch for one query row: the scores s and
+// their error bounds E, the softmax weights p, their bounds lo/hi and
+// relative errors r, and each term's rescale count cnt.
+type attnRow struct {
+	D           int
+	sc, limit   float64
+	sMax, eMax  float64
+	s, E, p, r  []float64
+	lo, hi, ups []float64
+	cnt         []int
+}
+
+func newAttnRow(K, D int, sc, limit float64) *attnRow {
+	return &attnRow{D: D, sc: sc, limit: limit,
+		s: make([]float64, K), E: make([]float64, K), p: make([]float64, K), r: make([]float64, K),
+		lo: make([]float64, K), hi: make([]float64, K), ups: make([]float64, 0, K), cnt: make([]int, K)}
+}
+
+// scores: s_j = sc * q.k_j for the n attended keys, each with its bound E_j.
+func (a *attnRow) scores(qv []float32, kb []float32, n int) {
+	D, sc := a.D, a.sc
+	sMax, SMax := math.Inf(-1), 0.0
+	for j := 0; j < n; j++ {
+		var dot, S float64
+		for t, qt := range qv {
+			x := float64(qt) * float64(kb[j*D+t])
+			dot += x
+			S += math.Abs(x)
+		}
+		a.s[j] = sc * dot
+		a.E[j] = sc * dotBound(S*(1+3*unit), dot, D, true, a.limit)
+		a.E[j] += 4 * unit * sc * S
+		sMax, SMax = math.Max(sMax, a.s[j]), math.Max(SMax, S)
+	}
+	a.sMax, a.eMax = sMax, 0
+	for j := 0; j < n; j++ {
+		a.E[j] += 4 * unit * sc * SMax // the shift m*sc*log2(e) rounded
+		a.eMax = math.Max(a.eMax, a.E[j])
+	}
+}
+
+// weights: the softmax weights p_j and their relative error r_j.
+func (a *attnRow) weights(n int) {
+	s, E, p, lo, hi, cnt := a.s, a.E, a.p, a.lo, a.hi, a.cnt
+	var sum float64
+	for j := 0; j < n; j++ {
+		p[j] = math.Exp(s[j] - a.sMax)
+		sum += p[j]
+	}
+	// Rescales of an online softmax: a term is rescaled only
+	// when the running max of the computed scores rises after
+	// it was added, so at most c_j times, c_j the number of
+	// other keys whose computed score can exceed term j's.
+	a.ups = a.ups[:0]
+	for j := 0; j < n; j++ {
+		a.ups = append(a.ups, s[j]+E[j])
+	}
+	ups := a.ups
+	sort.Float64s(ups)
+	for j := 0; j < n; j++ {
+		p[j] /= sum
+		low := s[j] - E[j]
+		c := n - sort.Search(n, func(i int) bool { return ups[i] > low })
+		if E[j] > 0 {
+			c-- // key j itself
+		}
+		cnt[j] = c
+		Dj := a.sMax - s[j] + E[j] + a.eMax
+		th := (1+(expBase+expSlope*Dj)*unit)*math.Exp(unit*Dj) - 1
+		rho := 0.0
+		if c > 0 {
+			rho = math.Expm1((expBase*float64(c) + (expSlope+1)*Dj) * unit)
+		}
+		hi[j] = math.Exp(E[j]) * (1 + th) * (1 + rho)
+		lo[j] = math.Exp(-E[j]) * (1 - th) * (1 - rho)
+	}
+	// Roundings per term: the product with V (numerator only),
+	// at most n-1 additions and c_j rescale products.
+	var WL, WU float64
+	for j := 0; j < n; j++ {
+		g1 := gamma(n - 1 + cnt[j])
+		WL += p[j] * lo[j] * (1 - g1)
+		WU += p[j] * hi[j] * (1 + g1)
+	}
+	for j := 0; j < n; j++ {
+		gn, g1 := gamma(n+cnt[j]), gamma(n-1+cnt[j])
+		up := hi[j] * (1 + gn) / (p[j]*hi[j]*(1-g1) + WL - p[j]*lo[j]*(1-g1))
+		dn := lo[j] * (1 - gn) / (p[j]*lo[j]*(1+g1) + WU - p[j]*hi[j]*(1+g1))
+		a.r[j] = math.Max(up-1, 1-dn)
+		if !(lo[j] > 0) || !(WL > 0) {
+			a.r[j] = math.Inf(1)
+		}
+	}
+}
+
+// output: the row's Dv outputs sum_j p_j v_j and their bounds.
+func (a *attnRow) output(vb []float32, n, Dv int, want, bnd []float64) {
+	for t := 0; t < Dv; t++ {
+		var y, e, vm float64
+		for j := 0; j < n; j++ {
+			vv := float64(vb[j*Dv+t])
+			y += a.p[j] * vv
+			e += a.p[j] * a.r[j] * math.Abs(vv)
+			vm = math.Max(vm, math.Abs(vv))
+		}
+		want[t] = y
+		bnd[t] = finite(((1+divRel)*e + divRel*math.Abs(y) + 4*float64(n)*tiny*(vm+1)) * slack)
+	}
 }
