@@ -175,24 +175,7 @@ func mergeCheck(cp *checkpoint, subs []shardCheckpoint) finding {
 		if ref.Shard != want || sd.Config.Shard != want {
 			p = append(p, fmt.Sprintf("merge.shards[%d]: shard %s, its document says %s; want %s (every shard once, in order)", i, ref.Shard, sd.Config.Shard, want))
 		}
-		c := sd.Config
-		c.Shard = artifacts.ShardSpec{}
-		p = append(p, configDiff(fmt.Sprintf("shard %s config", want), c, d.Config)...)
-		if sd.Prepared != d.Prepared || sd.Capture != d.Capture {
-			p = append(p, fmt.Sprintf("shard %s: prepared %s capture %s, the merged replay's %s and %s", want, sd.Prepared, sd.Capture, d.Prepared, d.Capture))
-		}
-		if !slices.Equal(sd.Routes, d.Routes) {
-			p = append(p, fmt.Sprintf("shard %s: routes %v, the merged replay's %v", want, sd.Routes, d.Routes))
-		}
-		if wc := shard.Cases(all, want); !slices.Equal(sd.Cases, wc) || !slices.Equal(ref.Cases, wc) {
-			p = append(p, fmt.Sprintf("shard %s: cases %v (merge.shards says %v), the partition gives %v", want, sd.Cases, ref.Cases, wc))
-		}
-		if !reflect.DeepEqual(sd.Inputs, d.Inputs) {
-			p = append(p, fmt.Sprintf("shard %s: input seeds differ from the merged replay's", want))
-		}
-		if !reflect.DeepEqual(sd.Sandbox, d.Sandbox) {
-			p = append(p, fmt.Sprintf("shard %s: sandbox %+v, the merged replay's %+v", want, sd.Sandbox, d.Sandbox))
-		}
+		p = append(p, shardDocDiff(want, ref, sd, d, all)...)
 		if sub := s.cp.rep.Manifest.Subject; sub == nil || sub.Digest != cp.prep.Descriptor.Digest {
 			p = append(p, fmt.Sprintf("shard %s: manifest subject: want the prepared manifest %s", want, cp.prep.Descriptor.Digest))
 		}
@@ -216,8 +199,39 @@ func mergeCheck(cp *checkpoint, subs []shardCheckpoint) finding {
 	if mixed := shard.Mixed(machines, specs); !slices.Equal(mixed, d.Merge.Mixed) {
 		p = append(p, fmt.Sprintf("merge.mixed %q, the shards' receipts give %q", d.Merge.Mixed, mixed))
 	}
-	comb := shard.Combine(docs)
-	for i := range min(len(subs), len(d.Merge.Shards)) {
+	p = append(p, combinedDiff(d, shard.Combine(docs), len(subs))...)
+	return finding{problems: p, summary: fmt.Sprintf("%d shards of one plan of the prepared stage, each once, with one config and one set of input seeds; the merged plan, visits and sessions are theirs renumbered; machines %s", len(subs), mixedWord(d.Merge.Mixed))}
+}
+
+// shardDocDiff: how shard want's document sd differs from the merged
+// document d in what every shard shares with it (config but the shard,
+// stages, routes, seeds, sandbox), and its cases from the partition's.
+func shardDocDiff(want artifacts.ShardSpec, ref artifacts.ShardRef, sd, d artifacts.ReplayDoc, all []string) (p []string) {
+	c := sd.Config
+	c.Shard = artifacts.ShardSpec{}
+	p = append(p, configDiff(fmt.Sprintf("shard %s config", want), c, d.Config)...)
+	if sd.Prepared != d.Prepared || sd.Capture != d.Capture {
+		p = append(p, fmt.Sprintf("shard %s: prepared %s capture %s, the merged replay's %s and %s", want, sd.Prepared, sd.Capture, d.Prepared, d.Capture))
+	}
+	if !slices.Equal(sd.Routes, d.Routes) {
+		p = append(p, fmt.Sprintf("shard %s: routes %v, the merged replay's %v", want, sd.Routes, d.Routes))
+	}
+	if wc := shard.Cases(all, want); !slices.Equal(sd.Cases, wc) || !slices.Equal(ref.Cases, wc) {
+		p = append(p, fmt.Sprintf("shard %s: cases %v (merge.shards says %v), the partition gives %v", want, sd.Cases, ref.Cases, wc))
+	}
+	if !reflect.DeepEqual(sd.Inputs, d.Inputs) {
+		p = append(p, fmt.Sprintf("shard %s: input seeds differ from the merged replay's", want))
+	}
+	if !reflect.DeepEqual(sd.Sandbox, d.Sandbox) {
+		p = append(p, fmt.Sprintf("shard %s: sandbox %+v, the merged replay's %+v", want, sd.Sandbox, d.Sandbox))
+	}
+	return p
+}
+
+// combinedDiff: how the merged document's offsets, plan, visits,
+// sessions, closure checks and stops differ from the n shards' combined.
+func combinedDiff(d artifacts.ReplayDoc, comb shard.Combined, n int) (p []string) {
+	for i := range min(n, len(d.Merge.Shards)) {
 		if r := d.Merge.Shards[i]; r.VisitOffset != comb.VisitOffset[i] || r.SessionOffset != comb.SessionOffset[i] {
 			p = append(p, fmt.Sprintf("merge.shards[%d]: offsets %d/%d, the shards give %d/%d", i, r.VisitOffset, r.SessionOffset, comb.VisitOffset[i], comb.SessionOffset[i]))
 		}
@@ -232,7 +246,7 @@ func mergeCheck(cp *checkpoint, subs []shardCheckpoint) finding {
 			p = append(p, fmt.Sprintf("%s: the merged document's are not the shards' in shard order, renumbered", f.name))
 		}
 	}
-	return finding{problems: p, summary: fmt.Sprintf("%d shards of one plan of the prepared stage, each once, with one config and one set of input seeds; the merged plan, visits and sessions are theirs renumbered; machines %s", len(subs), mixedWord(d.Merge.Mixed))}
+	return p
 }
 
 func mixedWord(mixed []string) string {

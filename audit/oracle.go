@@ -77,10 +77,7 @@ func comparePacket(capture *artifacts.Stage, c artifacts.CapturedCase, in []orac
 		} else {
 			byName[ref.Name] = i
 		}
-		b, err := readPacketTensor(capture, ref)
-		if err == nil && len(b) != len(want) {
-			err = fmt.Errorf("%d bytes, the recomputed tensor has %d", len(b), len(want))
-		}
+		b, err := readSized(capture, ref, len(want))
 		if err != nil {
 			p = append(p, fmt.Sprintf("case %s expected %s: %v", c.Case.ID, ref.Name, err))
 			whole = false
@@ -107,10 +104,7 @@ func comparePacket(capture *artifacts.Stage, c artifacts.CapturedCase, in []orac
 			continue
 		}
 		want := tensor.Float64Bytes(exp[i].Bound)
-		b, err := readPacketTensor(capture, ref)
-		if err == nil && len(b) != len(want) {
-			err = fmt.Errorf("%d bytes, the recomputed tensor has %d", len(b), len(want))
-		}
+		b, err := readSized(capture, ref, len(want))
 		if err != nil {
 			p = append(p, fmt.Sprintf("case %s bound %s: %v", c.Case.ID, ref.Name, err))
 			whole = false
@@ -132,30 +126,43 @@ func comparePacket(capture *artifacts.Stage, c artifacts.CapturedCase, in []orac
 		case err == nil:
 			match = packetRounded
 		case ok:
-			// Name the byte where the element first differs, as a
-			// byte comparison of the tensors would.
-			var w uint64
-			for i, ref := range c.Packet.Expected {
-				switch {
-				case ref.Name != pe.Output:
-				case pe.Tensor == "bound":
-					w = math.Float64bits(exp[i].Bound[pe.Index])
-				case exp[i].WantI != nil:
-					w = uint64(exp[i].WantI[pe.Index])
-				default:
-					w = math.Float64bits(exp[i].Want[pe.Index])
-				}
-			}
-			b, k := raw[tensorKey{pe.Tensor, pe.Output}], 0
-			for k < 7 && b[8*pe.Index+k] == byte(w>>(8*k)) {
-				k++
-			}
-			p = append(p, fmt.Sprintf("case %s %s %s: stored bytes differ from the recomputed ones at byte %d: %s", c.Case.ID, pe.Tensor, pe.Output, 8*pe.Index+k, pe.Detail()))
+			p = append(p, differsAt(c, exp, raw, pe))
 		default:
 			p = append(p, err.Error())
 		}
 	}
 	return p, match
+}
+
+// differsAt names the byte where the stored element first differs from
+// the recomputed one, as a byte comparison of the tensors would.
+func differsAt(c artifacts.CapturedCase, exp []oracle.Expected, raw map[tensorKey][]byte, pe *oracle.PacketError) string {
+	var w uint64
+	for i, ref := range c.Packet.Expected {
+		switch {
+		case ref.Name != pe.Output:
+		case pe.Tensor == "bound":
+			w = math.Float64bits(exp[i].Bound[pe.Index])
+		case exp[i].WantI != nil:
+			w = uint64(exp[i].WantI[pe.Index])
+		default:
+			w = math.Float64bits(exp[i].Want[pe.Index])
+		}
+	}
+	b, k := raw[tensorKey{pe.Tensor, pe.Output}], 0
+	for k < 7 && b[8*pe.Index+k] == byte(w>>(8*k)) {
+		k++
+	}
+	return fmt.Sprintf("case %s %s %s: stored bytes differ from the recomputed ones at byte %d: %s", c.Case.ID, pe.Tensor, pe.Output, 8*pe.Index+k, pe.Detail())
+}
+
+// readSized is readPacketTensor, failing unless the tensor has n bytes.
+func readSized(capture *artifacts.Stage, ref artifacts.TensorRef, n int) ([]byte, error) {
+	b, err := readPacketTensor(capture, ref)
+	if err == nil && len(b) != n {
+		err = fmt.Errorf("%d bytes, the recomputed tensor has %d", len(b), n)
+	}
+	return b, err
 }
 
 // readPacketTensor returns a packet tensor's bytes, from a layer of the

@@ -54,30 +54,12 @@ func outputsCheck(cp *checkpoint, f *facts) finding {
 	for i := range cp.cdoc.Cases {
 		cases[cp.cdoc.Cases[i].Case.ID] = &cp.cdoc.Cases[i]
 	}
-	seeds := sets.Seeds(cp.rdoc.Inputs)
-	if len(seeds.Rounds) != cp.rdoc.Config.PlannedRounds() {
-		return finding{problems: []string{fmt.Sprintf("replay inputs: seeds for %d rounds, config says %d", len(seeds.Rounds), cp.rdoc.Config.PlannedRounds())}, summary: ""}
-	}
-	if m := cp.rdoc.Config.FreshMin; m != 0 && m != sets.MinFresh {
-		return finding{problems: []string{fmt.Sprintf("config.freshMin %d: want %d (or absent, in a replay made before it)", m, sets.MinFresh)}, summary: ""}
-	}
-	rule, err := sets.RuleOf(cp.rdoc.Config.NovelRule)
-	if err != nil {
-		return finding{problems: []string{err.Error()}, summary: ""}
+	seeds, rule, why := outputsConfig(cp.rdoc)
+	if why != "" {
+		return finding{problems: []string{why}, summary: ""}
 	}
 	// Visit a (round, case) at a time, so its sets are generated once.
-	var order []artifacts.VisitResult
-	for _, v := range cp.rdoc.Visits {
-		if v.Status == artifacts.StatusPassed {
-			order = append(order, v)
-		}
-	}
-	sort.SliceStable(order, func(i, j int) bool {
-		if order[i].Round != order[j].Round {
-			return order[i].Round < order[j].Round
-		}
-		return order[i].Case < order[j].Case
-	})
+	order := passedByRoundCase(cp.rdoc.Visits)
 	type pools struct {
 		round int
 		id    string
@@ -141,6 +123,40 @@ func outputsCheck(cp *checkpoint, f *facts) finding {
 		summary += fmt.Sprintf("; and of %d validating builds' outputs at capture", nv)
 	}
 	return finding{problems: p, summary: summary}
+}
+
+// outputsConfig: the replay's seeds and novel rule, or why its
+// configuration does not allow re-checking outputs.
+func outputsConfig(rdoc artifacts.ReplayDoc) (sets.Seeds, sets.Rule, string) {
+	seeds := sets.Seeds(rdoc.Inputs)
+	if len(seeds.Rounds) != rdoc.Config.PlannedRounds() {
+		return seeds, 0, fmt.Sprintf("replay inputs: seeds for %d rounds, config says %d", len(seeds.Rounds), rdoc.Config.PlannedRounds())
+	}
+	if m := rdoc.Config.FreshMin; m != 0 && m != sets.MinFresh {
+		return seeds, 0, fmt.Sprintf("config.freshMin %d: want %d (or absent, in a replay made before it)", m, sets.MinFresh)
+	}
+	rule, err := sets.RuleOf(rdoc.Config.NovelRule)
+	if err != nil {
+		return seeds, 0, err.Error()
+	}
+	return seeds, rule, ""
+}
+
+// passedByRoundCase: the passed visits, ordered by round, then case.
+func passedByRoundCase(visits []artifacts.VisitResult) []artifacts.VisitResult {
+	var order []artifacts.VisitResult
+	for _, v := range visits {
+		if v.Status == artifacts.StatusPassed {
+			order = append(order, v)
+		}
+	}
+	sort.SliceStable(order, func(i, j int) bool {
+		if order[i].Round != order[j].Round {
+			return order[i].Round < order[j].Round
+		}
+		return order[i].Case < order[j].Case
+	})
+	return order
 }
 
 // visitShape is why a passed visit's record does not have the shape the

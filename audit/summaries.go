@@ -143,23 +143,59 @@ func recompute(doc artifacts.ReplayDoc, rows []samples.Row, device func(id strin
 			loaded[[3]string{v.Case, v.Route, fmt.Sprint(v.Round)}] = true
 		}
 	}
-	all := map[artifacts.Pair][]float64{}
-	rounds := map[artifacts.Pair]map[int32][]float64{}
-	channel := map[artifacts.Pair][]float64{}
-	graph := map[artifacts.Pair][]float64{}
-	flagged := map[artifacts.Pair]int{}
-	warm, single := map[artifacts.Pair][]float64{}, map[artifacts.Pair][]float64{}
+	times := pairTimesOf(doc, rows, device, failed)
+	// A row whose fastest sample beats its case's floor (fl) failed in
+	// replay (replay.Summaries): it keeps its statistics but gets no ratio,
+	// and neither does any row it is the baseline of.
+	out := map[artifacts.Pair]artifacts.Summary{}
+	below := map[artifacts.Pair]bool{}
+	for k, t := range times {
+		if len(t.novel) == 0 {
+			continue
+		}
+		sum := t.summary(k, doc.Config.NovelRule >= int(sets.Rule2))
+		if f, ok := fl[k.Case]; ok {
+			below[k] = floors.Below(f, floors.Fastest(sum)) != ""
+		}
+		out[k] = sum
+	}
+	for k, sum := range out {
+		base := artifacts.Pair{Case: k.Case, Route: doc.Config.Baseline}
+		if k.Route != doc.Config.Baseline && out[base].Samples > 0 && !below[k] && !below[base] {
+			ratioOf(&sum, times[k].rounds, times[base].rounds, func(rd int32) bool {
+				return loaded[[3]string{k.Case, k.Route, fmt.Sprint(rd)}] || loaded[[3]string{base.Case, base.Route, fmt.Sprint(rd)}]
+			}, doc.Config)
+		}
+		out[k] = sum
+	}
+	return out
+}
+
+// pairTimes: one (case, route)'s per-call times by sample kind, from
+// the rows of its passed visits.
+type pairTimes struct {
+	novel, channel, graph, warm, single []float64
+	rounds                              map[int32][]float64 // novel, by round
+	flagged                             int
+}
+
+// pairTimesOf sorts the rows of pairs with no failed visit into their
+// pairTimes.
+func pairTimesOf(doc artifacts.ReplayDoc, rows []samples.Row, device func(id string) string, failed map[artifacts.Pair]bool) map[artifacts.Pair]*pairTimes {
 	rule, _ := sets.RuleOf(doc.Config.NovelRule) // an unknown rule is the records check's problem
+	times := map[artifacts.Pair]*pairTimes{}
 	for _, r := range rows {
 		k := artifacts.Pair{Case: r.Case, Route: r.Route}
-		if r.Flags != "" && !failed[k] {
-			flagged[k]++
+		if failed[k] {
+			continue
 		}
-		if r.Kind == samples.KindEmpty && !failed[k] {
-			channel[k] = append(channel[k], float64(r.TotalNs))
+		t := times[k]
+		if t == nil {
+			t = &pairTimes{rounds: map[int32][]float64{}}
+			times[k] = t
 		}
-		if r.Kind == samples.KindGraph && !failed[k] {
-			graph[k] = append(graph[k], float64(r.TimerNs)/float64(r.Calls)) // a graph sample is GPU-timed
+		if r.Flags != "" {
+			t.flagged++
 		}
 		// A row's claim rests on its novel samples (visit protocol 4); its
 		// batch samples are the warm figure. A GPU sample's time is its
@@ -170,57 +206,42 @@ func recompute(doc artifacts.ReplayDoc, rows []samples.Row, device func(id strin
 		if record.Clock(device(r.Case), r.Kind, rule) == samples.ClockCUDA {
 			ns = r.TimerNs
 		}
-		if r.Kind == samples.KindBatch && !failed[k] {
-			warm[k] = append(warm[k], float64(ns)/float64(r.Calls))
+		per := float64(ns) / float64(r.Calls)
+		switch r.Kind {
+		case samples.KindEmpty:
+			t.channel = append(t.channel, float64(r.TotalNs))
+		case samples.KindGraph:
+			t.graph = append(t.graph, float64(r.TimerNs)/float64(r.Calls)) // a graph sample is GPU-timed
+		case samples.KindBatch:
+			t.warm = append(t.warm, per)
+		case samples.KindSingle:
+			t.single = append(t.single, per)
+		case samples.KindNovel:
+			t.novel = append(t.novel, per)
+			t.rounds[r.Round] = append(t.rounds[r.Round], per)
 		}
-		if r.Kind == samples.KindSingle && !failed[k] {
-			single[k] = append(single[k], float64(ns)/float64(r.Calls))
-		}
-		if r.Kind != samples.KindNovel || failed[k] {
-			continue
-		}
-		all[k] = append(all[k], float64(ns)/float64(r.Calls))
-		if rounds[k] == nil {
-			rounds[k] = map[int32][]float64{}
-		}
-		rounds[k][r.Round] = append(rounds[k][r.Round], float64(ns)/float64(r.Calls))
 	}
-	// A row whose fastest sample beats its case's floor (fl) failed in
-	// replay (replay.Summaries): it keeps its statistics but gets no ratio,
-	// and neither does any row it is the baseline of.
-	out := map[artifacts.Pair]artifacts.Summary{}
-	below := map[artifacts.Pair]bool{}
-	for k, xs := range all {
-		s := stats.Summarize(xs)
-		sum := artifacts.Summary{Case: k.Case, Route: k.Route, Samples: s.N, MedianNs: s.Median, MinNs: s.Min, MaxNs: s.Max, Q1Ns: s.Q1, Q3Ns: s.Q3, Flagged: flagged[k]}
-		if len(channel[k]) > 0 {
-			sum.ChannelNs = stats.Median(channel[k])
-		}
-		sum.Kind = samples.KindNovel
-		if len(warm[k]) > 0 {
-			sum.WarmNs = stats.Median(warm[k])
-		}
-		if len(single[k]) > 0 && doc.Config.NovelRule >= int(sets.Rule2) {
-			sum.SingleNs = stats.Median(single[k])
-		}
-		if len(graph[k]) > 0 {
-			sum.GraphNs, sum.GraphMinNs = stats.Median(graph[k]), slices.Min(graph[k])
-		}
-		if f, ok := fl[k.Case]; ok {
-			below[k] = floors.Below(f, floors.Fastest(sum)) != ""
-		}
-		out[k] = sum
+	return times
+}
+
+// summary: the pair's statistics, its single-call figure only where the
+// novel rule records one (withSingle).
+func (t *pairTimes) summary(k artifacts.Pair, withSingle bool) artifacts.Summary {
+	s := stats.Summarize(t.novel)
+	sum := artifacts.Summary{Case: k.Case, Route: k.Route, Kind: samples.KindNovel, Samples: s.N, MedianNs: s.Median, MinNs: s.Min, MaxNs: s.Max, Q1Ns: s.Q1, Q3Ns: s.Q3, Flagged: t.flagged}
+	if len(t.channel) > 0 {
+		sum.ChannelNs = stats.Median(t.channel)
 	}
-	for k, sum := range out {
-		base := artifacts.Pair{Case: k.Case, Route: doc.Config.Baseline}
-		if k.Route != doc.Config.Baseline && all[base] != nil && !below[k] && !below[base] {
-			ratioOf(&sum, rounds[k], rounds[base], func(rd int32) bool {
-				return loaded[[3]string{k.Case, k.Route, fmt.Sprint(rd)}] || loaded[[3]string{base.Case, base.Route, fmt.Sprint(rd)}]
-			}, doc.Config)
-		}
-		out[k] = sum
+	if len(t.warm) > 0 {
+		sum.WarmNs = stats.Median(t.warm)
 	}
-	return out
+	if len(t.single) > 0 && withSingle {
+		sum.SingleNs = stats.Median(t.single)
+	}
+	if len(t.graph) > 0 {
+		sum.GraphNs, sum.GraphMinNs = stats.Median(t.graph), slices.Min(t.graph)
+	}
+	return sum
 }
 
 // ratioOf recomputes sum's paired ratio against its baseline from the
