@@ -87,19 +87,7 @@ func (s *Store) Run(ctx context.Context, argv []string, dir string, envDelta map
 	}
 	closeChild(c)
 	killGroup() // what the command left behind in its group
-	held := false
-	grace := time.NewTimer(PipeGrace)
-	for _, d := range []chan struct{}{outDone, errDone} {
-		if held {
-			break
-		}
-		select {
-		case <-d:
-		case <-grace.C:
-			held = true
-		}
-	}
-	grace.Stop()
+	held := !drained(PipeGrace, outDone, errDone)
 	closeParent(out, errb)
 	cmd = Command{Argv: argv, EnvDelta: envDelta, Dir: dir}
 	if d, e := s.PutBytes(out.bytes(), MediaText); e == nil {
@@ -112,25 +100,8 @@ func (s *Store) Run(ctx context.Context, argv []string, dir string, envDelta map
 	} else {
 		return cmd, nil, "", e
 	}
-	var ee *exec.ExitError
-	switch {
-	case parent.Err() != nil:
-		// Interrupted: the command was killed by us, not by its own
-		// doing; that is no result about it.
-		return cmd, nil, "", parent.Err()
-	case runErr == nil:
-	case ctx.Err() == context.DeadlineExceeded:
-		cmd.Exit = -1
-		reason = fmt.Sprintf("timed_out: after %s", timeout)
-	case errors.As(runErr, &ee):
-		cmd.Exit = ee.ExitCode()
-		if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
-			reason = fmt.Sprintf("crashed: killed by signal %d (%s)", int(ws.Signal()), ws.Signal())
-		} else {
-			reason = fmt.Sprintf("exited: status %d", cmd.Exit)
-		}
-	default:
-		return cmd, nil, "", fmt.Errorf("run %s: %w", argv[0], runErr)
+	if reason, err = exitReason(parent, ctx, runErr, timeout, &cmd); err != nil {
+		return cmd, nil, "", err
 	}
 	switch {
 	case reason != "":
@@ -145,6 +116,48 @@ func (s *Store) Run(ctx context.Context, argv []string, dir string, envDelta map
 		reason += ": " + lastLine(errb.bytes())
 	}
 	return cmd, out.bytes(), reason, nil
+}
+
+// drained waits up to grace for both pipes' drains to end: false if one
+// is still held open.
+func drained(grace time.Duration, done ...chan struct{}) bool {
+	t := time.NewTimer(grace)
+	defer t.Stop()
+	for _, d := range done {
+		select {
+		case <-d:
+		case <-t.C:
+			return false
+		}
+	}
+	return true
+}
+
+// exitReason: why the command ended, as a result about it (timed out,
+// crashed, exited non-zero; cmd.Exit set), or an error when its end says
+// nothing about it (tilepipe interrupted, or it could not run).
+func exitReason(parent, ctx context.Context, runErr error, timeout time.Duration, cmd *Command) (reason string, err error) {
+	var ee *exec.ExitError
+	switch {
+	case parent.Err() != nil:
+		// Interrupted: the command was killed by us, not by its own
+		// doing; that is no result about it.
+		return "", parent.Err()
+	case runErr == nil:
+	case ctx.Err() == context.DeadlineExceeded:
+		cmd.Exit = -1
+		reason = fmt.Sprintf("timed_out: after %s", timeout)
+	case errors.As(runErr, &ee):
+		cmd.Exit = ee.ExitCode()
+		if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+			reason = fmt.Sprintf("crashed: killed by signal %d (%s)", int(ws.Signal()), ws.Signal())
+		} else {
+			reason = fmt.Sprintf("exited: status %d", cmd.Exit)
+		}
+	default:
+		return "", fmt.Errorf("run %s: %w", cmd.Argv[0], runErr)
+	}
+	return reason, nil
 }
 
 // pipeTo gives c pipes for stdout and stderr, drained into out and errb
