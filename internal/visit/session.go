@@ -129,32 +129,28 @@ func newSink(r *os.File, limit int) *sink {
 // Start starts the timer with fd 3 (commands: a Unix stream socket, on
 // which a command can carry a descriptor) and fd 4 (reports: a pipe).
 func Start(ctx context.Context, spec Spec) (*Session, error) {
-	var cmdP, repP [2]int
-	sp, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
+	childCmd, childRep, cmdW, repR, err := channels()
 	if err != nil {
 		return nil, err
 	}
-	// cmdP[0] is the timer's end, as a pipe's read end would be.
-	cmdP = [2]int{sp[0], sp[1]}
-	if err := unix.Shutdown(cmdP[0], unix.SHUT_WR); err != nil { // the timer only reads commands
-		unix.Close(cmdP[0])
-		unix.Close(cmdP[1])
+	theirs, ours := []*os.File{childCmd, childRep}, []*os.File{}
+	fail := func(err error) (*Session, error) {
+		closeFiles(theirs)
+		closeFiles(ours)
+		unix.Close(cmdW)
+		unix.Close(repR)
 		return nil, err
 	}
-	if err := unix.Pipe2(repP[:], unix.O_CLOEXEC); err != nil {
-		unix.Close(cmdP[0])
-		unix.Close(cmdP[1])
-		return nil, err
-	}
-	childCmd, childRep := os.NewFile(uintptr(cmdP[0]), "commands"), os.NewFile(uintptr(repP[1]), "reports")
 	outR, outW, err := os.Pipe()
 	if err != nil {
-		return nil, err
+		return fail(err)
 	}
+	ours, theirs = append(ours, outR), append(theirs, outW)
 	errR, errW, err := os.Pipe()
 	if err != nil {
-		return nil, err
+		return fail(err)
 	}
+	ours, theirs = append(ours, errR), append(theirs, errW)
 	argv := spec.Argv
 	if spec.Sandbox != nil {
 		argv = spec.Sandbox.Argv(spec.Mounts, spec.Dir, spec.Argv)
@@ -163,7 +159,7 @@ func Start(ctx context.Context, spec Spec) (*Session, error) {
 	var cg *cgroup
 	if spec.Limiter != nil {
 		if cg, err = spec.Limiter.make("visit", float64(spec.Threads)*CPUFactor); err != nil {
-			return nil, err
+			return fail(err)
 		}
 		run = cg.wrap(argv)
 	}
@@ -179,38 +175,59 @@ func Start(ctx context.Context, spec Spec) (*Session, error) {
 	c.Stdout, c.Stderr = outW, errW
 	c.ExtraFiles = append([]*os.File{childCmd, childRep}, spec.Files...)
 	c.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
-	s := &Session{spec: spec, cmd: c, cmdW: cmdP[1], repR: repP[0], killed: make(chan struct{}), exited: make(chan struct{}), cgroup: cg, Argv: argv}
-	var startErr error
+	start := c.Start
 	if len(spec.Cores) > 0 {
-		startErr = affinity.StartOn(spec.Cores, c.Start)
-	} else {
-		startErr = c.Start()
+		start = func() error { return affinity.StartOn(spec.Cores, c.Start) }
 	}
-	if startErr == nil {
-		s.Cores, _ = affinity.Of(c.Process.Pid)
-	}
-	childCmd.Close()
-	childRep.Close()
-	outW.Close()
-	errW.Close()
-	if startErr != nil {
-		unix.Close(s.cmdW)
-		unix.Close(s.repR)
-		outR.Close()
-		errR.Close()
+	if err := start(); err != nil {
 		if cg != nil {
 			cg.remove()
 		}
-		return nil, fmt.Errorf("start %s: %w", argv[0], startErr)
+		return fail(fmt.Errorf("start %s: %w", argv[0], err))
 	}
+	closeFiles(theirs) // the timer's ends are the timer's now
+	s := &Session{spec: spec, cmd: c, cmdW: cmdW, repR: repR, killed: make(chan struct{}), exited: make(chan struct{}), cgroup: cg, Argv: argv}
+	s.Cores, _ = affinity.Of(c.Process.Pid)
 	s.start = time.Now()
 	s.deadline = s.start.Add(spec.Timeout)
 	s.stdout, s.stderr = newSink(outR, 64<<10), newSink(errR, MaxStderr)
+	s.watch(ctx)
+	return s, nil
+}
+
+// channels makes the visit's fd 3 (a Unix stream socket the timer only
+// reads, as a pipe's read end) and fd 4 (a pipe): the timer's ends as
+// files to hand it, ours as raw descriptors.
+func channels() (childCmd, childRep *os.File, cmdW, repR int, err error) {
+	sp, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		return nil, nil, -1, -1, err
+	}
+	var rp [2]int
+	if err = unix.Shutdown(sp[0], unix.SHUT_WR); err == nil { // the timer only reads commands
+		if err = unix.Pipe2(rp[:], unix.O_CLOEXEC); err == nil {
+			return os.NewFile(uintptr(sp[0]), "commands"), os.NewFile(uintptr(rp[1]), "reports"), sp[1], rp[0], nil
+		}
+	}
+	unix.Close(sp[0])
+	unix.Close(sp[1])
+	return nil, nil, -1, -1, err
+}
+
+func closeFiles(fs []*os.File) {
+	for _, f := range fs {
+		f.Close()
+	}
+}
+
+// watch reaps the timer when it exits, and kills it at its deadline or
+// when ctx ends.
+func (s *Session) watch(ctx context.Context) {
 	go func() {
-		c.Wait() // its outcome is c.ProcessState
+		s.cmd.Wait() // its outcome is s.cmd.ProcessState
 		close(s.exited)
 	}()
-	s.watchdog = time.AfterFunc(spec.Timeout, s.kill)
+	s.watchdog = time.AfterFunc(s.spec.Timeout, s.kill)
 	go func() {
 		select {
 		case <-ctx.Done():
@@ -218,7 +235,6 @@ func Start(ctx context.Context, spec Spec) (*Session, error) {
 		case <-s.exited:
 		}
 	}()
-	return s, nil
 }
 
 // kill ends every process of the visit: the process group, and with it
