@@ -60,12 +60,7 @@ func Merge(ctx context.Context, cfg MergeConfig) (_ *Result, err error) {
 	if err != nil {
 		return nil, err
 	}
-	var machines []shard.Machine
-	var specs []artifacts.ShardSpec
-	for _, p := range parts {
-		machines, specs = append(machines, p.machine), append(specs, p.doc.Config.Shard)
-	}
-	mixed := shard.Mixed(machines, specs)
+	mixed := mixedOf(parts)
 	if len(mixed) > 0 && !cfg.AllowMixed {
 		return nil, fmt.Errorf("merge: the shards ran on machines whose times do not compare: %s; --allow-mixed merges them anyway (recorded, and every row marked with the machine it ran on)", strings.Join(mixed, "; "))
 	}
@@ -83,39 +78,8 @@ func Merge(ctx context.Context, cfg MergeConfig) (_ *Result, err error) {
 	// Failed or interrupted before the commit: nothing is left behind (a
 	// merge is made again from its shards, never resumed).
 	defer s.Abort(&err)
-	var docs []artifacts.ReplayDoc
-	for _, p := range parts {
-		docs = append(docs, p.doc)
-	}
-	comb := shard.Combine(docs)
-	ref := parts[0].doc
-	config := ref.Config
-	config.Shard = artifacts.ShardSpec{}
-	doc := artifacts.ReplayDoc{Schema: artifacts.DocSchema, Prepared: ref.Prepared, Capture: ref.Capture, Config: config, Routes: ref.Routes, Cases: all,
-		Plan: comb.Plan, Inputs: ref.Inputs, Sandbox: ref.Sandbox, Sessions: comb.Sessions, Visits: comb.Visits, Closure: comb.Closure, Stops: comb.Stops,
-		Merge: &artifacts.MergeRecord{Mixed: mixed}}
-	var limits []string
-	var rows []samples.Row
 	rec := artifacts.NewReceipt("replay", start, nil, r.prep, &r.deps)
-	deps := r.deps.List()
-	var dirs []string
-	for i, p := range parts {
-		if !slices.Contains(limits, p.doc.CPULimit) {
-			limits = append(limits, p.doc.CPULimit)
-		}
-		rows = append(rows, shard.Rows(p.rows, comb.VisitOffset[i])...)
-		path := p.dir
-		if rel, err := filepath.Rel(out, p.dir); err == nil {
-			path = rel
-		}
-		sh := p.doc.Config.Shard
-		doc.Merge.Shards = append(doc.Merge.Shards, artifacts.ShardRef{Shard: sh, Manifest: p.st.Descriptor.Digest, Path: path, Cases: p.doc.Cases,
-			VisitOffset: comb.VisitOffset[i], SessionOffset: comb.SessionOffset[i], Machine: p.machine.String()})
-		deps = append(deps, artifacts.Dependency{Name: "shard " + sh.String() + " manifest", Digest: p.st.Descriptor.Digest, VerifiedAt: p.verified()},
-			artifacts.Dependency{Name: "shard " + sh.String() + " samples.arrow", Digest: p.doc.Samples, VerifiedAt: p.verified()})
-		dirs = append(dirs, p.dir)
-	}
-	doc.CPULimit = strings.Join(limits, "; ")
+	doc, rows, deps, dirs := combineParts(parts, all, mixed, out, r.deps.List())
 	sd, err := artifacts.PutSamples(s, rows)
 	if err != nil {
 		return nil, err
@@ -139,6 +103,53 @@ func Merge(ctx context.Context, cfg MergeConfig) (_ *Result, err error) {
 	}
 	res.Manifest, res.Doc = mdesc.Digest, doc
 	return res, nil
+}
+
+// mixedOf: how the parts' machines differ (shard.Mixed), none if alike.
+func mixedOf(parts []*part) []string {
+	var machines []shard.Machine
+	var specs []artifacts.ShardSpec
+	for _, p := range parts {
+		machines, specs = append(machines, p.machine), append(specs, p.doc.Config.Shard)
+	}
+	return shard.Mixed(machines, specs)
+}
+
+// combineParts: the merged document of the parts (their plan, visits and
+// sessions renumbered in shard order, every shard referred to from out),
+// their rows renumbered, the receipt's dependencies (deps and every
+// shard's manifest and samples) and the shards' directories.
+func combineParts(parts []*part, all, mixed []string, out string, deps []artifacts.Dependency) (doc artifacts.ReplayDoc, rows []samples.Row, _ []artifacts.Dependency, dirs []string) {
+	var docs []artifacts.ReplayDoc
+	for _, p := range parts {
+		docs = append(docs, p.doc)
+	}
+	comb := shard.Combine(docs)
+	ref := parts[0].doc
+	config := ref.Config
+	config.Shard = artifacts.ShardSpec{}
+	doc = artifacts.ReplayDoc{Schema: artifacts.DocSchema, Prepared: ref.Prepared, Capture: ref.Capture, Config: config, Routes: ref.Routes, Cases: all,
+		Plan: comb.Plan, Inputs: ref.Inputs, Sandbox: ref.Sandbox, Sessions: comb.Sessions, Visits: comb.Visits, Closure: comb.Closure, Stops: comb.Stops,
+		Merge: &artifacts.MergeRecord{Mixed: mixed}}
+	var limits []string
+	for i, p := range parts {
+		if !slices.Contains(limits, p.doc.CPULimit) {
+			limits = append(limits, p.doc.CPULimit)
+		}
+		rows = append(rows, shard.Rows(p.rows, comb.VisitOffset[i])...)
+		path := p.dir
+		if rel, err := filepath.Rel(out, p.dir); err == nil {
+			path = rel
+		}
+		sh := p.doc.Config.Shard
+		doc.Merge.Shards = append(doc.Merge.Shards, artifacts.ShardRef{Shard: sh, Manifest: p.st.Descriptor.Digest, Path: path, Cases: p.doc.Cases,
+			VisitOffset: comb.VisitOffset[i], SessionOffset: comb.SessionOffset[i], Machine: p.machine.String()})
+		deps = append(deps, artifacts.Dependency{Name: "shard " + sh.String() + " manifest", Digest: p.st.Descriptor.Digest, VerifiedAt: p.verified()},
+			artifacts.Dependency{Name: "shard " + sh.String() + " samples.arrow", Digest: p.doc.Samples, VerifiedAt: p.verified()})
+		dirs = append(dirs, p.dir)
+	}
+	doc.CPULimit = strings.Join(limits, "; ")
+	return doc, rows, deps, dirs
 }
 
 // openShards opens and re-hashes every shard and checks that together
