@@ -527,46 +527,9 @@ func OpenStage(dir, artifactType string, verified func(name string, d ocispec.De
 	if err != nil {
 		return nil, err
 	}
-	b, err := readRegular(filepath.Join(dir, ocispec.ImageIndexFile), maxIndexBytes)
+	md, m, err := readManifest(s, dir, artifactType)
 	if err != nil {
-		return nil, fmt.Errorf("stage %s: %w", dir, err)
-	}
-	var idx ocispec.Index
-	if err := strictJSON(b, &idx); err != nil {
-		return nil, fmt.Errorf("stage %s: index.json: %w", dir, err)
-	}
-	if len(idx.Manifests) != 1 {
-		return nil, fmt.Errorf("stage %s: index.json: manifests: want exactly 1, got %d", dir, len(idx.Manifests))
-	}
-	md := idx.Manifests[0]
-	mb, err := s.ReadVerified(md.Digest, "manifest", maxManifestBytes)
-	if err != nil {
-		return nil, fmt.Errorf("stage %s: %w", dir, err)
-	}
-	m, err := ParseManifest(mb)
-	if err != nil {
-		return nil, fmt.Errorf("stage %s: manifest %s: %w", dir, Short(md.Digest), err)
-	}
-	if m.ArtifactType != artifactType {
-		return nil, fmt.Errorf("stage %s: manifest artifactType: want %s, got %q", dir, artifactType, m.ArtifactType)
-	}
-	if err := indexDescriptor(md, m, int64(len(mb))); err != nil {
-		return nil, fmt.Errorf("stage %s: index.json: %w", dir, err)
-	}
-	if m.MediaType != ocispec.MediaTypeImageManifest {
-		return nil, fmt.Errorf("stage %s: manifest mediaType: want %s, got %q", dir, ocispec.MediaTypeImageManifest, m.MediaType)
-	}
-	if m.Config.MediaType != MediaStatement && m.Config.MediaType != sign.MediaEnvelope {
-		return nil, fmt.Errorf("stage %s: manifest config mediaType: want %s (the receipt) or %s (the receipt, signed), got %q", dir, MediaStatement, sign.MediaEnvelope, m.Config.MediaType)
-	}
-	for i, d := range append([]ocispec.Descriptor{m.Config}, m.Layers...) {
-		if err := d.Digest.Validate(); err != nil || d.Digest.Algorithm() != digest.SHA256 {
-			what := "config"
-			if i > 0 {
-				what = fmt.Sprintf("layers[%d]", i-1)
-			}
-			return nil, fmt.Errorf("stage %s: manifest %s: digest %q: want sha256:<64 hex>", dir, what, d.Digest)
-		}
+		return nil, err
 	}
 	if err := onlyListed(s, md.Digest, m); err != nil {
 		return nil, fmt.Errorf("stage %s: %w", dir, err)
@@ -581,34 +544,90 @@ func OpenStage(dir, artifactType string, verified func(name string, d ocispec.De
 	if verified != nil {
 		verified("receipt", m.Config)
 	}
+	if err := st.verifyLayers(dir, verified); err != nil {
+		return nil, err
+	}
+	return st, nil
+}
+
+// readManifest reads dir's index.json and the one manifest it lists,
+// re-hashed, and checks the manifest's types and digests (OpenStage).
+func readManifest(s *Store, dir, artifactType string) (md ocispec.Descriptor, m ocispec.Manifest, err error) {
+	b, err := readRegular(filepath.Join(dir, ocispec.ImageIndexFile), maxIndexBytes)
+	if err != nil {
+		return md, m, fmt.Errorf("stage %s: %w", dir, err)
+	}
+	var idx ocispec.Index
+	if err := strictJSON(b, &idx); err != nil {
+		return md, m, fmt.Errorf("stage %s: index.json: %w", dir, err)
+	}
+	if len(idx.Manifests) != 1 {
+		return md, m, fmt.Errorf("stage %s: index.json: manifests: want exactly 1, got %d", dir, len(idx.Manifests))
+	}
+	md = idx.Manifests[0]
+	mb, err := s.ReadVerified(md.Digest, "manifest", maxManifestBytes)
+	if err != nil {
+		return md, m, fmt.Errorf("stage %s: %w", dir, err)
+	}
+	m, err = ParseManifest(mb)
+	if err != nil {
+		return md, m, fmt.Errorf("stage %s: manifest %s: %w", dir, Short(md.Digest), err)
+	}
+	if m.ArtifactType != artifactType {
+		return md, m, fmt.Errorf("stage %s: manifest artifactType: want %s, got %q", dir, artifactType, m.ArtifactType)
+	}
+	if err := indexDescriptor(md, m, int64(len(mb))); err != nil {
+		return md, m, fmt.Errorf("stage %s: index.json: %w", dir, err)
+	}
+	if m.MediaType != ocispec.MediaTypeImageManifest {
+		return md, m, fmt.Errorf("stage %s: manifest mediaType: want %s, got %q", dir, ocispec.MediaTypeImageManifest, m.MediaType)
+	}
+	if m.Config.MediaType != MediaStatement && m.Config.MediaType != sign.MediaEnvelope {
+		return md, m, fmt.Errorf("stage %s: manifest config mediaType: want %s (the receipt) or %s (the receipt, signed), got %q", dir, MediaStatement, sign.MediaEnvelope, m.Config.MediaType)
+	}
+	for i, d := range append([]ocispec.Descriptor{m.Config}, m.Layers...) {
+		if err := d.Digest.Validate(); err != nil || d.Digest.Algorithm() != digest.SHA256 {
+			what := "config"
+			if i > 0 {
+				what = fmt.Sprintf("layers[%d]", i-1)
+			}
+			return md, m, fmt.Errorf("stage %s: manifest %s: digest %q: want sha256:<64 hex>", dir, what, d.Digest)
+		}
+	}
+	return md, m, nil
+}
+
+// verifyLayers re-hashes every layer of st's manifest (a blob of several
+// titles once), each title clean and once, and names them in st.Layers.
+func (st *Stage) verifyLayers(dir string, verified func(name string, d ocispec.Descriptor)) error {
 	hashed := map[Digest]ocispec.Descriptor{}
-	for i, l := range m.Layers {
+	for i, l := range st.Manifest.Layers {
 		title := l.Annotations[AnnotationTitle]
 		if title == "" {
-			return nil, fmt.Errorf("stage %s: manifest layers[%d]: missing %s annotation", dir, i, AnnotationTitle)
+			return fmt.Errorf("stage %s: manifest layers[%d]: missing %s annotation", dir, i, AnnotationTitle)
 		}
 		if !ValidTitle(title) {
-			return nil, fmt.Errorf("stage %s: manifest layers[%d]: title %q: want a clean relative path", dir, i, title)
+			return fmt.Errorf("stage %s: manifest layers[%d]: title %q: want a clean relative path", dir, i, title)
 		}
 		if _, dup := st.Layers[title]; dup {
-			return nil, fmt.Errorf("stage %s: manifest layers[%d]: duplicate title %q", dir, i, title)
+			return fmt.Errorf("stage %s: manifest layers[%d]: duplicate title %q", dir, i, title)
 		}
 		// A blob of several titles is hashed once; each title must
 		// describe it alike.
 		if first, seen := hashed[l.Digest]; !seen {
-			if err := verifySized(s, l, title); err != nil {
-				return nil, fmt.Errorf("stage %s: %w", dir, err)
+			if err := verifySized(st.Store, l, title); err != nil {
+				return fmt.Errorf("stage %s: %w", dir, err)
 			}
 			hashed[l.Digest] = l
 		} else if first.Size != l.Size {
-			return nil, fmt.Errorf("stage %s: manifest layers[%d] %q: size %d, layer %q of the same blob %s says %d", dir, i, title, l.Size, first.Annotations[AnnotationTitle], Short(l.Digest), first.Size)
+			return fmt.Errorf("stage %s: manifest layers[%d] %q: size %d, layer %q of the same blob %s says %d", dir, i, title, l.Size, first.Annotations[AnnotationTitle], Short(l.Digest), first.Size)
 		}
 		if verified != nil {
 			verified(title, l)
 		}
 		st.Layers[title] = l
 	}
-	return st, nil
+	return nil
 }
 
 // ParseManifest decodes an image manifest, refusing unknown fields and
