@@ -288,51 +288,70 @@ func ReadFile(path string, mem memory.Allocator) (rows []Row, err error) {
 				return nil, fmt.Errorf("samples %s: column %s has nulls", path, Schema.Field(c).Name)
 			}
 		}
-		visit := rec.Column(0).(*array.Int32)
-		round := rec.Column(1).(*array.Int32)
-		pos := rec.Column(2).(*array.Int32)
-		cs := rec.Column(3).(*array.String)
-		rt := rec.Column(4).(*array.String)
-		kind := rec.Column(5).(*array.String)
-		idx := rec.Column(6).(*array.Int32)
-		calls := rec.Column(7).(*array.Int64)
-		total := rec.Column(8).(*array.Int64)
-		perop := rec.Column(9).(*array.Float64)
-		timer := rec.Column(10).(*array.Int64)
-		clock := rec.Column(11).(*array.String)
-		tel := rec.Column(12).(*array.String)
-		flags := rec.Column(telemetryColumns + 1 + 2*readingColumnsPerPhase).(*array.String)
-		for j := 0; j < int(rec.NumRows()); j++ {
-			// Clone: Arrow's strings alias its buffers, which mem may free.
-			r := Row{Visit: visit.Value(j), Round: round.Value(j), Position: pos.Value(j), Case: strings.Clone(cs.Value(j)), Route: strings.Clone(rt.Value(j)),
-				Kind: strings.Clone(kind.Value(j)), Index: idx.Value(j), Calls: calls.Value(j), TotalNs: total.Value(j), TimerNs: timer.Value(j),
-				Clock: strings.Clone(clock.Value(j)), Telemetry: strings.Clone(tel.Value(j)), Flags: strings.Clone(flags.Value(j))}
-			var rd [2][readingColumnsPerPhase]int64
-			for p := range rd {
-				for i := range rd[p] {
-					rd[p][i] = rec.Column(telemetryColumns + 1 + p*readingColumnsPerPhase + i).(*array.Int64).Value(j)
-				}
-			}
-			r.Before, r.After = readingOf(rd[0]), readingOf(rd[1])
-			if err := r.checkTelemetry(); err != nil {
+		recRows, perOp := rowsOf(rec)
+		for j, r := range recRows {
+			if err := r.check(perOp[j]); err != nil {
 				return nil, fmt.Errorf("samples %s: row %d: %w", path, len(rows), err)
-			}
-			if r.TotalNs < 0 || r.TimerNs < 0 {
-				return nil, fmt.Errorf("samples %s: row %d: total_ns=%d timer_ns=%d: want both >= 0", path, len(rows), r.TotalNs, r.TimerNs)
-			}
-			if want := map[string]bool{"batch": r.Calls >= 1, "single": r.Calls == 1, "empty": r.Calls == 0, "novel": r.Calls >= 1, "graph": r.Calls >= 1 && r.Clock == ClockCUDA}; !want[r.Kind] {
-				return nil, fmt.Errorf("samples %s: row %d: kind %q with %d calls: want batch (calls >= 1), single (1), empty (0), novel (calls >= 1), or graph (calls >= 1, clock %s)", path, len(rows), r.Kind, r.Calls, ClockCUDA)
-			}
-			if r.Clock != ClockReplay && (r.Clock != ClockCUDA || r.Kind == KindEmpty) {
-				return nil, fmt.Errorf("samples %s: row %d: clock %q with kind %q: want %q, or %q for a sample with calls", path, len(rows), r.Clock, r.Kind, ClockReplay, ClockCUDA)
-			}
-			if perop.Value(j) != r.PerOpNs() {
-				return nil, fmt.Errorf("samples %s: row %d: per_op_ns %g disagrees with its clock's span (%s) over calls: %g", path, len(rows), perop.Value(j), r.Clock, r.PerOpNs())
 			}
 			rows = append(rows, r)
 		}
 	}
 	return rows, nil
+}
+
+// rowsOf decodes a record batch of Schema (no nulls): its rows and
+// their per_op_ns column.
+func rowsOf(rec arrow.RecordBatch) (rows []Row, perOp []float64) {
+	visit := rec.Column(0).(*array.Int32)
+	round := rec.Column(1).(*array.Int32)
+	pos := rec.Column(2).(*array.Int32)
+	cs := rec.Column(3).(*array.String)
+	rt := rec.Column(4).(*array.String)
+	kind := rec.Column(5).(*array.String)
+	idx := rec.Column(6).(*array.Int32)
+	calls := rec.Column(7).(*array.Int64)
+	total := rec.Column(8).(*array.Int64)
+	perop := rec.Column(9).(*array.Float64)
+	timer := rec.Column(10).(*array.Int64)
+	clock := rec.Column(11).(*array.String)
+	tel := rec.Column(12).(*array.String)
+	flags := rec.Column(telemetryColumns + 1 + 2*readingColumnsPerPhase).(*array.String)
+	for j := 0; j < int(rec.NumRows()); j++ {
+		// Clone: Arrow's strings alias its buffers, which mem may free.
+		r := Row{Visit: visit.Value(j), Round: round.Value(j), Position: pos.Value(j), Case: strings.Clone(cs.Value(j)), Route: strings.Clone(rt.Value(j)),
+			Kind: strings.Clone(kind.Value(j)), Index: idx.Value(j), Calls: calls.Value(j), TotalNs: total.Value(j), TimerNs: timer.Value(j),
+			Clock: strings.Clone(clock.Value(j)), Telemetry: strings.Clone(tel.Value(j)), Flags: strings.Clone(flags.Value(j))}
+		var rd [2][readingColumnsPerPhase]int64
+		for p := range rd {
+			for i := range rd[p] {
+				rd[p][i] = rec.Column(telemetryColumns + 1 + p*readingColumnsPerPhase + i).(*array.Int64).Value(j)
+			}
+		}
+		r.Before, r.After = readingOf(rd[0]), readingOf(rd[1])
+		rows, perOp = append(rows, r), append(perOp, perop.Value(j))
+	}
+	return rows, perOp
+}
+
+// check: a row's telemetry, times, kind and clock are ones a replay
+// writes, and its per_op_ns (perOp) is its clock's span over calls.
+func (r Row) check(perOp float64) error {
+	if err := r.checkTelemetry(); err != nil {
+		return err
+	}
+	if r.TotalNs < 0 || r.TimerNs < 0 {
+		return fmt.Errorf("total_ns=%d timer_ns=%d: want both >= 0", r.TotalNs, r.TimerNs)
+	}
+	if want := map[string]bool{"batch": r.Calls >= 1, "single": r.Calls == 1, "empty": r.Calls == 0, "novel": r.Calls >= 1, "graph": r.Calls >= 1 && r.Clock == ClockCUDA}; !want[r.Kind] {
+		return fmt.Errorf("kind %q with %d calls: want batch (calls >= 1), single (1), empty (0), novel (calls >= 1), or graph (calls >= 1, clock %s)", r.Kind, r.Calls, ClockCUDA)
+	}
+	if r.Clock != ClockReplay && (r.Clock != ClockCUDA || r.Kind == KindEmpty) {
+		return fmt.Errorf("clock %q with kind %q: want %q, or %q for a sample with calls", r.Clock, r.Kind, ClockReplay, ClockCUDA)
+	}
+	if perOp != r.PerOpNs() {
+		return fmt.Errorf("per_op_ns %g disagrees with its clock's span (%s) over calls: %g", perOp, r.Clock, r.PerOpNs())
+	}
+	return nil
 }
 
 // checkTelemetry: a row's telemetry source is known, a CPU row's readings

@@ -285,38 +285,9 @@ func read(r ipc.ReadAtSeeker, mem memory.Allocator) (t *Tensor, err error) {
 		return nil, fmt.Errorf("arrow ipc: %w", err)
 	}
 	defer fr.Close()
-	schema := fr.Schema()
-	if schema.NumFields() != 1 || schema.Field(0).Name != Column {
-		return nil, fmt.Errorf("schema: want one column %q, got %s", Column, schema)
-	}
-	typ, ok := schema.Field(0).Type.(*FixedShapeType)
-	if !ok {
-		return nil, fmt.Errorf("column %s: want extension %s, got %s", Column, ExtensionName, schema.Field(0).Type)
-	}
-	m, err := parseMeta(schema.Metadata())
+	m, size, err := schemaMeta(fr.Schema())
 	if err != nil {
 		return nil, err
-	}
-	if !equalInts(m.Shape, typ.Shape) && m.Shape != nil {
-		return nil, fmt.Errorf("schema metadata: shape %v disagrees with extension shape %v", m.Shape, typ.Shape)
-	}
-	m.Shape = typ.Shape
-	vt, size, err := valueType(m.Dtype)
-	if err != nil {
-		return nil, fmt.Errorf("schema metadata tilepipe.dtype: %w", err)
-	}
-	if !arrow.TypeEqual(typ.Storage.(*arrow.FixedSizeListType).Elem(), vt) {
-		return nil, fmt.Errorf("column %s: element type %s disagrees with tilepipe.dtype %s", Column, typ.Storage, m.Dtype)
-	}
-	// The column's own marker (absent in files written before it) must
-	// say what the schema says.
-	fm := schema.Field(0).Metadata
-	for _, k := range []string{"tilepipe.dtype", "tilepipe.decode"} {
-		if i := fm.FindKey(k); i >= 0 {
-			if want := fieldMetadata(m.Dtype); want.FindKey(k) < 0 || want.Values()[want.FindKey(k)] != fm.Values()[i] {
-				return nil, fmt.Errorf("column %s: field metadata %s %q disagrees with tilepipe.dtype %s", Column, k, fm.Values()[i], m.Dtype)
-			}
-		}
 	}
 	if fr.NumRecords() != 1 {
 		return nil, fmt.Errorf("record batches: want 1, got %d", fr.NumRecords())
@@ -347,6 +318,45 @@ func read(r ipc.ReadAtSeeker, mem memory.Allocator) (t *Tensor, err error) {
 	}
 	rec.Retain()
 	return &Tensor{Meta: m, rec: rec, data: buf.Bytes()[off : off+n*size]}, nil
+}
+
+// schemaMeta checks a tensor file's schema (one fixed-shape column whose
+// element type, shape and markers agree with the schema's metadata):
+// its Meta and its element size in bytes.
+func schemaMeta(schema *arrow.Schema) (Meta, int, error) {
+	if schema.NumFields() != 1 || schema.Field(0).Name != Column {
+		return Meta{}, 0, fmt.Errorf("schema: want one column %q, got %s", Column, schema)
+	}
+	typ, ok := schema.Field(0).Type.(*FixedShapeType)
+	if !ok {
+		return Meta{}, 0, fmt.Errorf("column %s: want extension %s, got %s", Column, ExtensionName, schema.Field(0).Type)
+	}
+	m, err := parseMeta(schema.Metadata())
+	if err != nil {
+		return Meta{}, 0, err
+	}
+	if !equalInts(m.Shape, typ.Shape) && m.Shape != nil {
+		return Meta{}, 0, fmt.Errorf("schema metadata: shape %v disagrees with extension shape %v", m.Shape, typ.Shape)
+	}
+	m.Shape = typ.Shape
+	vt, size, err := valueType(m.Dtype)
+	if err != nil {
+		return Meta{}, 0, fmt.Errorf("schema metadata tilepipe.dtype: %w", err)
+	}
+	if !arrow.TypeEqual(typ.Storage.(*arrow.FixedSizeListType).Elem(), vt) {
+		return Meta{}, 0, fmt.Errorf("column %s: element type %s disagrees with tilepipe.dtype %s", Column, typ.Storage, m.Dtype)
+	}
+	// The column's own marker (absent in files written before it) must
+	// say what the schema says.
+	fm := schema.Field(0).Metadata
+	for _, k := range []string{"tilepipe.dtype", "tilepipe.decode"} {
+		if i := fm.FindKey(k); i >= 0 {
+			if want := fieldMetadata(m.Dtype); want.FindKey(k) < 0 || want.Values()[want.FindKey(k)] != fm.Values()[i] {
+				return Meta{}, 0, fmt.Errorf("column %s: field metadata %s %q disagrees with tilepipe.dtype %s", Column, k, fm.Values()[i], m.Dtype)
+			}
+		}
+	}
+	return m, size, nil
 }
 
 func parseMeta(md arrow.Metadata) (Meta, error) {
