@@ -104,48 +104,10 @@ func Launch() (*Cluster, error) {
 	return c, nil
 }
 
-func (c *Cluster) launch() error {
-	dir := c.Dir
-	if err := os.Chmod(dir, 0o755); err != nil {
-		return err
-	}
-	for _, d := range []string{"munge", "state", "spool", "log"} {
-		if err := os.Mkdir(filepath.Join(dir, d), 0o700); err != nil {
-			return err
-		}
-	}
-	if err := os.Chmod(filepath.Join(dir, "munge"), 0o711); err != nil { // munged wants its socket's directory searchable
-		return err
-	}
-	key := make([]byte, 1024)
-	if _, err := rand.Read(key); err != nil {
-		return err
-	}
-	keyFile := filepath.Join(dir, "munge", "munge.key")
-	if err := os.WriteFile(keyFile, key, 0o600); err != nil {
-		return err
-	}
-	sock := filepath.Join(dir, "munge", "munge.sock")
-	if err := c.start("munged", "-F", "--force", "--socket="+sock, "--key-file="+keyFile, "--log-file="+filepath.Join(dir, "log", "munged.log"),
-		"--pid-file="+filepath.Join(dir, "munge", "munged.pid"), "--seed-file="+filepath.Join(dir, "munge", "seed")); err != nil {
-		return err
-	}
-	if err := waitFor("munged's socket", func() bool { _, err := os.Stat(sock); return err == nil }); err != nil {
-		return err
-	}
-	node, err := exec.Command("slurmd", "-C").Output()
-	if err != nil {
-		return fmt.Errorf("slurm: slurmd -C: %v", err)
-	}
-	nodeLine := strings.SplitN(strings.TrimSpace(string(node)), "\n", 2)[0] // NodeName=... CPUs=... RealMemory=...
-	host := strings.TrimPrefix(strings.Fields(nodeLine)[0], "NodeName=")
-	ports := [2]int{}
-	for i := range ports {
-		if ports[i], err = freePort(); err != nil {
-			return err
-		}
-	}
-	conf := fmt.Sprintf(`# written by internal/slurmtest: a single-node Slurm for this machine
+// slurmConf: the cluster's slurm.conf; its arguments are the host, munge's
+// socket, the cluster's directory, slurmctld's and slurmd's ports and
+// slurmd -C's node line.
+const slurmConf = `# written by internal/slurmtest: a single-node Slurm for this machine
 ClusterName=tilepipe-test
 SlurmctldHost=%[1]s
 SlurmUser=root
@@ -175,7 +137,60 @@ MinJobAge=3600
 KillWait=10
 %[6]s State=UNKNOWN
 PartitionName=debug Nodes=%[1]s Default=YES MaxTime=INFINITE State=UP
-`, host, sock, dir, ports[0], ports[1], nodeLine)
+`
+
+// startMunge starts munged with a fresh key in c.Dir/munge: its socket.
+func (c *Cluster) startMunge() (string, error) {
+	dir := c.Dir
+	key := make([]byte, 1024)
+	if _, err := rand.Read(key); err != nil {
+		return "", err
+	}
+	keyFile := filepath.Join(dir, "munge", "munge.key")
+	if err := os.WriteFile(keyFile, key, 0o600); err != nil {
+		return "", err
+	}
+	sock := filepath.Join(dir, "munge", "munge.sock")
+	if err := c.start("munged", "-F", "--force", "--socket="+sock, "--key-file="+keyFile, "--log-file="+filepath.Join(dir, "log", "munged.log"),
+		"--pid-file="+filepath.Join(dir, "munge", "munged.pid"), "--seed-file="+filepath.Join(dir, "munge", "seed")); err != nil {
+		return "", err
+	}
+	if err := waitFor("munged's socket", func() bool { _, err := os.Stat(sock); return err == nil }); err != nil {
+		return "", err
+	}
+	return sock, nil
+}
+
+func (c *Cluster) launch() error {
+	dir := c.Dir
+	if err := os.Chmod(dir, 0o755); err != nil {
+		return err
+	}
+	for _, d := range []string{"munge", "state", "spool", "log"} {
+		if err := os.Mkdir(filepath.Join(dir, d), 0o700); err != nil {
+			return err
+		}
+	}
+	if err := os.Chmod(filepath.Join(dir, "munge"), 0o711); err != nil { // munged wants its socket's directory searchable
+		return err
+	}
+	sock, err := c.startMunge()
+	if err != nil {
+		return err
+	}
+	node, err := exec.Command("slurmd", "-C").Output()
+	if err != nil {
+		return fmt.Errorf("slurm: slurmd -C: %v", err)
+	}
+	nodeLine := strings.SplitN(strings.TrimSpace(string(node)), "\n", 2)[0] // NodeName=... CPUs=... RealMemory=...
+	host := strings.TrimPrefix(strings.Fields(nodeLine)[0], "NodeName=")
+	ports := [2]int{}
+	for i := range ports {
+		if ports[i], err = freePort(); err != nil {
+			return err
+		}
+	}
+	conf := fmt.Sprintf(slurmConf, host, sock, dir, ports[0], ports[1], nodeLine)
 	if err := os.WriteFile(c.Conf, []byte(conf), 0o644); err != nil {
 		return err
 	}
