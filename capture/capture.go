@@ -610,22 +610,7 @@ func build(ctx context.Context, s *artifacts.Store, cfg Config, r artifacts.Rout
 	if err != nil {
 		return b, nil, err
 	}
-	env := maps.Clone(j.env)
-	if env == nil {
-		env = map[string]string{}
-	}
-	if !cfg.NoSandbox {
-		// The host's /tmp is read-only in the build sandbox; capture's
-		// scratch directory is a private tmpfs there, the work dir inside it.
-		env["TMPDIR"] = j.tmp
-	}
-	if _, given := env["TILEPIPE_PTXAS"]; r.Kind == artifacts.KindCubin && !given {
-		// The ptxas prepare will build the PTX again with (docs/gpu.md,
-		// "The cubin chain"): a cubin route builds its cubin with it.
-		if p, err := launch.FindPtxas(); err == nil {
-			env["TILEPIPE_PTXAS"] = p
-		}
-	}
+	env := buildEnv(j, r, cfg.NoSandbox)
 	cmd, out, reason, err := s.Run(ctx, argv, work, env, cfg.BuildTimeout)
 	b.Seconds = time.Since(t0).Seconds()
 	if err != nil {
@@ -661,6 +646,28 @@ func build(ctx context.Context, s *artifacts.Store, cfg Config, r artifacts.Rout
 		}
 	}
 	return b, &cmd, nil
+}
+
+// buildEnv: the environment a route's build command gets beside the
+// job's: TMPDIR in the sandbox, and a cubin route's TILEPIPE_PTXAS.
+func buildEnv(j *job, r artifacts.Route, noSandbox bool) map[string]string {
+	env := maps.Clone(j.env)
+	if env == nil {
+		env = map[string]string{}
+	}
+	if !noSandbox {
+		// The host's /tmp is read-only in the build sandbox; capture's
+		// scratch directory is a private tmpfs there, the work dir inside it.
+		env["TMPDIR"] = j.tmp
+	}
+	if _, given := env["TILEPIPE_PTXAS"]; r.Kind == artifacts.KindCubin && !given {
+		// The ptxas prepare will build the PTX again with (docs/gpu.md,
+		// "The cubin chain"): a cubin route builds its cubin with it.
+		if p, err := launch.FindPtxas(); err == nil {
+			env["TILEPIPE_PTXAS"] = p
+		}
+	}
+	return env
 }
 
 // namedTimeout names --build-timeout-s in a build's timed_out reason,

@@ -142,8 +142,8 @@ func rgb(c color.RGBA) string { return fmt.Sprintf("#%02x%02x%02x", c.R, c.G, c.
 
 func esc(s string) string { return template.HTMLEscapeString(s) }
 
-// svg renders the chart as an <svg> element for the page.
-func (c chart) svg() template.HTML {
+// fitAxes fits both axes to every mark's points (and bars' ends).
+func (c *chart) fitAxes() {
 	var xs, ys []float64
 	for _, m := range c.marks {
 		for i, p := range m.pts {
@@ -155,6 +155,11 @@ func (c chart) svg() template.HTML {
 	}
 	c.x.fit(xs)
 	c.y.fit(ys)
+}
+
+// svg renders the chart as an <svg> element for the page.
+func (c chart) svg() template.HTML {
+	c.fitAxes()
 	_, ylabels := c.y.ticks()
 	left := 14.0
 	for _, l := range ylabels {
