@@ -14,11 +14,33 @@
 # then, with bin carried:
 #   bash docs/results/2026-12-07-gpu-stager/gpu.sh tests|quick OUT RUN
 set -u
-stage=${1:?tests or quick}; W=${2:?output directory}; R=${3:?run directory}
+stage=${1:?tests, quick or all}; W=${2:?output directory}; R=${3:?run directory}
 export TILEPIPE_ROUTES=$(pwd)/routes PATH=$(pwd)/bin/gpu:$PATH
 mkdir -p "$W" "$R"
 PY=$(command -v python3); [ -x /opt/torch/.venv/bin/python3 ] && PY=/opt/torch/.venv/bin/python3
 step() { echo "$1: exit $2 in $(( $(date +%s) - $3 )) s" | tee -a "$W/steps.txt"; }
+# Stage "all": both in one call (a machine is scarce), the most telling
+# first, each step cut to what is left of BUDGET seconds (default 540):
+# the timer's tests, the quick run (kept as quick.tar.xz, a checkpoint for
+# testdata/), the wrapper's test, then every GPU test.
+if [ "$stage" = all ]; then
+  end=$(( $(date +%s) + ${BUDGET:-540} ))
+  left() { echo $(( end - $(date +%s) )); }
+  t0=$(date +%s)
+  (cd prepare/harness && timeout 150 ../../bin/gpu/harness.test -test.run 'TestCudaTimer' -test.v -test.timeout 140s) > "$W/harness-tests.txt" 2>&1
+  step "harness tests" $? $t0
+  BUDGET=$(( $(left) - 200 )) bash "$0" quick "$W" "$R"
+  (cd "$R" && tar -cJf "$W/quick.tar.xz" quick/capture quick/prepared quick/replay quick/audit.json quick/audit.md quick/results.md)
+  t0=$(date +%s)
+  cc -O2 -DTILEPIPE_CUDA -o "$R/cuda-timer" prepare/harness/harness.c -ldl &&
+    timeout $(( $(left) > 150 ? 120 : $(left) / 2 )) $PY routes/torch-eager/cuda_test.py --device cuda -j 8 --monitor "$R/cuda-timer" > "$W/torch-cuda-test.txt" 2>&1
+  step "torch-eager cuda_test.py --monitor" $? $t0
+  t0=$(date +%s)
+  (cd cmd/tilepipe && timeout $(( $(left) - 10 )) ../../bin/gpu/tilepipe.test -test.run 'GPU|Cubin|CUDA|Triton' -test.v -test.timeout 400s) > "$W/gpu-tests.txt" 2>&1
+  step "gpu tests" $? $t0
+  grep -E "^(--- |    gpu_test|ok|FAIL|PASS)" "$W/gpu-tests.txt" > "$W/gpu-tests-summary.txt"
+  exit 0
+fi
 if [ "$stage" = tests ]; then
   t0=$(date +%s)
   (cd prepare/harness && ../../bin/gpu/harness.test -test.run 'TestCudaTimer' -test.v -test.timeout 200s) > "$W/harness-tests.txt" 2>&1
@@ -37,7 +59,7 @@ if [ "$stage" = tests ]; then
   exit 0
 fi
 t0=$(date +%s)
-bin/tilepipe run --cohort gpu-quick --routes triton,cublas,torch-eager --baseline torch-eager --rounds 2 --target 0 --sample-ms 10 --jobs 8 --output "$R/quick" > "$W/quick-run.out" 2> "$W/quick-run.err"
+timeout ${BUDGET:-560} bin/tilepipe run --cohort gpu-quick --routes triton,cublas,torch-eager --baseline torch-eager --rounds 2 --target 0 --sample-ms 10 --jobs 8 --output "$R/quick" > "$W/quick-run.out" 2> "$W/quick-run.err"
 step "gpu-quick run" $? $t0
 cp "$R/quick/results.md" "$W/quick-results.md"; cp "$R/quick/audit.md" "$W/quick-audit.md"
 # Every visit's idle probes (worst, its CPU wait) and novel samples' span
