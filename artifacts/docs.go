@@ -80,8 +80,14 @@ const (
 	RoleExecutable = "executable"
 	RoleWrapper    = "wrapper"
 	RoleLaunch     = "launch"
+	RoleCache      = "cache"
 	RoleOutput     = oracle.RoleOutput
 )
+
+// CacheDir is the directory under a process build's workdir that holds
+// its cache files (role cache): what a JIT compiled at capture, which
+// every visit gets a fresh copy of (docs/protocol.md, "Cache files").
+const CacheDir = "cache"
 
 // FileRef is a file a route or stage produced, stored by digest. Param
 // names the output param a file of role output holds (docs/protocol.md,
@@ -290,6 +296,10 @@ type Prepared struct {
 	// (role "cubin") and its launch in the timer's line form (role
 	// "launch", made by prepare from the captured manifest).
 	Kernel []FileRef `json:"kernel,omitempty"`
+	// Data is a process entry's cache files (role cache, from the
+	// capture): replay copies them into a fresh directory for each visit
+	// and fails the visit if any is added, removed or changed by it.
+	Data []FileRef `json:"data,omitempty"`
 	// Chain ties a cubin entry's cubin to its PTX: prepare built the PTX
 	// again with ptxas and found the same code (docs/gpu.md, "The cubin
 	// chain"); absent in entries prepared before it.

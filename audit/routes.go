@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strings"
 
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 
@@ -19,7 +20,7 @@ const maxDescribe = 1 << 20
 func routesCheck(cp *checkpoint, f *facts) finding {
 	p := routesAgree(cp.cdoc.Routes, cp.cap.Layers, func(d artifacts.Digest) ([]byte, error) { return cp.readCapture(d, maxDescribe) })
 	p = append(p, envAgree(cp.cdoc, cp.pdoc)...)
-	return finding{problems: p, summary: fmt.Sprintf("%d routes' entries against their stored describe answers (routes/NAME/describe.json) and programs; every prepared entry's environment and below-best note are its build's", len(cp.cdoc.Routes))}
+	return finding{problems: p, summary: fmt.Sprintf("%d routes' entries against their stored describe answers (routes/NAME/describe.json) and programs; every prepared entry's environment, below-best note and cache files are its build's", len(cp.cdoc.Routes))}
 }
 
 // envAgree: the environment a prepared entry gives its visits is the one
@@ -55,8 +56,34 @@ func envAgree(cdoc artifacts.CaptureDoc, pdoc artifacts.PreparedDoc) []string {
 				p = append(p, fmt.Sprintf("entry %s/%s: %v", e.Case, e.Route, err))
 			}
 		}
+		if want := cacheFiles(b); !slices.Equal(e.Data, want) {
+			p = append(p, fmt.Sprintf("entry %s/%s: data %s, its capture build's cache files are %s", e.Case, e.Route, fileList(e.Data), fileList(want)))
+		}
 	}
 	return p
+}
+
+// cacheFiles: a build's files of role cache, in its order: a prepared
+// process entry's data (replay gives each visit a fresh copy of them).
+func cacheFiles(b artifacts.Build) []artifacts.FileRef {
+	var out []artifacts.FileRef
+	for _, f := range b.Files {
+		if f.Role == artifacts.RoleCache {
+			out = append(out, f)
+		}
+	}
+	return out
+}
+
+func fileList(fs []artifacts.FileRef) string {
+	if len(fs) == 0 {
+		return "none"
+	}
+	var s []string
+	for _, f := range fs {
+		s = append(s, f.Path+"@"+artifacts.Short(f.Digest))
+	}
+	return strings.Join(s, ", ")
 }
 
 // routesAgree checks each route entry against its layers: describe names

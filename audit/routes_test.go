@@ -3,12 +3,14 @@ package audit
 import (
 	"fmt"
 	"reflect"
+	"slices"
 	"testing"
 
 	"github.com/opencontainers/go-digest"
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 
 	"github.com/tilepipe/tilepipe/artifacts"
+	"github.com/tilepipe/tilepipe/oracle"
 )
 
 func TestRoutesAgree(t *testing.T) {
@@ -59,5 +61,41 @@ func TestRoutesAgree(t *testing.T) {
 		"route other: no layer routes/other/describe.json",
 		`route other: name "other", its describe.json (` + short + `) says "naive"`}; !reflect.DeepEqual(got, want) {
 		t.Errorf("routesAgree(renamed) =\n%q\nwant\n%q", got, want)
+	}
+}
+
+// TestEnvAgreeData: a prepared process entry's data is its capture
+// build's cache files, path and digest, in order; one left out, one of
+// other bytes or one added is named.
+func TestEnvAgreeData(t *testing.T) {
+	d := func(c byte) artifacts.Digest {
+		return artifacts.Digest("sha256:" + string(slices.Repeat([]byte{c}, 64)))
+	}
+	graph := artifacts.FileRef{Path: "cache/inductor/graph.py", Role: artifacts.RoleCache, Digest: d('a'), Size: 3}
+	cubin := artifacts.FileRef{Path: "cache/triton/k.cubin", Role: artifacts.RoleCache, Digest: d('b'), Size: 4}
+	wrapper := artifacts.FileRef{Path: "wrapper.py", Role: artifacts.RoleWrapper, Digest: d('c'), Size: 5}
+	cdoc := artifacts.CaptureDoc{Cases: []artifacts.CapturedCase{{Case: oracle.Case{ID: "add"}, Builds: []artifacts.Build{
+		{Route: "jit", Kind: artifacts.KindProcess, Status: artifacts.StatusBuilt, Files: []artifacts.FileRef{wrapper, graph, cubin}, Process: &artifacts.Process{}}}}}}
+	other := cubin
+	other.Digest = d('e')
+	for _, tc := range []struct {
+		name string
+		data []artifacts.FileRef
+		want []string
+	}{
+		{"the build's", []artifacts.FileRef{graph, cubin}, nil},
+		{"one left out", []artifacts.FileRef{graph},
+			[]string{"entry add/jit: data cache/inductor/graph.py@aaaaaaaaaaaa, its capture build's cache files are cache/inductor/graph.py@aaaaaaaaaaaa, cache/triton/k.cubin@bbbbbbbbbbbb"}},
+		{"other bytes", []artifacts.FileRef{graph, other},
+			[]string{"entry add/jit: data cache/inductor/graph.py@aaaaaaaaaaaa, cache/triton/k.cubin@eeeeeeeeeeee, its capture build's cache files are cache/inductor/graph.py@aaaaaaaaaaaa, cache/triton/k.cubin@bbbbbbbbbbbb"}},
+		{"the wrapper added", []artifacts.FileRef{graph, cubin, wrapper},
+			[]string{"entry add/jit: data cache/inductor/graph.py@aaaaaaaaaaaa, cache/triton/k.cubin@bbbbbbbbbbbb, wrapper.py@cccccccccccc, its capture build's cache files are cache/inductor/graph.py@aaaaaaaaaaaa, cache/triton/k.cubin@bbbbbbbbbbbb"}},
+		{"none", nil,
+			[]string{"entry add/jit: data none, its capture build's cache files are cache/inductor/graph.py@aaaaaaaaaaaa, cache/triton/k.cubin@bbbbbbbbbbbb"}},
+	} {
+		pdoc := artifacts.PreparedDoc{Entries: []artifacts.Prepared{{Case: "add", Route: "jit", Kind: artifacts.KindProcess, Status: artifacts.StatusPrepared, Data: tc.data}}}
+		if got := envAgree(cdoc, pdoc); !slices.Equal(got, tc.want) {
+			t.Errorf("%s: envAgree = %q, want %q", tc.name, got, tc.want)
+		}
 	}
 }

@@ -571,7 +571,7 @@ type responseProcess struct {
 	ClosureArgs  []string          `json:"closure_args"`
 }
 
-var fileRoles = []string{"object", "source", "header", "stmt", "llvm", "asm", "wrapper", "log", "other", "output", "cubin", "ptx", "manifest"}
+var fileRoles = []string{"object", "source", "header", "stmt", "llvm", "asm", "wrapper", "log", "other", "output", "cubin", "ptx", "manifest", "cache"}
 
 // symbolRE is a C identifier: what an object build's entry symbol may be.
 var symbolRE = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
@@ -808,6 +808,10 @@ func storeFiles(s *artifacts.Store, b *artifacts.Build, resp response, r artifac
 			have[f.Param] = true
 		case f.Param != "":
 			return fmt.Errorf("response files[%d].param %q: only a file with role output names a param", i, f.Param)
+		case f.Role == artifacts.RoleCache && resp.Kind != artifacts.KindProcess:
+			return fmt.Errorf("response files[%d].role cache: only a process build has cache files (its visits get a fresh copy of them)", i)
+		case f.Role == artifacts.RoleCache && !strings.HasPrefix(f.Path, artifacts.CacheDir+"/"):
+			return fmt.Errorf("response files[%d].path %q: a cache file is under %s/ (a visit sees that directory as $TILEPIPE_CACHE)", i, f.Path, artifacts.CacheDir)
 		}
 		full := filepath.Join(work, f.Path)
 		fi, err := os.Lstat(full)

@@ -217,6 +217,8 @@ func TestValidation(t *testing.T) {
 		{"output from a route that does not validate", false, builtResponse(c, out("C.bin", "C")), stdFiles, artifacts.StatusFailed,
 			`route fake build: response files[2].role output: only a route that describes itself with "validates": true returns outputs`},
 		{"no validation without validates", false, builtResponse(c), stdFiles, artifacts.StatusBuilt, ""},
+		{"cache file in an object build", false, builtResponse(c, map[string]any{"path": "kc.bin", "role": "cache"}), map[string][]byte{"k.o": nil, "k.c": nil, "kc.bin": nil}, artifacts.StatusFailed,
+			`route fake build: response files[2].role cache: only a process build has cache files (its visits get a fresh copy of them)`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			extra := ""
@@ -492,5 +494,35 @@ func TestObjectEnv(t *testing.T) {
 				t.Errorf("build env = %v, want %v", b.Env, tc.env)
 			}
 		})
+	}
+}
+
+// TestCacheFilesUnderCache: a process build's cache files are stored
+// under their paths with role cache; one outside cache/ is refused with
+// its index and path.
+func TestCacheFilesUnderCache(t *testing.T) {
+	work := t.TempDir()
+	must(t, os.MkdirAll(filepath.Join(work, "cache", "triton"), 0o755))
+	for _, n := range []string{"w.py", "cache/triton/k.cubin", "k.cubin"} {
+		must(t, os.WriteFile(filepath.Join(work, n), []byte(n), 0o644))
+	}
+	s, err := artifacts.Create(filepath.Join(t.TempDir(), "store"))
+	must(t, err)
+	route := artifacts.Route{Name: "jit", Kind: artifacts.KindProcess}
+	for _, tc := range []struct {
+		cache, want string
+	}{
+		{"cache/triton/k.cubin", ""},
+		{"k.cubin", `response files[1].path "k.cubin": a cache file is under cache/ (a visit sees that directory as $TILEPIPE_CACHE)`},
+	} {
+		resp := response{Kind: artifacts.KindProcess, Files: []responseFile{{Path: "w.py", Role: "wrapper"}, {Path: tc.cache, Role: "cache"}}}
+		var b artifacts.Build
+		err := storeFiles(s, &b, resp, route, nil, work, "cases/x/jit/")
+		if got := fmt.Sprint(err); (tc.want == "" && err != nil) || (tc.want != "" && got != tc.want) {
+			t.Errorf("cache file %s: storeFiles = %v, want %q", tc.cache, err, tc.want)
+		}
+		if tc.want == "" && (len(b.Files) != 2 || b.Files[1].Role != artifacts.RoleCache || b.Files[1].Path != tc.cache) {
+			t.Errorf("files = %+v, want the wrapper and the cache file with role cache", b.Files)
+		}
 	}
 }

@@ -701,6 +701,15 @@ func (p *preparer) process(ctx context.Context, c artifacts.CapturedCase, b arti
 	}
 	e.Program = &artifacts.FileRef{Path: pr.Script, Role: artifacts.RoleWrapper, Digest: script.Digest, Size: script.Size}
 	e.Process = pr
+	for _, f := range b.Files {
+		if f.Role != artifacts.RoleCache {
+			continue
+		}
+		if !p.cap.Has(f.Digest) {
+			return fmt.Sprintf("process: cache file %s: blob %s is not a layer of the capture manifest", f.Path, artifacts.Short(f.Digest)), nil
+		}
+		e.Data = append(e.Data, f)
+	}
 	e.Env = pr.Env
 	cuda := c.Case.DeviceOf() == oracle.DeviceCUDA
 	if pr.ClosureArgs == nil {

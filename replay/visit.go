@@ -95,6 +95,7 @@ type layout struct {
 	inVisit        string // as the timer sees them
 	inProgram      string
 	inKernel       []string // a cubin entry's cubin and launch files
+	cache, inCache string   // a process entry's copy of its cache files ("": none)
 
 	mounts visit.Mounts
 }
@@ -107,8 +108,15 @@ func (r *replayer) layout(v artifacts.Visit, e *artifacts.Prepared, prog program
 	l := &layout{dir: filepath.Join(r.s.Dir(), workDir, fmt.Sprintf("visit-%d", v.Index))}
 	l.visitFile = l.dir + ".txt"
 	l.inVisit, l.inProgram, l.inKernel = l.visitFile, prog.path, prog.kernel
+	if len(e.Data) > 0 {
+		l.cache, l.inCache = l.dir+".cache", l.dir+".cache"
+	}
 	if r.sandbox == nil {
 		return l
+	}
+	if l.cache != "" {
+		l.inCache = visit.InsideCache
+		l.mounts.Writable = append(l.mounts.Writable, visit.Bind{Src: l.cache, Dst: visit.InsideCache})
 	}
 	if len(prog.kernel) == 2 {
 		l.inKernel = []string{filepath.Join(visit.InsideBin, "kernel.cubin"), filepath.Join(visit.InsideBin, "launch.txt")}
@@ -120,7 +128,7 @@ func (r *replayer) layout(v artifacts.Visit, e *artifacts.Prepared, prog program
 		// A GPU visit sees the GPU's device nodes, nothing else of /dev.
 		l.mounts.Devices = r.gpuDevices
 	}
-	l.mounts.Writable = []visit.Bind{{Src: l.dir, Dst: visit.InsideOut}}
+	l.mounts.Writable = append(l.mounts.Writable, visit.Bind{Src: l.dir, Dst: visit.InsideOut})
 	l.inVisit = filepath.Join(visit.InsideRoot, "visit.txt")
 	// The timer's own name inside (its copy outside is named by digest).
 	l.inProgram = filepath.Join(visit.InsideBin, "harness")
@@ -590,6 +598,9 @@ func (r *replayer) visit(ctx context.Context, v artifacts.Visit, programs map[ar
 		return nil, err
 	}
 	vr.CallsPerSample = calls
+	if reason == "" && l.cache != "" {
+		reason = cacheChanged(l.cache, e.Data)
+	}
 	if reason != "" {
 		vr.Status, vr.Reason = artifacts.StatusFailed, reason
 		return vr, nil
@@ -637,7 +648,7 @@ func (r *replayer) gpuSide() (*gpuSide, string) {
 // file (a killed earlier attempt's removed first); cleanup removes both.
 func (r *replayer) placeVisit(v artifacts.Visit, e *artifacts.Prepared, prog program, in *roundInputs, bufs *buffers) (*layout, func(), error) {
 	l := r.layout(v, e, prog)
-	for _, p := range []string{l.dir, l.visitFile} {
+	for _, p := range []string{l.dir, l.visitFile, l.cache} {
 		if err := os.RemoveAll(p); err != nil {
 			return nil, nil, err
 		}
@@ -648,6 +659,13 @@ func (r *replayer) placeVisit(v artifacts.Visit, e *artifacts.Prepared, prog pro
 	cleanup := func() {
 		os.RemoveAll(l.dir)
 		os.Remove(l.visitFile)
+		if l.cache != "" {
+			os.RemoveAll(l.cache)
+		}
+	}
+	if err := r.copyCache(e, l.cache); err != nil {
+		cleanup()
+		return nil, nil, err
 	}
 	l2, graph := "", 0
 	if r.cases[v.Case].Case.DeviceOf() == oracle.DeviceCUDA {
@@ -667,7 +685,15 @@ func timerArgv(e *artifacts.Prepared, l *layout) ([]string, map[string]string, e
 	case artifacts.KindObject, artifacts.KindCubin:
 		return []string{l.inProgram, "--visit", l.inVisit}, e.Env, nil // an object build's (artifacts.ObjectEnv); none for a cubin
 	case artifacts.KindProcess:
-		return append(append([]string{e.Process.Interpreter, l.inProgram}, e.Process.Args...), "--visit", l.inVisit), e.Env, nil
+		env := e.Env
+		if l.inCache != "" {
+			env = maps.Clone(e.Env)
+			if env == nil {
+				env = map[string]string{}
+			}
+			env["TILEPIPE_CACHE"] = l.inCache
+		}
+		return append(append([]string{e.Process.Interpreter, l.inProgram}, e.Process.Args...), "--visit", l.inVisit), env, nil
 	}
 	return nil, nil, fmt.Errorf("prepared entry %s/%s: kind %q: replay times object, process and cubin entries", e.Case, e.Route, e.Kind)
 }

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -94,6 +95,8 @@ var adversaries = []adversary{
 		reason: "unexpected_report: sample seq 1 calls 1, want seq 2 calls 2"},
 	{name: "_chatty", class: "forged report", stage: "replay",
 		reason: "unexpected_output: 132 bytes on stdout (a timer reports only on fd 4)"},
+	{name: "_recompile", class: "recompile at replay", stage: "replay", env: map[string]string{"TILEPIPE_TEST_CACHE": "1"},
+		reason: "cache_changed: cache/recompiled.bin added (1 of the visit's cache files differ from the captured ones)"},
 	{name: "_liar", class: "timings it did not measure", stage: "replay", flags: []string{"--sample-ms", "50"},
 		reason: "clock_mismatch: batch samples: replay measured a median span of ..."},
 	{name: "peek_answers", class: "answers on disk", stage: "replay",
@@ -456,5 +459,41 @@ func TestCancellingCaseRefused(t *testing.T) {
 		if _, err := os.Lstat(dir); !os.IsNotExist(err) {
 			t.Errorf("capture %s left %s (%v), want nothing written", tc.c, dir, err)
 		}
+	}
+}
+
+// TestCacheFilesHonest: a process route whose builds carry cache files
+// (the imposter with TILEPIPE_TEST_CACHE, computing add) passes every
+// visit with its cache copied in and left alone; the prepared entry lists
+// exactly its build's cache files, and the audit passes.
+func TestCacheFilesHonest(t *testing.T) {
+	long(t)
+	routes := os.Getenv("TILEPIPE_ROUTES")
+	if routes == "" {
+		t.Skip("TILEPIPE_ROUTES is not set (make test sets it): the imposter runs torch-eager")
+	}
+	t.Setenv("TILEPIPE_TEST_TORCH_ROUTE", filepath.Join(routes, "torch-eager", "route"))
+	t.Setenv("TILEPIPE_TEST_CACHE", "1")
+	dir := filepath.Join(t.TempDir(), "run")
+	code, out, errs := tp(t, append([]string{"run", "--cohort", tinyCohort(t, add5x33), "--routes", "", "--route-exec", testroute.Imposter(t),
+		"--baseline", "imposter", "--rounds", "1", "--output", dir}, fast...)...)
+	if code != exitOK {
+		t.Fatalf("run = exit %d, want 0\n%s\n%s", code, out, errs)
+	}
+	e := readPrepared(t, filepath.Join(dir, "prepared")).Entries[0]
+	var paths []string
+	for _, f := range e.Data {
+		paths = append(paths, f.Role+" "+f.Path)
+	}
+	if want := []string{"cache cache/inductor/graph.py", "cache cache/triton/k/kernel.cubin"}; !slices.Equal(paths, want) {
+		t.Errorf("prepared entry data = %q, want %q", paths, want)
+	}
+	for _, v := range readReplay(t, filepath.Join(dir, "replay")).Visits {
+		if v.Status != artifacts.StatusPassed {
+			t.Errorf("visit %d: %s %q, want passed", v.Index, v.Status, v.Reason)
+		}
+	}
+	if v := readAudit(t, filepath.Join(dir, "audit.json"))["verdict"]; v != "pass" {
+		t.Errorf("audit verdict = %v, want pass", v)
 	}
 }

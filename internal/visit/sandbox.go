@@ -36,6 +36,9 @@ const (
 	InsideRoot = "/visit"
 	InsideOut  = "/visit/out"
 	InsideBin  = "/visit/bin"
+	// InsideCache is a process entry's fresh copy of its cache files
+	// (artifacts.Prepared.Data), writable, checked by replay after the visit.
+	InsideCache = "/visit/cache"
 )
 
 // nsFlags: every namespace bubblewrap can unshare (user, ipc, pid, net,

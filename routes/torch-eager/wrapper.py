@@ -138,7 +138,11 @@ OPS = ("gemm", "gemm_relu", "gemm_gelu", "bmm", "gemv", "add", "gelu_add",
 TEST_OPS = ("_mutate_input", "_overrun_output", "_skip_output",
             "_unrepeatable", "_realloc_output", "_late_overrun",
             "_late_raise", "_liar", "_chatty", "_skip_fresh", "_fake_fresh", "_slow_warm", "_skip_warm",
-            "_read_ahead", "_memo_content", "_precompute", "_paced_memo")
+            "_read_ahead", "_memo_content", "_precompute", "_paced_memo", "_recompile")
+#   _recompile       computes add, and on the first timed call writes a new
+#                    kernel file into $TILEPIPE_CACHE, the visit's copy of
+#                    its captured cache, as a JIT that compiles again at
+#                    replay does (replay's cache_changed)
 #   _paced_memo      _memo_content with every hit paced to 40 us: above the
 #                    floors, below an honest call; gains nothing, as
 #                    _memo_content does
@@ -586,6 +590,16 @@ def make_entry(op, t, o, torch, buffers):
             if calls[0] == first_timed:
                 raise RuntimeError("_late_raise: first timed call")
         return late_raise
+    if op == "_recompile":
+        cache = os.environ["TILEPIPE_CACHE"]  # a KeyError fails the visit: the route has no cache
+
+        def recompile():
+            add(A, B, out=C)
+            calls[0] += 1
+            if calls[0] == first_timed:
+                with open(os.path.join(cache, "recompiled.bin"), "wb") as f:
+                    f.write(b"a kernel compiled at replay")
+        return recompile
     if op == "_skip_output":
         return lambda: None
     if op == "_unrepeatable":
