@@ -145,18 +145,27 @@ func TestTritonDescribe(t *testing.T) {
 // without a GPU.
 const gpuCheckpoint = "../../testdata/gpu-checkpoint"
 
+// gpuCheckpointRule3 is a real checkpoint from an H100 under novel rule 3
+// (gpu-quick: triton, cublas and torch-eager, two fixed rounds, every GPU
+// novel sample staged by replay's monitor and timed by replay's span;
+// docs/results/2026-12-07-gpu-stager), with one visit failed (gpu_busy).
+const gpuCheckpointRule3 = "../../testdata/gpu-checkpoint-rule3"
+
 // copyCheckpoint copies the committed GPU checkpoint's three stages into
 // a new directory, writable, so a test can change a byte.
-func copyCheckpoint(t *testing.T) string {
+func copyCheckpoint(t *testing.T) string { return copyCheckpointOf(t, gpuCheckpoint) }
+
+// copyCheckpointOf copies the three stages of the checkpoint in dir.
+func copyCheckpointOf(t *testing.T, from string) string {
 	t.Helper()
 	dst := t.TempDir()
 	for _, stage := range []string{"capture", "prepared", "replay"} {
-		src := filepath.Join(gpuCheckpoint, stage)
+		src := filepath.Join(from, stage)
 		err := filepath.WalkDir(src, func(p string, d os.DirEntry, err error) error {
 			if err != nil {
 				return err
 			}
-			rel, _ := filepath.Rel(gpuCheckpoint, p)
+			rel, _ := filepath.Rel(from, p)
 			if d.IsDir() {
 				return os.MkdirAll(filepath.Join(dst, rel), 0o755)
 			}
@@ -257,6 +266,42 @@ func TestGPUCheckpointRule(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestGPUCheckpointRule3Audits: the committed rule-3 GPU checkpoint
+// audits here, with no GPU, intact, with its failed visit kept and its row
+// unsupported, every passed GPU visit probed idle around every sample and
+// every GPU novel row on replay's clock. Relabelled as rule 1 (novelRule absent: the CUDA
+// events' clock), re-hashed consistently, its staged novel samples are
+// named by the records check.
+func TestGPUCheckpointRule3Audits(t *testing.T) {
+	audit := func(dir string) (int, string) {
+		out := filepath.Join(t.TempDir(), "audit.json")
+		code, stdout, errs := tp(t, "audit", "--capture", filepath.Join(dir, "capture"), "--prepared", filepath.Join(dir, "prepared"), "--replay", filepath.Join(dir, "replay"), "--output", out)
+		return code, stdout + errs
+	}
+	code, got := audit(copyCheckpointOf(t, gpuCheckpointRule3))
+	for _, want := range []string{
+		"audit verdict: PASS (checkpoint intact; 9 of 15 claims supported;",
+		"| 1 | 1 | add-2x64-cuda | torch-eager | gpu_busy: replay's empty kernel took 579 us on the GPU around a sample",
+		"audit: PASSED telemetry: GPU readings around every sample of 21 passed GPU visits; 0 samples flagged (power, heat or another process); 0 with readings of no powered GPU; 21 of them probed idle around every sample",
+		"audit: PASSED records: ",
+	} {
+		if code != 0 || !strings.Contains(got, want) {
+			t.Errorf("audit of the rule-3 GPU checkpoint = exit %d, want 0 and %q\n%s", code, want, got)
+		}
+	}
+	dir := copyCheckpointOf(t, gpuCheckpointRule3)
+	forgeStage(t, filepath.Join(dir, "replay"), artifacts.ReplayType, nil, func(st *artifacts.Stage, d *artifacts.ReplayDoc, r *artifacts.Receipt) {
+		if d.Config.NovelRule != 3 {
+			t.Fatalf("the rule-3 GPU checkpoint records novelRule %d, want 3", d.Config.NovelRule)
+		}
+		reconfigure(t, st, d, r, func(c *artifacts.ReplayConfig) { c.NovelRule = 0 }) // rule 1: absent
+	})
+	code, got = audit(dir)
+	if want := `novel sample 0: clock "replay", want "cuda_events" for a cuda case`; code != 1 || !strings.Contains(got, "audit: FAILED records: ") || !strings.Contains(got, want) {
+		t.Errorf("audit of the rule-3 checkpoint relabelled rule 1 = exit %d, want 1, records failed and %q\n%s", code, want, got)
 	}
 }
 
