@@ -82,6 +82,6 @@ for v in doc['visits']:
         if n:
             span, ev = statistics.median(r['total_ns'] for r in n), statistics.median(r['timer_ns'] for r in n)
     us = lambda x: '-' if x is None else '%.1f' % (x / 1000)
-    print('%-5d %-36s %-12s %-7s %7s %9s %9s %12s %12s  %s' % (v['index'], v['case'], v['route'], v['status'], g.get('probes'), us(g.get('worstNs')), us(g.get('worstWaitNs')), us(span), us(ev), v['reason'][:80]))
+    print('%-5d %-36s %-12s %-7s %7s %9s %9s %12s %12s  %s' % (v['index'], v['case'], v['route'], v['status'], g.get('probes'), us(g.get('worstNs')), us(g.get('worstWaitNs', 0) if g else None), us(span), us(ev), v['reason'][:80]))
 PYEOF
 step "quick dump" $? $t0
