@@ -65,7 +65,7 @@ func TestBelowBest(t *testing.T) {
 	})
 	audit := func(dir, want string) {
 		t.Helper()
-		code, out, errs := tp(t, "audit", "--capture", filepath.Join(dir, "capture"), "--prepared", filepath.Join(dir, "prepared"), "--replay", filepath.Join(dir, "replay"))
+		code, out, errs := tp(t, auditArgs(dir)...)
 		if code == exitOK || !strings.Contains(out+errs, want) {
 			t.Fatalf("audit = exit %d, want %q\n%s%s", code, want, out, errs)
 		}

@@ -83,7 +83,7 @@ func TestAuditFloorFailedRow(t *testing.T) {
 		relayer(t, st, "results.md", func([]byte) []byte { return []byte(report.Table(*d)) })
 	})
 	out := filepath.Join(t.TempDir(), "audit.json")
-	code, stdout, errs := tp(t, "audit", "--capture", filepath.Join(dir, "capture"), "--prepared", filepath.Join(dir, "prepared"), "--replay", filepath.Join(dir, "replay"), "--output", out)
+	code, stdout, errs := tp(t, append(auditArgs(dir), "--output", out)...)
 	all := stdout + errs
 	for _, want := range []string{
 		"audit verdict: PASS (checkpoint intact; 2 of 4 claims supported;",

@@ -190,7 +190,7 @@ func TestGPUCheckpointAudits(t *testing.T) {
 	dir := copyCheckpoint(t)
 	audit := func(name string) (int, string) {
 		out := filepath.Join(t.TempDir(), name+".json")
-		code, stdout, errs := tp(t, "audit", "--capture", filepath.Join(dir, "capture"), "--prepared", filepath.Join(dir, "prepared"), "--replay", filepath.Join(dir, "replay"), "--output", out)
+		code, stdout, errs := tp(t, append(auditArgs(dir), "--output", out)...)
 		return code, stdout + errs
 	}
 	code, errs := audit("intact")
@@ -259,7 +259,7 @@ func TestGPUCheckpointRule(t *testing.T) {
 				reconfigure(t, st, d, r, func(c *artifacts.ReplayConfig) { c.NovelRule = tc.rule })
 			})
 			out := filepath.Join(t.TempDir(), "audit.json")
-			code, stdout, errs := tp(t, "audit", "--capture", filepath.Join(dir, "capture"), "--prepared", filepath.Join(dir, "prepared"), "--replay", filepath.Join(dir, "replay"), "--output", out)
+			code, stdout, errs := tp(t, append(auditArgs(dir), "--output", out)...)
 			for _, want := range tc.wants {
 				if code != 1 || !strings.Contains(stdout+errs, want) {
 					t.Errorf("audit of the GPU checkpoint relabelled rule %d = exit %d, want 1 and %q\n%s%s", tc.rule, code, want, stdout, errs)
@@ -277,11 +277,10 @@ func TestGPUCheckpointRule(t *testing.T) {
 // named by the records check.
 func TestGPUCheckpointRule3Audits(t *testing.T) {
 	audit := func(dir string) (int, string) {
-		out := filepath.Join(t.TempDir(), "audit.json")
-		code, stdout, errs := tp(t, "audit", "--capture", filepath.Join(dir, "capture"), "--prepared", filepath.Join(dir, "prepared"), "--replay", filepath.Join(dir, "replay"), "--output", out)
+		code, stdout, errs := tp(t, auditArgs(dir)...)
 		return code, stdout + errs
 	}
-	code, got := audit(copyCheckpointOf(t, gpuCheckpointRule3))
+	code, got := audit(gpuCheckpointRule3)
 	for _, want := range []string{
 		"audit verdict: PASS (checkpoint intact; 9 of 15 claims supported;",
 		"| 1 | 1 | add-2x64-cuda | torch-eager | gpu_busy: replay's empty kernel took 579 us on the GPU around a sample",
@@ -353,7 +352,7 @@ func TestGPUTelemetryForged(t *testing.T) {
 			dir := copyCheckpoint(t)
 			resampleAll(t, dir, tc.mutate)
 			out := filepath.Join(t.TempDir(), "audit.json")
-			code, stdout, errs := tp(t, "audit", "--capture", filepath.Join(dir, "capture"), "--prepared", filepath.Join(dir, "prepared"), "--replay", filepath.Join(dir, "replay"), "--output", out)
+			code, stdout, errs := tp(t, append(auditArgs(dir), "--output", out)...)
 			for _, want := range tc.wants {
 				if code != tc.code || !strings.Contains(stdout+errs, want) {
 					t.Errorf("audit = exit %d, want %d and %q\n%s%s", code, tc.code, want, stdout, errs)
@@ -392,7 +391,7 @@ func TestGPUIdleForged(t *testing.T) {
 				})
 			})
 			out := filepath.Join(t.TempDir(), "audit.json")
-			code, stdout, errs := tp(t, "audit", "--capture", filepath.Join(dir, "capture"), "--prepared", filepath.Join(dir, "prepared"), "--replay", filepath.Join(dir, "replay"), "--output", out)
+			code, stdout, errs := tp(t, append(auditArgs(dir), "--output", out)...)
 			for _, want := range tc.wants {
 				if code != 1 || !strings.Contains(stdout+errs, want) {
 					t.Errorf("audit = exit %d, want 1 and %q\n%s%s", code, want, stdout, errs)
