@@ -19,14 +19,15 @@ const maxDescribe = 1 << 20
 // describe answer stored beside it.
 func routesCheck(cp *checkpoint, f *facts) finding {
 	p := routesAgree(cp.cdoc.Routes, cp.cap.Layers, func(d artifacts.Digest) ([]byte, error) { return cp.readCapture(d, maxDescribe) })
-	p = append(p, envAgree(cp.cdoc, cp.pdoc)...)
+	p = append(p, entriesAgree(cp.cdoc, cp.pdoc)...)
 	return finding{problems: p, summary: fmt.Sprintf("%d routes' entries against their stored describe answers (routes/NAME/describe.json) and programs; every prepared entry's environment, below-best note and cache files are its build's", len(cp.cdoc.Routes))}
 }
 
-// envAgree: the environment a prepared entry gives its visits is the one
-// its capture build asked for (an object build's env, only
-// artifacts.ObjectEnv; a process build's process.env), nothing added.
-func envAgree(cdoc artifacts.CaptureDoc, pdoc artifacts.PreparedDoc) []string {
+// entriesAgree: what a prepared entry gives its visits is what its
+// capture build asked for: the environment (an object build's env, only
+// artifacts.ObjectEnv; a process build's process.env), nothing added; the
+// below-best note; and the cache files (a process build's, role cache).
+func entriesAgree(cdoc artifacts.CaptureDoc, pdoc artifacts.PreparedDoc) []string {
 	builds := map[artifacts.Pair]artifacts.Build{}
 	for _, c := range cdoc.Cases {
 		for _, b := range c.Builds {

@@ -64,10 +64,10 @@ func TestRoutesAgree(t *testing.T) {
 	}
 }
 
-// TestEnvAgreeData: a prepared process entry's data is its capture
+// TestEntriesAgreeData: a prepared process entry's data is its capture
 // build's cache files, path and digest, in order; one left out, one of
 // other bytes or one added is named.
-func TestEnvAgreeData(t *testing.T) {
+func TestEntriesAgreeData(t *testing.T) {
 	d := func(c byte) artifacts.Digest {
 		return artifacts.Digest("sha256:" + string(slices.Repeat([]byte{c}, 64)))
 	}
@@ -94,8 +94,8 @@ func TestEnvAgreeData(t *testing.T) {
 			[]string{"entry add/jit: data none, its capture build's cache files are cache/inductor/graph.py@aaaaaaaaaaaa, cache/triton/k.cubin@bbbbbbbbbbbb"}},
 	} {
 		pdoc := artifacts.PreparedDoc{Entries: []artifacts.Prepared{{Case: "add", Route: "jit", Kind: artifacts.KindProcess, Status: artifacts.StatusPrepared, Data: tc.data}}}
-		if got := envAgree(cdoc, pdoc); !slices.Equal(got, tc.want) {
-			t.Errorf("%s: envAgree = %q, want %q", tc.name, got, tc.want)
+		if got := entriesAgree(cdoc, pdoc); !slices.Equal(got, tc.want) {
+			t.Errorf("%s: entriesAgree = %q, want %q", tc.name, got, tc.want)
 		}
 	}
 }
