@@ -1,6 +1,7 @@
 package replay
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -66,5 +67,47 @@ func TestCacheChanged(t *testing.T) {
 				t.Errorf("cacheChanged = %q, want %q", got, tc.want)
 			}
 		})
+	}
+}
+
+// TestCopyCache: a prepared entry's cache files are copied from the
+// capture under the visit's cache directory and then pass cacheChanged;
+// an entry (a forged prepared stage) whose data climbs out of cache/, or
+// names a blob the capture does not hold, is refused before anything is
+// copied there.
+func TestCopyCache(t *testing.T) {
+	capDir, _, _ := artifacts.TestCheckpoint(t)
+	st, err := artifacts.OpenStage(capDir, artifacts.CaptureType, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	layer := st.Layers[artifacts.DocTitle]
+	r := &replayer{cfg: Config{Prepared: "prep"}, cap: st}
+	for _, tc := range []struct {
+		path   string
+		digest artifacts.Digest
+		want   string
+	}{
+		{"cache/inductor/a.json", layer.Digest, ""},
+		{"cache/../../evil", layer.Digest, `prepared prep: entry add/jit: data "cache/../../evil": want a path under cache/`},
+		{"evil", layer.Digest, `prepared prep: entry add/jit: data "evil": want a path under cache/`},
+		{"cache/b", artifacts.Digest("sha256:" + strings.Repeat("0", 64)), "prepared prep: entry add/jit: data cache/b: blob 000000000000 is not a verified layer of the capture"},
+	} {
+		dir := filepath.Join(t.TempDir(), "visit-0.cache")
+		data := []artifacts.FileRef{{Path: tc.path, Role: artifacts.RoleCache, Digest: tc.digest, Size: layer.Size}}
+		err := r.copyCache(&artifacts.Prepared{Case: "add", Route: "jit", Data: data}, dir)
+		if got := fmt.Sprint(err); (tc.want == "" && err != nil) || (tc.want != "" && got != tc.want) {
+			t.Errorf("copyCache(%s) = %v, want %q", tc.path, err, tc.want)
+			continue
+		}
+		if tc.want != "" {
+			if _, err := os.Stat(filepath.Join(dir, strings.TrimPrefix(tc.path, "cache/"))); err == nil {
+				t.Errorf("copyCache(%s) wrote the file", tc.path)
+			}
+			continue
+		}
+		if why := cacheChanged(dir, data); why != "" {
+			t.Errorf("the copy of %s: %s, want unchanged", tc.path, why)
+		}
 	}
 }
