@@ -465,7 +465,8 @@ func TestCancellingCaseRefused(t *testing.T) {
 // TestCacheFilesHonest: a process route whose builds carry cache files
 // (the imposter with TILEPIPE_TEST_CACHE, computing add) passes every
 // visit with its cache copied in and left alone; the prepared entry lists
-// exactly its build's cache files, and the audit passes.
+// exactly its build's cache files, and the audit passes. Its capture,
+// forged to name a cache blob it does not hold, fails prepare's entry.
 func TestCacheFilesHonest(t *testing.T) {
 	long(t)
 	routes := os.Getenv("TILEPIPE_ROUTES")
@@ -495,5 +496,24 @@ func TestCacheFilesHonest(t *testing.T) {
 	}
 	if v := readAudit(t, filepath.Join(dir, "audit.json"))["verdict"]; v != "pass" {
 		t.Errorf("audit verdict = %v, want pass", v)
+	}
+	// A capture forged (re-hashed consistently) to name a cache file the
+	// store does not hold: prepare fails the entry, naming it.
+	capDir := filepath.Join(dir, "capture")
+	forgeStage(t, capDir, artifacts.CaptureType, nil, func(_ *artifacts.Stage, d *artifacts.CaptureDoc, _ *artifacts.Receipt) {
+		fs := d.Cases[0].Builds[0].Files
+		for i := range fs {
+			if fs[i].Path == "cache/triton/k/kernel.cubin" {
+				fs[i].Digest = artifacts.Digest("sha256:" + strings.Repeat("0", 64))
+			}
+		}
+	})
+	prepDir := filepath.Join(t.TempDir(), "prepared")
+	if code, _, errs := tp(t, "prepare", "--capture", capDir, "--output", prepDir); code != exitOK && code != exitFailure {
+		t.Fatalf("prepare of the forged capture = exit %d\n%s", code, errs)
+	}
+	e = readPrepared(t, prepDir).Entries[0]
+	if want := "process: cache file cache/triton/k/kernel.cubin: blob 000000000000 is not a layer of the capture manifest"; e.Status != artifacts.StatusFailed || e.Reason != want {
+		t.Errorf("prepared entry of the forged capture = %s %q, want failed %q", e.Status, e.Reason, want)
 	}
 }
