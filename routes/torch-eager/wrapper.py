@@ -1199,6 +1199,260 @@ class Device:
             raise Usage("graph sample: raised %s" % describe_error(e))
 
 
+# torch.compile (the torch-compile route, docs/torch-compile.md). The same
+# visit as eager, but each set's entry calls one function compiled by
+# torch.compile(fullgraph=True, dynamic=False, mode=MODE), whose Inductor
+# and Triton caches are the visit's copy of the captured ones
+# ($TILEPIPE_CACHE): the build compiled it (compile_run), replay times it
+# unchanged. MODES: the mode the case declares; each mode's style: "out"
+# writes the results into the caller's outputs inside the compiled graph
+# (Inductor stores straight into them), "copy" returns them from the graph
+# and copies them into the outputs after it (the copy is timed): the
+# cudagraph modes take "copy", because CUDA graphs are skipped for a graph
+# that mutates its inputs.
+COMPILE_MODES = {"default": "out", "max-autotune-no-cudagraphs": "out", "max-autotune": "copy"}
+# Ops with no compiled form torch.compile can make: the ordered scan is a
+# sequential FP32 left fold (N dependent adds; torch.cumsum is a parallel
+# scan, which its oracle refuses).
+# The ops a --compile closure compiles: one of each kind of generated
+# code (pointwise, row reduction, matmul template or extern call, sort,
+# scan, attention), whose runtime modules and libraries any op's graph
+# loads from.
+CLOSURE_COMPILE_OPS = ("add", "softmax", "gemm", "sort", "scan", "attention")
+COMPILE_UNSUPPORTED = {"scan_ordered": "an ordered (sequential FP32) scan has no torch.compile form but N unrolled adds"}
+
+
+def compile_env(cache):
+    """Points Inductor's and Triton's caches at cache (before torch is
+    imported), with one compile worker and no remote cache."""
+    for k, v in (("TORCHINDUCTOR_CACHE_DIR", os.path.join(cache, "inductor")),
+                 ("TRITON_CACHE_DIR", os.path.join(cache, "triton")),
+                 ("TRITON_HOME", os.path.join(cache, "triton-home")),
+                 ("TORCHINDUCTOR_COMPILE_THREADS", "1"),
+                 ("TORCHINDUCTOR_FX_GRAPH_CACHE", "1"),
+                 ("TORCHINDUCTOR_AUTOGRAD_CACHE", "1"),
+                 ("TORCHINDUCTOR_FX_GRAPH_REMOTE_CACHE", "0"),
+                 ("TORCHINDUCTOR_AUTOTUNE_REMOTE_CACHE", "0")):
+        os.environ[k] = v
+
+
+def pure_op(op, torch, o):
+    """(f, inputs, outputs): f computes op's outputs, in signature order,
+    from its inputs as torch ops without out= (what torch.compile traces),
+    with the semantics of make_entry's eager entry."""
+    F, nn = torch.nn.functional, torch._C._nn
+    eps, ranking, dims = o["eps"], o.get("ranking"), o["dims"]
+    sig = signature(op, dims, o.get("dtype", "f32"))
+    ins = [n for n, r, _, _ in sig if r == "input"]
+    outs = [n for n, r, _, _ in sig if r == "output"]
+    gelu = lambda x: F.gelu(x, approximate="tanh")  # noqa: E731
+
+    def addmm(A, B):
+        return torch.addmm(torch.full((), 0.25, dtype=A.dtype, device=A.device), A, B, beta=1, alpha=0.125)
+
+    def gelu_pair(X):
+        x2 = X * X
+        th = torch.tanh((x2 * GELU_C + 1) * X * SQRT_2_OVER_PI)
+        a = (1 - th * th) * X * (0.5 * SQRT_2_OVER_PI) * (x2 * (3 * GELU_C) + 1)
+        return gelu(X), (th + 1) * 0.5 + a
+
+    def sigmoid_pair(X):
+        y = torch.sigmoid(X)
+        return y, (1 - y) * y
+
+    def rope(X, COS, SIN):
+        R = dims["R"]
+        x0, x1 = X[:, 0:R:2], X[:, 1:R:2]
+        rot = torch.stack((x0 * COS - x1 * SIN, x0 * SIN + x1 * COS), dim=2).flatten(1)
+        return torch.cat((rot, X[:, R:]), dim=1)
+
+    def residual_layernorm(X, R, W, B):
+        h = X + R
+        return F.layer_norm(h, (X.shape[1],), W, B, eps), h
+
+    def topk(X):
+        K = dims["K"]
+        if ranking == "stable":
+            v, i = torch.sort(X, dim=1, descending=True, stable=True)
+            return v[:, :K], i[:, :K]
+        return torch.topk(X, K, dim=1, largest=True, sorted=True)
+
+    def attention(Q, K, V):
+        Qn, Kn, G = dims["Q"], dims["K"], dims["Hq"] // dims["Hkv"]
+        keep = torch.ones(Qn, Kn, dtype=torch.bool, device=Q.device).tril(Kn - Qn)
+        return F.scaled_dot_product_attention(Q, K.repeat_interleave(G, dim=1), V.repeat_interleave(G, dim=1), attn_mask=keep)
+
+    fs = {
+        "gemm": lambda A, B: A @ B,
+        "gemm_relu": lambda A, B: torch.relu(addmm(A, B)),
+        "gemm_gelu": lambda A, B: gelu(addmm(A, B)),
+        "bmm": torch.bmm,
+        "gemv": torch.mv,
+        "add": lambda A, B: A + B,
+        "gelu_add": lambda A, B: gelu(A + B),
+        "sigmoid_pair": sigmoid_pair,
+        "gelu_pair": gelu_pair,
+        "swiglu": lambda G, U: nn.silu(G) * U,
+        "rope": rope,
+        "sum": lambda X: X.sum(dim=1),
+        "max": lambda X: X.amax(dim=1),
+        "softmax": lambda X: torch.softmax(X, dim=1),
+        "rmsnorm": (lambda X, W: F.rms_norm(X, (X.shape[1],), W, eps)) if hasattr(F, "rms_norm") else
+                   (lambda X, W: X * torch.rsqrt(X.pow(2).mean(dim=1, keepdim=True) + eps) * W),
+        "layernorm": lambda X, W, B: F.layer_norm(X, (X.shape[1],), W, B, eps),
+        "residual_layernorm": residual_layernorm,
+        "cross_entropy": lambda X, T: F.cross_entropy(X, T, reduction="none"),
+        "scan": lambda X: torch.cumsum(X, dim=1),
+        "argmax": lambda X: torch.max(X, dim=1),
+        "topk": topk,
+        "sort": lambda X: torch.sort(X, dim=1, stable=True) if ranking == "stable" else torch.sort(X, dim=1),
+        "embedding": lambda E, I: F.embedding(I, E),
+        "attention": attention,
+    }
+    if op not in fs:
+        raise Usage("--compile: %s" % COMPILE_UNSUPPORTED.get(op, "no compiled form of %r" % op))
+    return fs[op], ins, outs
+
+
+class Compiled:
+    """One torch.compile'd function of op for the whole visit (every set
+    calls it, so it is traced and loaded once), and the counters that say
+    whether Inductor compiled anything in this process."""
+
+    def __init__(self, op, torch, o, mode):
+        import torch._dynamo  # noqa: F401  (counters)
+        f, self.ins, self.outs = pure_op(op, torch, o)
+        self.torch, self.mode, self.style = torch, mode, COMPILE_MODES[mode]
+        if self.style == "out":
+            k = len(self.ins)
+
+            def body(*a):
+                r = f(*a[:k])
+                for dst, v in zip(a[k:], r if isinstance(r, tuple) else (r,)):
+                    dst.copy_(v)
+            fn = body
+        else:
+            def pure(*a):
+                r = f(*a)
+                return tuple(r) if isinstance(r, tuple) else (r,)
+            fn = pure
+        self.fn = torch.compile(fn, fullgraph=True, dynamic=False, mode=None if mode == "default" else mode)
+
+    def entry(self, t):
+        """The set's entry: its tensors as bases of their own (storage
+        offset 0, so every set and the build's tensors have the same
+        metadata and the same FX graph cache key)."""
+        ins = [base(self.torch, t[n]) for n in self.ins]
+        outs = [base(self.torch, t[n]) for n in self.outs]
+        fn = self.fn
+        if self.style == "out":
+            args = ins + outs
+            return lambda: fn(*args)
+
+        def copy():
+            for dst, v in zip(outs, fn(*ins)):
+                dst.copy_(v)
+        return copy
+
+    def counters(self):
+        from torch._dynamo.utils import counters
+        ind, st = counters["inductor"], counters["stats"]
+        return {"fxgraph_cache_hit": ind.get("fxgraph_cache_hit", 0), "fxgraph_cache_miss": ind.get("fxgraph_cache_miss", 0),
+                "fxgraph_cache_bypass": ind.get("fxgraph_cache_bypass", 0), "unique_graphs": st.get("unique_graphs", 0),
+                "cudagraph_skips": ind.get("cudagraph_skips", 0)}
+
+    def recompiled(self, when):
+        """'' while every graph of this process came from the captured
+        cache, else the reason that fails the visit."""
+        c = self.counters()
+        if c["fxgraph_cache_miss"] or c["fxgraph_cache_bypass"] or c["unique_graphs"] > 1 or c["fxgraph_cache_hit"] < 1:
+            return ("recompiled: torch.compile did not run the captured graph alone %s (fxgraph_cache_hit %d, "
+                    "fxgraph_cache_miss %d, fxgraph_cache_bypass %d, unique_graphs %d; want 1 hit and 1 graph)"
+                    % (when, c["fxgraph_cache_hit"], c["fxgraph_cache_miss"], c["fxgraph_cache_bypass"], c["unique_graphs"]))
+        return ""
+
+
+def base(torch, x):
+    """x as a tensor of its own storage at x's first byte (offset 0)."""
+    if x.device.type != "cuda" or x.storage_offset() == 0:
+        return x
+    raw = torch.as_tensor(_DeviceBytes(x.data_ptr(), x.numel() * x.element_size()), device=x.device)
+    return raw.view(x.dtype).view(list(x.shape))
+
+
+def tree_digests(root):
+    """{path under root: sha256} of every file under root."""
+    import hashlib
+    out = {}
+    for dp, _, fs in os.walk(root):
+        for f in fs:
+            p = os.path.join(dp, f)
+            h = hashlib.sha256()
+            with open(p, "rb") as fh:
+                for chunk in iter(lambda: fh.read(1 << 20), b""):
+                    h.update(chunk)
+            out[os.path.relpath(p, root)] = h.hexdigest()
+    return out
+
+
+def build_inputs(torch, op, dims, dtype, device):
+    """Tensors of op's signature on device: inputs drawn as the cohort's
+    generator would (indices in range), outputs empty."""
+    g = torch.Generator(device=device).manual_seed(1)
+    t = {}
+    for name, role, dt, shape in signature(op, dims, dtype):
+        tdt = torch_dtype(torch, dt)
+        if role == "output":
+            t[name] = torch.empty(shape, dtype=tdt, device=device)
+        elif dt == "i64":
+            hi = dims["V"] if op == "embedding" else dims["N"]
+            t[name] = torch.randint(0, hi, shape, generator=g, device=device)
+        else:
+            t[name] = torch.randn(shape, generator=g, device=device).to(tdt)
+    return t
+
+
+def compile_run(opts):
+    """--compile-run DIR: compiles op (or loads it from DIR's caches) in
+    this fresh process, calls it, and prints one JSON line: the first
+    call's seconds (trace, compile or load, autotune, first run), the next
+    calls' median, the counters, the versions, and every file of DIR this
+    process added, removed or changed. The route runs it twice at build:
+    on an empty DIR (the compile) and on a copy (the replay it must
+    allow: one cache hit, nothing written)."""
+    cache, mode = opts["compile_run"], opts["compile"]
+    before = tree_digests(cache)
+    compile_env(cache)
+    t0 = time.perf_counter()
+    import torch
+    import triton
+    imported = time.perf_counter() - t0
+    tf32 = opts["policy"] == "tf32"
+    torch.backends.cuda.matmul.allow_tf32 = tf32
+    torch.backends.cudnn.allow_tf32 = tf32
+    o = {"eps": opts["eps"], "ranking": opts["ranking"], "dims": opts["dims"], "dtype": opts["dtype"]}
+    c = Compiled(opts["op"], torch, o, mode)
+    entry = c.entry(build_inputs(torch, opts["op"], opts["dims"], opts["dtype"], opts["device"]))
+    t1 = time.perf_counter()
+    entry()
+    torch.cuda.synchronize()
+    first = time.perf_counter() - t1
+    times = []
+    for _ in range(10):
+        t2 = time.perf_counter()
+        entry()
+        torch.cuda.synchronize()
+        times.append(time.perf_counter() - t2)
+    after = tree_digests(cache)
+    print(json.dumps({
+        "import_s": imported, "first_call_s": first, "next_call_s": sorted(times)[len(times) // 2],
+        "counters": c.counters(), "recompiled": c.recompiled("in this run"),
+        "torch": torch.__version__, "triton": triton.__version__, "cuda": torch.version.cuda or "",
+        "gpu": torch.cuda.get_device_name(), "mode": mode, "style": c.style,
+        "added": sorted(set(after) - set(before)), "removed": sorted(set(before) - set(after)),
+        "changed": sorted(p for p in before if p in after and before[p] != after[p])}, sort_keys=True))
+
+
 def first_diff(a, b):
     """Index of the first element where a and b differ, or -1."""
     ne = (a != b).nonzero()
@@ -1695,6 +1949,12 @@ def visit(opts):
     threads = v["threads"]
     for k in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS"):
         os.environ[k] = str(threads)
+    if opts["compile"]:
+        # The captured caches, as replay copied them for this visit.
+        cache = os.environ.get("TILEPIPE_CACHE", "")
+        if not cache or not os.path.isdir(cache):
+            raise Usage("--compile: $TILEPIPE_CACHE is %r, want the directory of the visit's copy of the captured cache" % cache)
+        compile_env(cache)
 
     import torch
 
@@ -1714,7 +1974,7 @@ def visit(opts):
     # read-only tensor of one. No input is written (a write would fault).
     warnings.filterwarnings("ignore", message="The given buffer is not writable", category=UserWarning)
     torch.set_num_threads(threads)
-    policy = output_policy(op, torch, opts["ranking"])
+    policy = COMPILE_MODES[opts["compile"]] if opts["compile"] else output_policy(op, torch, opts["ranking"])
     nthreads = torch.get_num_threads()
 
     # sets[pool][s]: param name -> Buffer of set s, in signature order.
@@ -1734,9 +1994,14 @@ def visit(opts):
 
     # One entry per set; the test ops count calls over all of them.
     eo = dict(opts, calls=[0], warm_sets=len(sets["warm"]))
-    entries = {pool: [make_entry(op, {n: callee(b).typed for n, b in bs.items()}, dict(eo, pool=pool), torch,
-                                 {n: callee(b) for n, b in bs.items()}) for bs in sets[pool]]
-               for pool in POOLS}
+    comp = Compiled(op, torch, eo, opts["compile"]) if opts["compile"] else None
+    if comp is not None:
+        entries = {pool: [comp.entry({n: callee(b).typed for n, b in bs.items()}) for bs in sets[pool]]
+                   for pool in POOLS}
+    else:
+        entries = {pool: [make_entry(op, {n: callee(b).typed for n, b in bs.items()}, dict(eo, pool=pool), torch,
+                                     {n: callee(b) for n, b in bs.items()}) for bs in sets[pool]]
+                   for pool in POOLS}
     if gpu is not None:
         gpu.release_placeholder()
 
@@ -1746,6 +2011,10 @@ def visit(opts):
             validate_set(entry, s, outs["warm"][s], outfiles, checks, gpu)
     except CheckFailed as e:
         send(status_report("validated", e.reason, checks.failed(e.check), nthreads, policy))
+        finish()
+    why = comp.recompiled("in validation") if comp is not None else ""
+    if why:
+        send(status_report("validated", why, checks.failed(None), nthreads, policy))
         finish()
     # Replay's MALLOC_PERTURB_ fill is for the validation calls; timed
     # calls pay no memset per allocation (M_PERTURB is -6 in glibc).
@@ -1757,6 +2026,8 @@ def visit(opts):
     # After timing: the timed calls, then the guards again. The inputs
     # check passes: the input mappings are read-only views of sealed files.
     reason, states = failure, checks.failed(failed_check)
+    if not reason and comp is not None:
+        reason = comp.recompiled("during timing")
     if not reason and gpu is not None:
         # The warm outputs come down for replay to compare with the
         # validated ones; then every mirror is checked again.
@@ -1810,7 +2081,17 @@ def closure(opts):
     the directories holding these. With --device cuda, CUDA is initialised
     first and the ops run on the GPU, so libcuda and the CUDA libraries
     torch loads (cuBLAS, cuDNN, ...) are mapped; without a usable GPU this
-    is a usage error ("CUDA unavailable"), never a CPU listing."""
+    is a usage error ("CUDA unavailable"), never a CPU listing. With
+    --compile MODE, every op is also compiled in MODE (small f32 dims) and
+    run, with the caches in a temporary directory whose files are not
+    listed (a visit's are its copy of the captured cache): what Inductor
+    and Triton import and map to load and launch a compiled graph."""
+    scratch = None
+    if opts["compile"]:
+        import shutil
+        import tempfile
+        scratch = os.path.realpath(tempfile.mkdtemp(prefix="tilepipe-closure-"))
+        compile_env(scratch)
     import torch
 
     if opts["device"] == "cuda":
@@ -1819,6 +2100,14 @@ def closure(opts):
             raise Usage("--device cuda: CUDA unavailable: " + why)
         torch.zeros(1, device="cuda")  # the driver and the CUDA context
         probe(torch, "cuda")
+        for op in CLOSURE_COMPILE_OPS if scratch else ():
+            import torch._dynamo
+            torch._dynamo.reset()  # each op's graph from scratch (one code object compiles them all)
+            dims = probe_dims(op)
+            o = {"eps": 1e-5, "ranking": "stable" if op in RANKED_OPS else None, "dims": dims, "dtype": "f32"}
+            e = Compiled(op, torch, o, opts["compile"]).entry(build_inputs(torch, op, dims, "f32", "cuda"))
+            for _ in range(3):  # the cudagraph modes record on a later call
+                e()
         torch.cuda.synchronize()
     else:
         probe(torch)
@@ -1846,13 +2135,16 @@ def closure(opts):
     if sys.prefix != sys.base_prefix and os.path.isfile(cfg):
         paths.add(os.path.realpath(cfg))
     paths.add(os.path.realpath(os.path.abspath(__file__)))
+    if scratch:
+        paths = {p for p in paths if not p.startswith(scratch + os.sep)}
+        shutil.rmtree(scratch, ignore_errors=True)
     return sorted(paths)
 
 
 def parse_args(argv):
     opts = {"op": None, "device": "cpu", "dims": None, "eps": 1e-5,
             "dtype": "f32", "ranking": None, "visit": None, "mode": None,
-            "policy": "strict"}
+            "policy": "strict", "compile": None, "compile_run": None}
     i = 0
     while i < len(argv):
         a = argv[i]
@@ -1892,6 +2184,12 @@ def parse_args(argv):
                 opts["dims"] = {k: int(x) for k, x in (kv.split("=", 1) for kv in val.split(","))}
             except ValueError:
                 raise Usage("--dims: want NAME=V,..., got %r" % val)
+        elif a == "--compile":
+            if val not in COMPILE_MODES:
+                raise Usage("--compile: want one of %s, got %r" % (", ".join(COMPILE_MODES), val))
+            opts["compile"] = val
+        elif a == "--compile-run":
+            opts["compile_run"], opts["mode"] = val, "compile_run"
         elif a == "--visit":
             opts["visit"] = val
             if opts["mode"] is None:
@@ -1899,8 +2197,12 @@ def parse_args(argv):
         else:
             raise Usage("unknown argument %r" % a)
     if opts["mode"] is None:
-        raise Usage("want --visit VISIT or --closure")
-    if opts["mode"] == "visit":
+        raise Usage("want --visit VISIT, --closure or --compile-run DIR")
+    if opts["compile"] and opts["device"] != "cuda":
+        raise Usage("--compile: the torch-compile route runs on --device cuda alone")
+    if opts["mode"] == "compile_run" and not opts["compile"]:
+        raise Usage("--compile-run wants --compile MODE")
+    if opts["mode"] in ("visit", "compile_run"):
         op = opts["op"]
         if op not in OPS + TEST_OPS:
             raise Usage("--op: want one of %s, got %r" % (", ".join(OPS), op))
@@ -1927,6 +2229,9 @@ def main(argv):
         if mode == "closure":
             for p in closure(opts):
                 print(p)
+            return 0
+        if mode == "compile_run":
+            compile_run(opts)
             return 0
         check_fds()
         visit(opts)  # ends the process
