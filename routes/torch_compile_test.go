@@ -42,7 +42,7 @@ func compileJSON(added []string, recompiled string) string {
 	js, _ := json.Marshal(map[string]any{
 		"import_s": 1.0, "first_call_s": 2.5, "next_call_s": 1e-5, "recompiled": recompiled,
 		"counters": map[string]int{"fxgraph_cache_hit": 1, "cudagraph_skips": 0},
-		"torch": "2.11.0", "triton": "3.6.0", "cuda": "13.0", "gpu": "Fake GPU", "mode": "max-autotune", "style": "copy",
+		"torch":    "2.11.0", "triton": "3.6.0", "cuda": "13.0", "gpu": "Fake GPU", "mode": "max-autotune", "style": "copy",
 		"added": added, "removed": []string{}, "changed": []string{}})
 	return "cat <<'JSON'\n" + string(js) + "\nJSON"
 }
