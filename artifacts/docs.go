@@ -2,6 +2,7 @@ package artifacts
 
 import (
 	"fmt"
+	"math"
 	"maps"
 	"regexp"
 	"slices"
@@ -212,6 +213,40 @@ func (b Build) BelowBest() (string, error) {
 	return "", fmt.Errorf("schedule.below_best: want a non-empty string, got %v", v)
 }
 
+// ColdCost is what a JIT route's build measured once, in capture's build
+// sandbox on the capture's machine (the torch-compile route): the first
+// call of a process with an empty cache (trace, compile, autotune, first
+// run: schedule.compile_first_call_s) and of a fresh process on a copy of
+// the captured cache (load, first run: schedule.cached_first_call_s).
+// Never part of a warm or novel time; prepare copies it to the entry,
+// replay to the entry's summary row, and the results show it apart.
+type ColdCost struct {
+	CompileFirstCallS float64 `json:"compileFirstCallS"`
+	CachedFirstCallS  float64 `json:"cachedFirstCallS"`
+}
+
+// Same says whether c and o are the same cold costs (both nil, or equal).
+func (c *ColdCost) Same(o *ColdCost) bool {
+	return (c == nil) == (o == nil) && (c == nil || *c == *o)
+}
+
+// Cold is the build's [ColdCost] (nil where its schedule has neither
+// field), or why its schedule's fields are not one: both present,
+// positive and finite.
+func (b Build) Cold() (*ColdCost, error) {
+	c, okc := b.Schedule["compile_first_call_s"]
+	l, okl := b.Schedule["cached_first_call_s"]
+	if !okc && !okl {
+		return nil, nil
+	}
+	cv, okc := c.(float64)
+	lv, okl := l.(float64)
+	if !okc || !okl || !(cv > 0) || !(lv > 0) || math.IsInf(cv, 0) || math.IsInf(lv, 0) {
+		return nil, fmt.Errorf("schedule.compile_first_call_s and cached_first_call_s: want two positive numbers of seconds, got %v and %v", c, l)
+	}
+	return &ColdCost{CompileFirstCallS: cv, CachedFirstCallS: lv}, nil
+}
+
 // Validation is capture's full check, against the FP64 oracle, of the
 // outputs a validating route computed from the case's inputs in its build.
 // A failed validation fails the build.
@@ -306,6 +341,8 @@ type Prepared struct {
 	Chain *CubinChain `json:"chain,omitempty"`
 	// BelowBest is the capture build's [Build.BelowBest].
 	BelowBest string `json:"belowBest,omitempty"`
+	// Cold is the capture build's [Build.Cold].
+	Cold *ColdCost `json:"cold,omitempty"`
 }
 
 // CubinChain is how prepare tied a captured cubin to the PTX stored beside
@@ -865,6 +902,8 @@ type Summary struct {
 	// BelowBest is the prepared entry's: why the row's code is not the
 	// best path this machine supports ("" where nothing says so).
 	BelowBest string `json:"belowBest,omitempty"`
+	// Cold is the prepared entry's: the build's cold costs, shown apart.
+	Cold *ColdCost `json:"cold,omitempty"`
 }
 
 // CaseStop is where an adaptive replay stopped giving a case rounds, and

@@ -52,6 +52,11 @@ func entriesAgree(cdoc artifacts.CaptureDoc, pdoc artifacts.PreparedDoc) []strin
 		} else if e.BelowBest != bb {
 			p = append(p, fmt.Sprintf("entry %s/%s: belowBest %q, its capture build says %q", e.Case, e.Route, e.BelowBest, bb))
 		}
+		if cold, err := b.Cold(); err != nil {
+			p = append(p, fmt.Sprintf("entry %s/%s: capture build %v", e.Case, e.Route, err))
+		} else if !e.Cold.Same(cold) {
+			p = append(p, fmt.Sprintf("entry %s/%s: cold %s, its capture build says %s", e.Case, e.Route, coldString(e.Cold), coldString(cold)))
+		}
 		if e.Kind == artifacts.KindObject {
 			if err := artifacts.CheckObjectEnv(e.Env); err != nil {
 				p = append(p, fmt.Sprintf("entry %s/%s: %v", e.Case, e.Route, err))
@@ -62,6 +67,14 @@ func entriesAgree(cdoc artifacts.CaptureDoc, pdoc artifacts.PreparedDoc) []strin
 		}
 	}
 	return p
+}
+
+// coldString is a cold cost as the audit names it.
+func coldString(c *artifacts.ColdCost) string {
+	if c == nil {
+		return "none"
+	}
+	return fmt.Sprintf("{compile %gs, cached %gs}", c.CompileFirstCallS, c.CachedFirstCallS)
 }
 
 // cacheFiles: a build's files of role cache, in its order: a prepared

@@ -99,3 +99,31 @@ func TestEntriesAgreeData(t *testing.T) {
 		}
 	}
 }
+
+// TestEntriesAgreeCold: a prepared entry's cold costs are its build's,
+// or the audit names both (a forged entry that hides or changes a
+// compile time, or claims one its build never measured).
+func TestEntriesAgreeCold(t *testing.T) {
+	sched := map[string]any{"compile_first_call_s": 41.5, "cached_first_call_s": 3.25}
+	cdoc := artifacts.CaptureDoc{Cases: []artifacts.CapturedCase{{Case: oracle.Case{ID: "add"}, Builds: []artifacts.Build{
+		{Route: "jit", Kind: artifacts.KindProcess, Status: artifacts.StatusBuilt, Process: &artifacts.Process{}, Schedule: sched},
+		{Route: "eager", Kind: artifacts.KindProcess, Status: artifacts.StatusBuilt, Process: &artifacts.Process{}}}}}}
+	for _, tc := range []struct {
+		name  string
+		route string
+		cold  *artifacts.ColdCost
+		want  []string
+	}{
+		{"the build's", "jit", &artifacts.ColdCost{CompileFirstCallS: 41.5, CachedFirstCallS: 3.25}, nil},
+		{"hidden", "jit", nil, []string{"entry add/jit: cold none, its capture build says {compile 41.5s, cached 3.25s}"}},
+		{"shortened", "jit", &artifacts.ColdCost{CompileFirstCallS: 4.15, CachedFirstCallS: 3.25},
+			[]string{"entry add/jit: cold {compile 4.15s, cached 3.25s}, its capture build says {compile 41.5s, cached 3.25s}"}},
+		{"invented", "eager", &artifacts.ColdCost{CompileFirstCallS: 1, CachedFirstCallS: 1},
+			[]string{"entry add/eager: cold {compile 1s, cached 1s}, its capture build says none"}},
+	} {
+		pdoc := artifacts.PreparedDoc{Entries: []artifacts.Prepared{{Case: "add", Route: tc.route, Kind: artifacts.KindProcess, Status: artifacts.StatusPrepared, Cold: tc.cold}}}
+		if got := entriesAgree(cdoc, pdoc); !slices.Equal(got, tc.want) {
+			t.Errorf("%s: entriesAgree = %q, want %q", tc.name, got, tc.want)
+		}
+	}
+}

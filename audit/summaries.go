@@ -44,7 +44,7 @@ func checkSummaries(cp *checkpoint, rows []samples.Row, p []string) finding {
 	want := recompute(cp.rdoc, rows, cp.device, floors.OfSessions(cp.rdoc.Sessions))
 	for _, e := range cp.pdoc.Entries { // the routes check holds each entry's note to its build's
 		if w, ok := want[e.Pair()]; ok {
-			w.BelowBest = e.BelowBest
+			w.BelowBest, w.Cold = e.BelowBest, e.Cold
 			want[e.Pair()] = w
 		}
 	}
@@ -68,6 +68,9 @@ func checkSummaries(cp *checkpoint, rows []samples.Row, p []string) finding {
 		}
 		if h.BelowBest != w.BelowBest {
 			p = append(p, fmt.Sprintf("summary %s/%s belowBest: stored %q, the prepared entry says %q", k.Case, k.Route, h.BelowBest, w.BelowBest))
+		}
+		if !h.Cold.Same(w.Cold) {
+			p = append(p, fmt.Sprintf("summary %s/%s cold: stored %s, the prepared entry says %s", k.Case, k.Route, coldString(h.Cold), coldString(w.Cold)))
 		}
 		if h.Kind != w.Kind {
 			p = append(p, fmt.Sprintf("summary %s/%s kind: stored %q, recomputed %q (a CPU row rests on novel samples, a GPU row on batch samples)", k.Case, k.Route, h.Kind, w.Kind))

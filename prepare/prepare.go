@@ -202,6 +202,13 @@ func (p *preparer) entries(cdoc artifacts.CaptureDoc) ([]*artifacts.Prepared, []
 			} else {
 				e.BelowBest = bb
 			}
+			if cold, err := b.Cold(); err != nil {
+				if b.Status == artifacts.StatusBuilt {
+					e.Status, e.Reason = artifacts.StatusFailed, "capture build "+err.Error()
+				}
+			} else {
+				e.Cold = cold
+			}
 			if e.Status == artifacts.StatusBuilt {
 				if inputs == nil {
 					var err error

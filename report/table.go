@@ -116,6 +116,27 @@ func fixedCost(doc artifacts.ReplayDoc) string {
 	return b.String()
 }
 
+// coldCosts is the cold costs of the rows whose build measured them (a
+// JIT route: torch-compile), apart from every timed figure: capture-time
+// seconds, on the capture's machine, never in a median or a ratio.
+func coldCosts(sums []artifacts.Summary) string {
+	var b strings.Builder
+	for _, s := range sums {
+		if s.Cold == nil {
+			continue
+		}
+		if b.Len() == 0 {
+			b.WriteString("\nCold costs (JIT routes), measured once at capture in the build sandbox, on the capture's machine; never part of a timed figure: the first call of a process with an empty cache (trace, compile, autotune, first run), and of a fresh process given the captured cache (load, first run), beside the row's median per op.\n\n| case | route | first call, empty cache | first call, captured cache | median per op |\n|---|---|---:|---:|---:|\n")
+		}
+		med := "-"
+		if s.Status == artifacts.StatusPassed {
+			med = Duration(s.MedianNs)
+		}
+		fmt.Fprintf(&b, "| %s | %s | %s | %s | %s |\n", s.Case, s.Route, Duration(s.Cold.CompileFirstCallS*1e9), Duration(s.Cold.CachedFirstCallS*1e9), med)
+	}
+	return b.String()
+}
+
 // judged is each novel row's judged calls: c, the novel calls of its
 // passed visits replay judged in full, drawn after each sample; a route
 // that fakes a fraction f of the row's novel calls escapes every one of
@@ -202,6 +223,7 @@ func Table(doc artifacts.ReplayDoc) string {
 	b.WriteString(warm(doc.Summary))
 	b.WriteString(bracket(doc))
 	b.WriteString(fixedCost(doc))
+	b.WriteString(coldCosts(doc.Summary))
 	b.WriteString(judged(doc))
 	b.WriteString(shards(doc))
 	b.WriteString(gpuCeilings(doc))

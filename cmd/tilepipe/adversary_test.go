@@ -16,6 +16,7 @@ import (
 	"github.com/tilepipe/tilepipe/internal/testroute"
 	"github.com/tilepipe/tilepipe/internal/visit"
 	"github.com/tilepipe/tilepipe/oracle"
+	"github.com/tilepipe/tilepipe/report"
 )
 
 // adversary is one kernel of the adversarial suite (docs/threat-model.md):
@@ -496,6 +497,24 @@ func TestCacheFilesHonest(t *testing.T) {
 	}
 	if v := readAudit(t, filepath.Join(dir, "audit.json"))["verdict"]; v != "pass" {
 		t.Errorf("audit verdict = %v, want pass", v)
+	}
+	// The build's cold costs, shown apart from the timed figures; a
+	// replay whose row hides them (table re-rendered, re-hashed) fails
+	// the audit's summaries.
+	table, err := os.ReadFile(filepath.Join(dir, "results.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := "| add-5x33 | imposter | 41.5 s | 3.25 s | "; !strings.Contains(string(table), "\nCold costs (JIT routes)") || !strings.Contains(string(table), want) {
+		t.Errorf("results.md lacks the cold costs row %q:\n%s", want, table)
+	}
+	bad := copyRun(t, dir)
+	forgeStage(t, filepath.Join(bad, "replay"), artifacts.ReplayType, nil, func(st *artifacts.Stage, d *artifacts.ReplayDoc, _ *artifacts.Receipt) {
+		d.Summary[0].Cold = nil
+		relayer(t, st, "results.md", func([]byte) []byte { return []byte(report.Table(*d)) })
+	})
+	if code, out, errs := tp(t, auditArgs(bad)...); code == exitOK || !strings.Contains(out+errs, "summary add-5x33/imposter cold: stored none, the prepared entry says {compile 41.5s, cached 3.25s}") {
+		t.Errorf("audit of a replay that hides the cold costs = exit %d, want the summaries' reason\n%s%s", code, out, errs)
 	}
 	// A capture forged (re-hashed consistently) to name a cache file the
 	// store does not hold: prepare fails the entry, naming it.
