@@ -2,8 +2,8 @@ package artifacts
 
 import (
 	"fmt"
-	"math"
 	"maps"
+	"math"
 	"regexp"
 	"slices"
 	"strings"
