@@ -3,6 +3,7 @@
 "visit (timers)"), for the CUDA path of issue 11.
 
     python3 routes/torch-eager/cuda_test.py [--device cuda|cpu] [-j JOBS] [--monitor CUDA_TIMER]
+                                            [--compile MODE]
 
 Needs torch in the interpreter that runs it (the wrapper runs under the same
 one). With --device cuda (the default) and no usable GPU it prints why and
@@ -25,6 +26,16 @@ that strict FP32 gemm is far closer to an FP64 product than tf32 gemm,
 each test op's exact failure, and that every regular file the visit process
 maps was listed by wrapper.py --closure (replay's sandbox shows nothing
 else). Exit 1 on any problem, each printed.
+
+--compile MODE runs the same visits through torch.compile (the
+torch-compile route, docs/torch-compile.md): each case is first compiled
+by `wrapper.py --compile-run` into a cache of its own, as the route's
+build does, and every visit gets a fresh copy of it as $TILEPIPE_CACHE;
+a visit must load its graph from it (the wrapper's counters) and leave it
+unchanged (the driver re-hashes it, as replay does). The adversaries are
+then the caches: none at all, an empty one, another case's, each failing
+the visit with the exact reason. The closure check leaves out the files
+the visit maps from its cache copy (replay shows that directory).
 """
 
 import argparse
@@ -34,6 +45,7 @@ import json
 import array
 import os
 import select
+import shutil
 import socket
 import subprocess
 import sys
@@ -302,7 +314,7 @@ class Timer:
     """One wrapper process, fds 3 (a socket) and 4 and the memory files
     laid out as replay lays them out."""
 
-    def __init__(self, argv, fds, tmp):
+    def __init__(self, argv, fds, tmp, env=None):
         self.cmd, child = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
         cmd_r = child.detach()
         self.rep_r, rep_w = os.pipe()
@@ -315,7 +327,7 @@ class Timer:
         self.out = open(os.path.join(tmp, "stdout"), "w+b")
         self.err = open(os.path.join(tmp, "stderr"), "w+b")
         self.p = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=self.out, stderr=self.err,
-                                  close_fds=False, preexec_fn=child)
+                                  close_fds=False, preexec_fn=child, env=env)
         os.close(cmd_r)
         os.close(rep_w)
         self.buf = b""
@@ -377,10 +389,40 @@ def wrapper_args(op, dims, dtype, ranking, device, policy):
 
 
 MONITOR = None  # --monitor: the CUDA timer whose --telemetry stages the GPU's novel slots
+COMPILE = None  # --compile: the torch.compile mode every visit runs in
+COMPILED = {}   # case args -> its compiled cache directory (compile_cache)
+COMPILED_LOCK = threading.Lock()
 
 
-def run_visit(op, dims, dtype, ranking, device, policy, seed=1, closure=None):
-    """One visit as replay drives it; returns (problems, info)."""
+def compile_cache(op, dims, dtype, ranking, policy, root):
+    """The cache directory of the case compiled by wrapper.py --compile-run
+    (as the torch-compile route's build makes it), made once per case;
+    (dir, the run's JSON answer)."""
+    key = json.dumps([op, dims, dtype, ranking, policy], sort_keys=True)
+    with COMPILED_LOCK:
+        if key in COMPILED:
+            return COMPILED[key]
+    d = tempfile.mkdtemp(prefix="compiled-", dir=root)
+    argv = [sys.executable, WRAPPER, "--compile-run", d] + wrapper_args(op, dims, dtype, ranking, "cuda", policy) + ["--compile", COMPILE]
+    p = subprocess.run(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=1200)
+    if p.returncode != 0:
+        raise RuntimeError("--compile-run: exit %d: %s" % (p.returncode, p.stderr.decode()[-2000:]))
+    got = (d, json.loads(p.stdout.decode().strip().splitlines()[-1]))
+    with COMPILED_LOCK:
+        COMPILED[key] = got
+    return got
+
+
+def tree(d):
+    """{path: sha256} of every file under d."""
+    return wrapper.tree_digests(d)
+
+
+def run_visit(op, dims, dtype, ranking, device, policy, seed=1, closure=None, cache=None, expect=None):
+    """One visit as replay drives it; returns (problems, info). Under
+    --compile, cache is the visit's cache: a compiled cache directory to
+    copy, "" for an empty one, None for no $TILEPIPE_CACHE at all; expect,
+    the failure the visit must end with (as TEST_OPS says one), or None."""
     sig_op = "add" if op in wrapper.TEST_OPS else op
     sig = wrapper.signature(sig_op, dims, dtype)
     sets = {"warm": [make_inputs(sig_op, dims, dtype, seed + s) for s in range(WARM_SETS)],
@@ -407,16 +449,35 @@ def run_visit(op, dims, dtype, ranking, device, policy, seed=1, closure=None):
             f.write("tilepipe-visit 3\nthreads 1\npool warm %d %d\npool fresh %d %d\n%s\n" % (
                 WARM_SETS, WARM_GAP, FRESH_SETS, FRESH_GAP, "\n".join(lines)))
         argv = [sys.executable, WRAPPER] + wrapper_args(op, dims, dtype, ranking, device, policy) + ["--visit", vf]
-        tm = Timer(argv, fds, tmp)
+        env, visit_cache, before = None, None, None
+        if COMPILE:
+            argv[-2:-2] = ["--compile", COMPILE]
+            env = dict(os.environ)
+            env.pop("TILEPIPE_CACHE", None)
+            if cache is not None:
+                visit_cache = os.path.join(tmp, "cache")
+                if cache:
+                    shutil.copytree(cache, visit_cache)
+                else:
+                    os.mkdir(visit_cache)
+                before = tree(visit_cache)
+                env["TILEPIPE_CACHE"] = visit_cache
+        info = {}
+        tm = Timer(argv, fds, tmp, env)
         mon = None
         try:
             if device == "cuda":
                 mon = Monitor(MONITOR)
                 mon.open(FRESH_SETS, FRESH_GAP, [(name, role, files[name, "fresh"].nbytes, files[name, "fresh"].fd) for name, role, _, _ in sig])
             tol = "tf32" if policy == "tf32" else dtype
-            problems, info = drive(tm, op, sig_op, dims, tol, ranking, device, sets, files, sig, closure, mon)
+            problems, info = drive(tm, op, sig_op, dims, tol, ranking, device, sets, files, sig, closure, mon, visit_cache, expect)
         finally:
             rc, out, err = tm.close()
+            if visit_cache is not None and "want" not in info:
+                after = tree(visit_cache)
+                moved = sorted(set(after) ^ set(before)) + sorted(k for k in before if k in after and before[k] != after[k])
+                if moved and cache:
+                    problems.append("the visit changed its cache: %s (%d files)" % (moved[0], len(moved)))
             if mon is not None:
                 mon.close()
             for fd in fds:
@@ -424,7 +485,10 @@ def run_visit(op, dims, dtype, ranking, device, policy, seed=1, closure=None):
     info["exit"], info["stderr"], info["wall"] = rc, err, time.monotonic() - t0
     if out:
         problems.append("stdout: %r, want nothing" % out[:200])
-    if info.get("want_crash"):
+    if info.get("want_usage"):
+        if rc != 2 or info["want_usage"] not in err:
+            problems.append("exit %d stderr %r, want 2 and %r" % (rc, err.strip()[-500:], info["want_usage"]))
+    elif info.get("want_crash"):
         if rc != -11:
             problems.append("exit %d, want SIGSEGV (-11)" % rc)
     elif rc != 0:
@@ -432,7 +496,21 @@ def run_visit(op, dims, dtype, ranking, device, policy, seed=1, closure=None):
     return problems, info
 
 
-def drive(tm, op, sig_op, dims, tol, ranking, device, sets, files, sig, closure, mon):
+# --compile's adversaries: the visit's cache (None: no $TILEPIPE_CACHE,
+# "": an empty directory, "another case's": add 5x33 f32's compiled cache
+# for add 300x1000 bf16) and the failure each must end with. The two that
+# compile anew fail after validation's calls, named by the counters.
+RECOMPILED = ("validated", "recompiled: torch.compile did not run the captured graph alone in validation "
+              "(fxgraph_cache_hit 0, fxgraph_cache_miss 1, fxgraph_cache_bypass 0, unique_graphs 1; want 1 hit and 1 graph)",
+              (P, P, P, P))
+COMPILE_ADVERSARIES = [
+    ("compile: no $TILEPIPE_CACHE", None, ("usage", "--compile: $TILEPIPE_CACHE is '', want the directory of the visit's copy of the captured cache", None)),
+    ("compile: an empty cache", "", RECOMPILED),
+    ("compile: another case's cache", "another case's", RECOMPILED),
+]
+
+
+def drive(tm, op, sig_op, dims, tol, ranking, device, sets, files, sig, closure, mon, visit_cache=None, expect=None):
     """Replay's side of one visit; tol is the outputs' TOL key."""
     dtype = "f32" if tol == "tf32" else tol
     problems, info = [], {}
@@ -442,7 +520,14 @@ def drive(tm, op, sig_op, dims, tol, ranking, device, sets, files, sig, closure,
     if test:
         want = TEST_OPS[op]
         want = want[device] if isinstance(want, dict) else want
+    if expect is not None:
+        want, info["want"] = expect, True
     v = tm.report()
+    if want and want[0] == "usage":
+        info["want_usage"] = want[1]
+        if v is not None:
+            problems.append("validated %r, want a usage error (exit 2) before any report" % v)
+        return problems, info
     if want and want[0] == "crash":
         info["want_crash"] = True
         if v is not None:
@@ -500,7 +585,8 @@ def drive(tm, op, sig_op, dims, tol, ranking, device, sets, files, sig, closure,
     info["samples"] = samples
     r, _ = tm.command("end")
     if closure is not None:
-        missing = sorted(tm.mapped_files() - closure)
+        mapped = {p for p in tm.mapped_files() if not (visit_cache and p.startswith(os.path.realpath(visit_cache) + os.sep))}
+        missing = sorted(mapped - closure)
         if missing:
             problems.append("mapped by the visit, not in the closure listing: %s" % missing)
     info["final"] = r
@@ -577,9 +663,12 @@ def main():
     ap.add_argument("-j", type=int, default=4)
     ap.add_argument("-v", action="store_true", help="print each visit's stderr")
     ap.add_argument("--monitor", help="the CUDA timer (prepare/harness) whose --telemetry stages the novel slots (--device cuda)")
+    ap.add_argument("--compile", choices=tuple(wrapper.COMPILE_MODES), help="run every visit through torch.compile in this mode")
     a = ap.parse_args()
-    global MONITOR
-    MONITOR = a.monitor
+    global MONITOR, COMPILE
+    MONITOR, COMPILE = a.monitor, a.compile
+    if COMPILE and a.device != "cuda":
+        ap.error("--compile runs on --device cuda alone")
     why = wrapper.cuda_unavailable(torch)
     failed = []
 
@@ -590,8 +679,10 @@ def main():
         if probs:
             failed.append(name)
 
-    report("route describe and cuda build", check_route(not why))
-    rc, closure, err = closure_files(wrapper_args("gemm", {"M": 7, "N": 12, "K": 5}, "f32", None, a.device, "strict"))
+    if not COMPILE:
+        report("route describe and cuda build", check_route(not why))
+    rc, closure, err = closure_files(wrapper_args("gemm", {"M": 7, "N": 12, "K": 5}, "f32", None, a.device, "strict") +
+                                     (["--compile", COMPILE] if COMPILE else []))
     if a.device == "cuda" and why:
         report("closure --device cuda without CUDA", [] if rc == 2 and "CUDA unavailable" in err else
                ["exit %d stderr %r, want 2 and CUDA unavailable" % (rc, err)])
@@ -603,14 +694,27 @@ def main():
         return 1
 
     jobs = []
+    root = tempfile.mkdtemp(prefix="cuda-test-")
     for op, dims, dtype, ranking, policy in (CASES if a.device == "cuda" else CPU_CASES):
+        if COMPILE and op in wrapper.COMPILE_UNSUPPORTED:
+            continue
         name = "%s %s %s%s %s" % (op, ",".join("%s=%d" % kv for kv in dims.items()), dtype, " " + ranking if ranking else "", policy)
-        jobs.append((name, (op, dims, dtype, ranking, a.device, policy)))
-    for op in TEST_OPS:
-        jobs.append((op, (op, ADD, "f32", None, a.device, "strict")))
+        jobs.append((name, (op, dims, dtype, ranking, a.device, policy), {}))
+    if COMPILE:
+        for name, cache, expect in COMPILE_ADVERSARIES:
+            jobs.append((name, ("add", {"M": 300, "N": 1000}, "bf16", None, "cuda", "strict"), {"cache": cache, "expect": expect}))
+    else:
+        for op in TEST_OPS:
+            jobs.append((op, (op, ADD, "f32", None, a.device, "strict"), {}))
+
+    def job(args, kw):
+        if COMPILE and "cache" not in kw:
+            kw = dict(kw, cache=compile_cache(*args[:4], args[5], root)[0])
+        elif COMPILE and kw["cache"] == "another case's":
+            kw = dict(kw, cache=compile_cache("add", ADD, "f32", None, "strict", root)[0])
+        return run_visit(*args, closure=closure if a.device == "cuda" else None, **kw)
     with concurrent.futures.ThreadPoolExecutor(a.j) as ex:
-        futs = [(name, args, ex.submit(run_visit, *args, closure=closure if a.device == "cuda" else None))
-                for name, args in jobs]
+        futs = [(name, args, ex.submit(job, args, kw)) for name, args, kw in jobs]
         results = {}
         for name, args, fut in futs:
             try:
@@ -625,8 +729,9 @@ def main():
             report(name, probs)
             if a.v and info.get("stderr", "").strip():
                 print("      stderr: " + info["stderr"].strip().replace("\n", "\n      stderr: "))
+    shutil.rmtree(root, ignore_errors=True)
     # TF32: the strict product must be far closer to FP64 than the tf32 one.
-    if a.device == "cuda":
+    if a.device == "cuda" and not COMPILE:
         errs = {}
         dims = {"M": 64, "N": 48, "K": 1024}
         try:

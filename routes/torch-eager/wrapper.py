@@ -1032,6 +1032,7 @@ class Device:
         self.torch, self.files = torch, files
         self.flush, self.flushes = None, 0
         self.graph = None  # graph_sample's CUDA graph, captured on first use
+        self.no_graph = ""  # why graph samples cannot be taken ('' when they can)
         if l2_flush:
             l2 = torch.cuda.get_device_properties(torch.cuda.current_device()).L2_cache_size
             if l2 <= 0:
@@ -1171,6 +1172,8 @@ class Device:
         (exit 2, the error on stderr), as the C timer dies: the context may
         be unusable after a CUDA error."""
         torch = self.torch
+        if self.no_graph:
+            raise Usage("graph sample: " + self.no_graph)
         try:
             if self.graph is None:
                 side = torch.cuda.Stream()
@@ -2004,6 +2007,9 @@ def visit(opts):
                    for pool in POOLS}
     if gpu is not None:
         gpu.release_placeholder()
+        if comp is not None and comp.style == "copy":
+            gpu.no_graph = ("torch.compile mode %s replays CUDA graphs of its own (cudagraph trees); "
+                            "a graph around them is not captured (replay with --graph-batch 0)" % comp.mode)
 
     checks = Checks()
     try:
