@@ -516,6 +516,30 @@ func TestCacheFilesHonest(t *testing.T) {
 	if code, out, errs := tp(t, auditArgs(bad)...); code == exitOK || !strings.Contains(out+errs, "summary add-5x33/imposter cold: stored none, the prepared entry says {compile 41.5s, cached 3.25s}") {
 		t.Errorf("audit of a replay that hides the cold costs = exit %d, want the summaries' reason\n%s%s", code, out, errs)
 	}
+	// A cache swapped after capture: the kernel's stored bytes replaced
+	// (a blob of the capture store rewritten in place). The audit and
+	// prepare re-hash every blob and name it.
+	swapped := copyRun(t, dir)
+	var cubin artifacts.Digest
+	for _, f := range e.Data {
+		if f.Path == "cache/triton/k/kernel.cubin" {
+			cubin = f.Digest
+		}
+	}
+	blob := filepath.Join(swapped, "capture", "blobs", "sha256", strings.TrimPrefix(string(cubin), "sha256:"))
+	if err := os.WriteFile(blob, []byte("\x7fELF another kernel"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	named := func(out string) bool {
+		return strings.Contains(out, "blob cases/add-5x33/imposter/cache/triton/k/kernel.cubin (") &&
+			strings.Contains(out, "): digest mismatch: expected "+string(cubin)+", actual sha256:")
+	}
+	if code, out, errs := tp(t, auditArgs(swapped)...); code == exitOK || !named(out+errs) {
+		t.Errorf("audit of a capture whose cache blob was swapped = exit %d, want the blob's digest mismatch named\n%s%s", code, out, errs)
+	}
+	if code, _, errs := tp(t, "prepare", "--capture", filepath.Join(swapped, "capture"), "--output", filepath.Join(t.TempDir(), "p")); code == exitOK || !named(errs) {
+		t.Errorf("prepare of a capture whose cache blob was swapped = exit %d, want the blob's digest mismatch named\n%s", code, errs)
+	}
 	// A capture forged (re-hashed consistently) to name a cache file the
 	// store does not hold: prepare fails the entry, naming it.
 	capDir := filepath.Join(dir, "capture")
