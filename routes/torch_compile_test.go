@@ -119,8 +119,8 @@ func TestTorchCompileBuildRefuses(t *testing.T) {
 		{"writes at replay", "add", "cuda", torch2(`case "$dir" in */replay-check-*/cache) mkdir -p "$dir/triton" && : > "$dir/triton/k.cubin" ;; *) mkdir -p "$dir/inductor" && echo g > "$dir/inductor/g" ;; esac
 ` + compileJSON([]string{"triton/k.cubin"}, "")), "failed",
 			"the compiled cache of add (max-autotune) does not replay unchanged in a fresh process: cache/triton/k.cubin added (1 files differ)"},
-		{"recompiles at replay", "add", "cuda", torch2(compileJSON(nil, "recompiled: torch.compile did not run the captured graph alone in this run (fxgraph_cache_hit 0, fxgraph_cache_miss 1, fxgraph_cache_bypass 0, unique_graphs 1; want 1 hit and 1 graph)")), "failed",
-			"the compiled cache of add (max-autotune) does not replay unchanged in a fresh process: recompiled: torch.compile did not run the captured graph alone in this run (fxgraph_cache_hit 0, fxgraph_cache_miss 1, fxgraph_cache_bypass 0, unique_graphs 1; want 1 hit and 1 graph)"},
+		{"recompiles at replay", "add", "cuda", torch2(compileJSON(nil, "recompiled: torch.compile did not run the captured graph alone in this run (fxgraph_cache_hit 0, fxgraph_cache_miss 1, fxgraph_cache_bypass 0, autograd_cache_hit 0, unique_graphs 1; want a cache hit, no miss and 1 graph)")), "failed",
+			"the compiled cache of add (max-autotune) does not replay unchanged in a fresh process: recompiled: torch.compile did not run the captured graph alone in this run (fxgraph_cache_hit 0, fxgraph_cache_miss 1, fxgraph_cache_bypass 0, autograd_cache_hit 0, unique_graphs 1; want a cache hit, no miss and 1 graph)"},
 		{"honest", "add", "cuda", torch2(honest), "built", ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -501,8 +501,8 @@ def run_visit(op, dims, dtype, ranking, device, policy, seed=1, closure=None, ca
 # for add 300x1000 bf16) and the failure each must end with. The two that
 # compile anew fail after validation's calls, named by the counters.
 RECOMPILED = ("validated", "recompiled: torch.compile did not run the captured graph alone in validation "
-              "(fxgraph_cache_hit 0, fxgraph_cache_miss 1, fxgraph_cache_bypass 0, unique_graphs 1; want 1 hit and 1 graph)",
-              (P, P, P, P))
+              "(fxgraph_cache_hit 0, fxgraph_cache_miss 1, fxgraph_cache_bypass 0, autograd_cache_hit 0, unique_graphs 1; "
+              "want a cache hit, no miss and 1 graph)", (P, P, P, P))
 COMPILE_ADVERSARIES = [
     ("compile: no $TILEPIPE_CACHE", None, ("usage", "--compile: $TILEPIPE_CACHE is '', want the directory of the visit's copy of the captured cache", None)),
     ("compile: an empty cache", "", RECOMPILED),

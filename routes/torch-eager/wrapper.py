@@ -1359,19 +1359,25 @@ class Compiled:
 
     def counters(self):
         from torch._dynamo.utils import counters
-        ind, st = counters["inductor"], counters["stats"]
+        ind, aot, st = counters["inductor"], counters["aot_autograd"], counters["stats"]
         return {"fxgraph_cache_hit": ind.get("fxgraph_cache_hit", 0), "fxgraph_cache_miss": ind.get("fxgraph_cache_miss", 0),
-                "fxgraph_cache_bypass": ind.get("fxgraph_cache_bypass", 0), "unique_graphs": st.get("unique_graphs", 0),
-                "cudagraph_skips": ind.get("cudagraph_skips", 0)}
+                "fxgraph_cache_bypass": ind.get("fxgraph_cache_bypass", 0),
+                "autograd_cache_hit": aot.get("autograd_cache_hit", 0), "autograd_cache_miss": aot.get("autograd_cache_miss", 0),
+                "unique_graphs": st.get("unique_graphs", 0), "cudagraph_skips": ind.get("cudagraph_skips", 0)}
 
     def recompiled(self, when):
-        """'' while every graph of this process came from the captured
-        cache, else the reason that fails the visit."""
+        """'' while the one graph of this process was loaded from the
+        captured cache (a hit of Inductor's FX graph cache, or of the
+        AOTAutograd cache that holds it) and Inductor compiled nothing,
+        else the reason that fails the visit."""
         c = self.counters()
-        if c["fxgraph_cache_miss"] or c["fxgraph_cache_bypass"] or c["unique_graphs"] > 1 or c["fxgraph_cache_hit"] < 1:
+        hits = c["fxgraph_cache_hit"] + c["autograd_cache_hit"]
+        if c["fxgraph_cache_miss"] or c["fxgraph_cache_bypass"] or c["unique_graphs"] != 1 or hits < 1:
             return ("recompiled: torch.compile did not run the captured graph alone %s (fxgraph_cache_hit %d, "
-                    "fxgraph_cache_miss %d, fxgraph_cache_bypass %d, unique_graphs %d; want 1 hit and 1 graph)"
-                    % (when, c["fxgraph_cache_hit"], c["fxgraph_cache_miss"], c["fxgraph_cache_bypass"], c["unique_graphs"]))
+                    "fxgraph_cache_miss %d, fxgraph_cache_bypass %d, autograd_cache_hit %d, unique_graphs %d; "
+                    "want a cache hit, no miss and 1 graph)"
+                    % (when, c["fxgraph_cache_hit"], c["fxgraph_cache_miss"], c["fxgraph_cache_bypass"],
+                       c["autograd_cache_hit"], c["unique_graphs"]))
         return ""
 
 
