@@ -80,10 +80,7 @@ func TestTorchCompileDescribe(t *testing.T) {
 	} {
 		fake := fakeTorch(t, tc.ver, tc.cuda, "exit 1")
 		d := parseDescribe(t, "torch-compile describe", run(t, ".", []string{"TILEPIPE_TORCH_PYTHON=" + fake}, routeExe(t, "torch-compile"), "describe"))
-		want := tc.reason
-		if strings.Contains(want, "%s") {
-			want = strings.Replace(want, "%s", fake, 1)
-		}
+		want := strings.Replace(tc.reason, "%s", fake, 1)
 		if d.Available != (want == "") || d.Reason != want || !slices.Equal(d.Devices, []string{"cuda"}) || d.Kind != "process" {
 			t.Errorf("describe under torch %s (cuda %q) = available %v reason %q devices %v kind %s, want %v %q [cuda] process",
 				tc.ver, tc.cuda, d.Available, d.Reason, d.Devices, d.Kind, want == "", want)
