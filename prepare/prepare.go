@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -754,7 +755,20 @@ func (p *preparer) process(ctx context.Context, c artifacts.CapturedCase, b arti
 // visible, and for a cuda case the GPU's device nodes (a timer that
 // initialises CUDA maps what a visit on the GPU maps).
 func (p *preparer) closure(ctx context.Context, argv []string, dir string, env map[string]string, cuda bool, e *artifacts.Prepared) (string, error) {
-	argv = p.sandbox.Wrap([]string{p.cap.Store.Dir(), p.s.Dir(), p.tmp}, []visit.Bind{{Src: dir, Dst: dir}}, nil, p.gpu.For(cuda), dir, argv)
+	// A private writable directory, named by TMPDIR: the sandbox shows the
+	// rest of the system read-only, and a timer whose listing compiles
+	// (torch-compile's) needs somewhere to put its scratch caches. Files
+	// under it are prepare's temporary files, never listed.
+	tmp, err := os.MkdirTemp(p.tmp, "closure-tmp-")
+	if err != nil {
+		return "", err
+	}
+	env = maps.Clone(env)
+	if env == nil {
+		env = map[string]string{}
+	}
+	env["TMPDIR"] = tmp
+	argv = p.sandbox.Wrap([]string{p.cap.Store.Dir(), p.s.Dir(), p.tmp}, []visit.Bind{{Src: dir, Dst: dir}}, []visit.Bind{{Src: tmp, Dst: tmp}}, p.gpu.For(cuda), dir, argv)
 	_, out, reason, err := p.run(ctx, argv, dir, env)
 	if err != nil {
 		return "", err

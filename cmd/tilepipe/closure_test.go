@@ -11,7 +11,9 @@ import (
 )
 
 // listerRoute is a process route whose wrapper, run with --closure,
-// lists /bin/sh's file; it sends closure_args unless its build is given
+// writes a scratch file under $TMPDIR (the listing's private writable
+// directory, where torch-compile's listing compiles) and lists /bin/sh's
+// file and the scratch file (prepare's own, never pinned); it sends closure_args unless its build is given
 // TILEPIPE_TEST_PER_CASE=1.
 const listerRoute = `#!/bin/sh
 if [ "$1" = describe ]; then
@@ -19,7 +21,7 @@ if [ "$1" = describe ]; then
   exit 0
 fi
 prev=""; for a; do [ "$prev" = "--workdir" ] && w="$a"; prev="$a"; done
-printf '%s\n' '[ "$#" -gt 0 ] && for a; do [ "$a" = --closure ] && exec readlink -f /bin/sh; done; exit 2' > "$w/wrapper.sh"
+printf '%s\n' '[ "$#" -gt 0 ] && for a; do [ "$a" = --closure ] && { echo x > "$TMPDIR/scratch" || exit 3; readlink -f /bin/sh; echo "$TMPDIR/scratch"; exit 0; }; done; exit 2' > "$w/wrapper.sh"
 ca=', "closure_args": ["--device", "cpu"]'
 [ "$TILEPIPE_TEST_PER_CASE" = 1 ] && ca=''
 [ "$TILEPIPE_TEST_PER_CASE" = bad ] && ca=', "closure_args": ["--closure"]'
