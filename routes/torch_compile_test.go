@@ -2,6 +2,7 @@ package routes_test
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -96,6 +97,20 @@ func TestTorchCompileBuildRefuses(t *testing.T) {
 	dims := dimsFor("add")
 	honest := `case "$dir" in */replay-check-*/cache) ;; *) mkdir -p "$dir/inductor/ab" && echo graph > "$dir/inductor/ab/fxgraph" ;; esac
 ` + compileJSON(nil, "")
+	// The first fresh load on the cache itself adds a kernel (an autotuned
+	// kernel rebuilt from its best config); the check's copy adds nothing.
+	settles := `case "$dir" in */replay-check-*/cache) ;;
+*) if [ -f "$dir/triton/best.cubin" ]; then
+` + compileJSON(nil, "") + `
+exit 0
+fi
+if [ -f "$dir/inductor/ab/fxgraph" ]; then mkdir -p "$dir/triton" && echo k > "$dir/triton/best.cubin"
+` + compileJSON([]string{"triton/best.cubin"}, "") + `
+exit 0
+fi
+mkdir -p "$dir/inductor/ab" && echo graph > "$dir/inductor/ab/fxgraph" ;;
+esac
+` + compileJSON(nil, "")
 	torch2 := func(run string) []string {
 		return []string{"TILEPIPE_TORCH_PYTHON=" + fakeTorch(t, "2.11.0", "13.0", run)}
 	}
@@ -115,8 +130,23 @@ func TestTorchCompileBuildRefuses(t *testing.T) {
 			"torch.compile of add (max-autotune): exit 1: InductorError: no ptxas"},
 		{"writes at replay", "add", "cuda", torch2(`case "$dir" in */replay-check-*/cache) mkdir -p "$dir/triton" && : > "$dir/triton/k.cubin" ;; *) mkdir -p "$dir/inductor" && echo g > "$dir/inductor/g" ;; esac
 ` + compileJSON([]string{"triton/k.cubin"}, "")), "failed",
-			"the compiled cache of add (max-autotune) does not replay unchanged in a fresh process: cache/triton/k.cubin added (1 files differ)"},
-		{"recompiles at replay", "add", "cuda", torch2(compileJSON(nil, "recompiled: torch.compile did not run the captured graph alone in this run (fxgraph_cache_hit 0, fxgraph_cache_miss 1, fxgraph_cache_bypass 0, autograd_cache_hit 0, unique_graphs 1; want a cache hit, no miss and 1 graph)")), "failed",
+			"the compiled cache of add (max-autotune) does not replay unchanged in a fresh process: 1 files differ: cache/triton/k.cubin added"},
+		{"settle recompiles", "add", "cuda", torch2(`if [ -f "$dir/inductor/g" ]; then
+` + compileJSON(nil, "recompiled: fxgraph_cache_miss 1") + `
+else mkdir -p "$dir/inductor" && echo g > "$dir/inductor/g"
+` + compileJSON(nil, "") + `
+fi`), "failed", "the compiled cache of add (max-autotune) does not load in a fresh process: recompiled: fxgraph_cache_miss 1"},
+		{"settles", "add", "cuda", torch2(settles), "built", ""},
+		{"never settles", "add", "cuda", torch2(`mkdir -p "$dir/triton" && echo k > "$dir/triton/k$(ls "$dir/triton" | wc -l).cubin"
+` + compileJSON([]string{"triton/again.cubin"}, "")), "failed",
+			"the compiled cache of add (max-autotune) does not replay unchanged in a fresh process: 1 files differ: cache/triton/again.cubin added"},
+		{"recompiles at replay", "add", "cuda", torch2(`case "$dir" in */replay-check-*/cache)
+` + compileJSON(nil, "recompiled: torch.compile did not run the captured graph alone in this run (fxgraph_cache_hit 0, fxgraph_cache_miss 1, fxgraph_cache_bypass 0, autograd_cache_hit 0, unique_graphs 1; want a cache hit, no miss and 1 graph)") + `
+;;
+*)
+` + compileJSON(nil, "") + `
+;;
+esac`), "failed",
 			"the compiled cache of add (max-autotune) does not replay unchanged in a fresh process: recompiled: torch.compile did not run the captured graph alone in this run (fxgraph_cache_hit 0, fxgraph_cache_miss 1, fxgraph_cache_bypass 0, autograd_cache_hit 0, unique_graphs 1; want a cache hit, no miss and 1 graph)"},
 		{"honest", "add", "cuda", torch2(honest), "built", ""},
 	} {
@@ -128,7 +158,10 @@ func TestTorchCompileBuildRefuses(t *testing.T) {
 			if tc.status != "built" {
 				return
 			}
-			want := []fileResp{{"wrapper.py", "wrapper"}, {"cache/inductor/ab/fxgraph", "cache"}}
+			want, settled := []fileResp{{"wrapper.py", "wrapper"}, {"cache/inductor/ab/fxgraph", "cache"}}, []any{0.0}
+			if tc.name == "settles" {
+				want, settled = append(want, fileResp{"cache/triton/best.cubin", "cache"}), []any{1.0, 0.0}
+			}
 			if !slices.Equal(b.Files, want) {
 				t.Errorf("files = %v, want %v", b.Files, want)
 			}
@@ -140,8 +173,9 @@ func TestTorchCompileBuildRefuses(t *testing.T) {
 				t.Errorf("process = %+v, want args ending --compile max-autotune, closure args --device cuda --compile max-autotune, policy copy", b.Process)
 			}
 			var sched map[string]any
-			if err := json.Unmarshal(b.Schedule, &sched); err != nil || sched["mode"] != "max-autotune" || sched["compile_first_call_s"] != 2.5 || sched["cudagraphs"] != "used" {
-				t.Errorf("schedule = %s, want mode max-autotune, compile_first_call_s 2.5, cudagraphs used", b.Schedule)
+			if err := json.Unmarshal(b.Schedule, &sched); err != nil || sched["mode"] != "max-autotune" || sched["compile_first_call_s"] != 2.5 || sched["cudagraphs"] != "used" ||
+				fmt.Sprint(sched["settle_added_files"]) != fmt.Sprint(settled) {
+				t.Errorf("schedule = %s, want mode max-autotune, compile_first_call_s 2.5, cudagraphs used, settle_added_files %v", b.Schedule, settled)
 			}
 			if entries, _ := os.ReadDir(work); len(entries) != 2 {
 				t.Errorf("workdir holds %d entries, want wrapper.py and cache/ (the replay check's copy removed)", len(entries))

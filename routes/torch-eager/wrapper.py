@@ -1241,8 +1241,15 @@ COMPILE_UNSUPPORTED = {"scan_ordered": "an ordered (sequential FP32) scan has no
 
 def compile_env(cache):
     """Points Inductor's and Triton's caches at cache (before torch is
-    imported), with one compile worker and no remote cache."""
-    for k, v in (("TORCHINDUCTOR_CACHE_DIR", os.path.join(cache, "inductor")),
+    imported), with one compile worker and no remote cache. HOME and USER
+    are set too, the same at build and at replay: a visit's sandbox has no
+    user database (getpass.getuser() and "~" would fail with "getpwuid():
+    uid not found", seen on an H100), and whatever would be written under
+    HOME lands in the cache, where replay sees it."""
+    for k, v in (("HOME", os.path.join(cache, "home")),
+                 ("USER", "tilepipe"),
+                 ("LOGNAME", "tilepipe"),
+                 ("TORCHINDUCTOR_CACHE_DIR", os.path.join(cache, "inductor")),
                  ("TRITON_CACHE_DIR", os.path.join(cache, "triton")),
                  ("TRITON_HOME", os.path.join(cache, "triton-home")),
                  ("TORCHINDUCTOR_COMPILE_THREADS", "1"),
