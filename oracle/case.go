@@ -125,9 +125,7 @@ const (
 // it takes, and its signature.
 type opSpec struct {
 	dims    []string
-	halfOK  bool   // f16 and bf16 storage allowed (FP32 accumulation)
-	noHalf  string // why not, where halfOK is false (the refusal says it)
-	ranking bool   // needs a ranking contract
+	ranking bool // needs a ranking contract
 	// params are the case params (Case.Params) the op uses; any other is
 	// refused, so a misspelt or misplaced parameter cannot pass unseen.
 	params []string
@@ -142,40 +140,34 @@ func out(name, dtype string, shape ...int) Param { return Param{name, "output", 
 // unary, binary: the row-wise shapes most ops share.
 func mn(d map[string]int) (int, int) { return d["M"], d["N"] }
 
-// attentionNoHalf is why attention takes f32 storage alone: half-storage
-// kernels (FlashAttention's layout) round the weights P to the storage
-// type before the P·V product, an intermediate rounding the error model
-// has no allowance for yet (docs/oracle.md, "Storage dtypes f16 and bf16").
-const attentionNoHalf = "its weights rounded to half storage before P·V are not in the error model yet"
-
 var ops = map[string]opSpec{
-	"gemm":      {dims: []string{"M", "N", "K"}, halfOK: true, sig: sigGemm, terms: termsMNK},
-	"gemm_relu": {dims: []string{"M", "N", "K"}, halfOK: true, sig: sigGemm, terms: termsMNK},
-	"gemm_gelu": {dims: []string{"M", "N", "K"}, halfOK: true, sig: sigGemm, terms: termsMNK},
-	"bmm": {dims: []string{"B", "M", "N", "K"}, halfOK: true, terms: func(d map[string]int) int64 {
+	"gemm":      {dims: []string{"M", "N", "K"}, sig: sigGemm, terms: termsMNK},
+	"gemm_relu": {dims: []string{"M", "N", "K"}, sig: sigGemm, terms: termsMNK},
+	"gemm_gelu": {dims: []string{"M", "N", "K"}, sig: sigGemm, terms: termsMNK},
+	"bmm": {dims: []string{"B", "M", "N", "K"}, terms: func(d map[string]int) int64 {
 		return int64(d["B"]) * termsMNK(d)
 	}, sig: func(d map[string]int, f string) []Param {
 		return []Param{in("A", f, d["B"], d["M"], d["K"]), in("B", f, d["B"], d["K"], d["N"]), out("C", f, d["B"], d["M"], d["N"])}
 	}},
-	"gemv": {dims: []string{"M", "K"}, halfOK: true, terms: func(d map[string]int) int64 { return int64(d["M"]) * int64(d["K"]) },
+	"gemv": {dims: []string{"M", "K"}, terms: func(d map[string]int) int64 { return int64(d["M"]) * int64(d["K"]) },
 		sig: func(d map[string]int, f string) []Param {
 			return []Param{in("A", f, d["M"], d["K"]), in("X", f, d["K"]), out("Y", f, d["M"])}
 		}},
-	"add":      {dims: []string{"M", "N"}, halfOK: true, sig: sigBinary},
-	"gelu_add": {dims: []string{"M", "N"}, halfOK: true, sig: sigBinary},
-	"sigmoid_pair": {dims: []string{"M", "N"}, halfOK: true, sig: func(d map[string]int, f string) []Param {
+	"add":      {dims: []string{"M", "N"}, sig: sigBinary},
+	"gelu_add": {dims: []string{"M", "N"}, sig: sigBinary},
+	"sigmoid_pair": {dims: []string{"M", "N"}, sig: func(d map[string]int, f string) []Param {
 		M, N := mn(d)
 		return []Param{in("X", f, M, N), out("Y", f, M, N), out("D", f, M, N)}
 	}},
-	"gelu_pair": {dims: []string{"M", "N"}, halfOK: true, sig: func(d map[string]int, f string) []Param {
+	"gelu_pair": {dims: []string{"M", "N"}, sig: func(d map[string]int, f string) []Param {
 		M, N := mn(d)
 		return []Param{in("X", f, M, N), out("Y", f, M, N), out("D", f, M, N)}
 	}},
-	"swiglu": {dims: []string{"M", "N"}, halfOK: true, sig: func(d map[string]int, f string) []Param {
+	"swiglu": {dims: []string{"M", "N"}, sig: func(d map[string]int, f string) []Param {
 		M, N := mn(d)
 		return []Param{in("G", f, M, N), in("U", f, M, N), out("Y", f, M, N)}
 	}},
-	"rope": {dims: []string{"M", "N", "R"}, halfOK: true, check: func(d map[string]int) error {
+	"rope": {dims: []string{"M", "N", "R"}, check: func(d map[string]int) error {
 		if d["R"]%2 != 0 || d["R"] > d["N"] {
 			//lint:ignore ST1005 a dimension's name is case-sensitive (K is not k)
 			return fmt.Errorf("R=%d: want an even rotary width <= N=%d", d["R"], d["N"])
@@ -185,26 +177,26 @@ var ops = map[string]opSpec{
 		M, N := mn(d)
 		return []Param{in("X", f, M, N), in("COS", f, M, d["R"]/2), in("SIN", f, M, d["R"]/2), out("Y", f, M, N)}
 	}},
-	"sum":       {dims: []string{"M", "N"}, halfOK: true, sig: sigReduce},
-	"max":       {dims: []string{"M", "N"}, halfOK: true, sig: sigReduce},
-	"softmax":   {dims: []string{"M", "N"}, halfOK: true, sig: sigUnary},
-	"rmsnorm":   {dims: []string{"M", "N"}, halfOK: true, params: epsOnly, sig: sigRMSNorm},
-	"layernorm": {dims: []string{"M", "N"}, halfOK: true, params: epsOnly, sig: sigLayerNorm},
-	"residual_layernorm": {dims: []string{"M", "N"}, halfOK: true, params: epsOnly, sig: func(d map[string]int, f string) []Param {
+	"sum":       {dims: []string{"M", "N"}, sig: sigReduce},
+	"max":       {dims: []string{"M", "N"}, sig: sigReduce},
+	"softmax":   {dims: []string{"M", "N"}, sig: sigUnary},
+	"rmsnorm":   {dims: []string{"M", "N"}, params: epsOnly, sig: sigRMSNorm},
+	"layernorm": {dims: []string{"M", "N"}, params: epsOnly, sig: sigLayerNorm},
+	"residual_layernorm": {dims: []string{"M", "N"}, params: epsOnly, sig: func(d map[string]int, f string) []Param {
 		M, N := mn(d)
 		return []Param{in("X", f, M, N), in("R", f, M, N), in("W", f, N), in("B", f, N), out("Y", f, M, N), out("H", f, M, N)}
 	}},
-	"cross_entropy": {halfOK: true, dims: []string{"M", "N"}, sig: func(d map[string]int, f string) []Param {
+	"cross_entropy": {dims: []string{"M", "N"}, sig: func(d map[string]int, f string) []Param {
 		M, N := mn(d)
 		return []Param{in("X", f, M, N), in("T", "i64", M), out("L", f, M)}
 	}},
-	"scan_ordered": {dims: []string{"M", "N"}, halfOK: true, sig: sigUnary},
-	"scan":         {dims: []string{"M", "N"}, halfOK: true, sig: sigUnary},
-	"argmax": {halfOK: true, dims: []string{"M", "N"}, sig: func(d map[string]int, f string) []Param {
+	"scan_ordered": {dims: []string{"M", "N"}, sig: sigUnary},
+	"scan":         {dims: []string{"M", "N"}, sig: sigUnary},
+	"argmax": {dims: []string{"M", "N"}, sig: func(d map[string]int, f string) []Param {
 		M, N := mn(d)
 		return []Param{in("X", f, M, N), out("V", f, M), out("I", "i64", M)}
 	}},
-	"topk": {halfOK: true, dims: []string{"M", "N", "K"}, ranking: true, check: func(d map[string]int) error {
+	"topk": {dims: []string{"M", "N", "K"}, ranking: true, check: func(d map[string]int) error {
 		if d["K"] > d["N"] {
 			//lint:ignore ST1005 a dimension's name is case-sensitive (K is not k)
 			return fmt.Errorf("K=%d: want K <= N=%d", d["K"], d["N"])
@@ -214,14 +206,14 @@ var ops = map[string]opSpec{
 		M, N := mn(d)
 		return []Param{in("X", f, M, N), out("V", f, M, d["K"]), out("I", "i64", M, d["K"])}
 	}},
-	"sort": {halfOK: true, dims: []string{"M", "N"}, ranking: true, sig: func(d map[string]int, f string) []Param {
+	"sort": {dims: []string{"M", "N"}, ranking: true, sig: func(d map[string]int, f string) []Param {
 		M, N := mn(d)
 		return []Param{in("X", f, M, N), out("V", f, M, N), out("I", "i64", M, N)}
 	}},
-	"embedding": {halfOK: true, dims: []string{"V", "D", "M"}, sig: func(d map[string]int, f string) []Param {
+	"embedding": {dims: []string{"V", "D", "M"}, sig: func(d map[string]int, f string) []Param {
 		return []Param{in("E", f, d["V"], d["D"]), in("I", "i64", d["M"]), out("Y", f, d["M"], d["D"])}
 	}},
-	"attention": {dims: []string{"B", "Hq", "Hkv", "Q", "K", "D", "Dv"}, noHalf: attentionNoHalf, check: func(d map[string]int) error {
+	"attention": {dims: []string{"B", "Hq", "Hkv", "Q", "K", "D", "Dv"}, check: func(d map[string]int) error {
 		if d["Hq"]%d["Hkv"] != 0 {
 			//lint:ignore ST1005 a dimension's name is case-sensitive (K is not k)
 			return fmt.Errorf("Hq=%d: want a multiple of Hkv=%d (GQA/MQA)", d["Hq"], d["Hkv"])
@@ -337,12 +329,9 @@ func (c Case) Validate() error {
 			return fmt.Errorf("case %s: dims: %w", c.ID, err)
 		}
 	}
-	switch {
-	case c.Dtype == "f32":
-	case (c.Dtype == "f16" || c.Dtype == "bf16") && spec.halfOK:
-	case c.Dtype == "f16" || c.Dtype == "bf16":
-		return fmt.Errorf("case %s: dtype: op %s takes only f32 storage, got %q (%s)", c.ID, c.Op, c.Dtype, spec.noHalf)
-	default:
+	// Every op takes f16 and bf16 storage (FP32 arithmetic, each output
+	// rounded once to storage: docs/oracle.md, "Storage dtypes").
+	if c.Dtype != "f32" && c.Dtype != "f16" && c.Dtype != "bf16" {
 		return fmt.Errorf("case %s: dtype: want f32, f16 or bf16, got %q", c.ID, c.Dtype)
 	}
 	switch {

@@ -383,9 +383,34 @@ func embeddingImpl(c Case, in []Tensor) []Tensor {
 // max, rescaled running sum and accumulator, divided at the end. A name
 // ending in "/sorted" visits the keys in ascending score order, so that
 // every key is a new maximum: the most rescales any order can cause.
+// A name holding "/p-half" rounds each weight to the case's storage dtype
+// before its product with V, as FlashAttention's half kernels do; with
+// "/p-half-sum" the running sum adds the rounded weights too.
 func attentionImpl(name string, blockN int, exp func(float32) float32, d dotter, prescale bool) impl {
 	ascending := strings.HasSuffix(name, "/sorted")
+	pHalf, pHalfSum := strings.Contains(name, "/p-half"), strings.Contains(name, "/p-half-sum")
+	pBits := 0 // "/p-mant3", "/p-mant2": the weights' mantissa cut to 3 or 2 bits (FP8 E4M3, E5M2), a cheat
+	if strings.Contains(name, "/p-mant3") {
+		pBits = 3
+	} else if strings.Contains(name, "/p-mant2") {
+		pBits = 2
+	}
 	return impl{name: "attention/" + name, run: func(c Case, in [][]float32) []float32 {
+		rp := func(x float32) float32 { // the weight as P·V sees it
+			if pBits > 0 {
+				return roundMantissa(x, pBits)
+			}
+			if pHalf {
+				return toStorage(c.Dtype, x)
+			}
+			return x
+		}
+		rs := func(x float32) float32 { // the weight as the sum sees it
+			if pHalfSum {
+				return toStorage(c.Dtype, x)
+			}
+			return x
+		}
 		B, Hq, Hkv, Q, K, D, Dv := c.Dims["B"], c.Dims["Hq"], c.Dims["Hkv"], c.Dims["Q"], c.Dims["K"], c.Dims["D"], c.Dims["Dv"]
 		sc := float32(1 / math.Sqrt(float64(D)))
 		q, k, v := in[0], in[1], in[2]
@@ -419,12 +444,12 @@ func attentionImpl(name string, blockN int, exp func(float32) float32, d dotter,
 						p := make([]float32, n)
 						for j := range p {
 							p[j] = exp(s[j] - m)
-							l = l + p[j]
+							l = l + rs(p[j])
 						}
 						for t := 0; t < Dv; t++ {
 							var acc float32
 							for j := 0; j < n; j++ {
-								acc = acc + float32(p[j]*vb[j*Dv+t])
+								acc = acc + float32(rp(p[j])*vb[j*Dv+t])
 							}
 							o[t] = acc / l
 						}
@@ -456,9 +481,9 @@ func attentionImpl(name string, blockN int, exp func(float32) float32, d dotter,
 						}
 						for _, j := range ord[j0:j1] {
 							p := exp(s[j] - mb)
-							l = l + p
+							l = l + rs(p)
 							for t := range acc {
-								acc[t] = fma32(p, vb[j*Dv+t], acc[t])
+								acc[t] = fma32(rp(p), vb[j*Dv+t], acc[t])
 							}
 						}
 						m = mb
@@ -523,7 +548,20 @@ func moreImpls(op string) []impl {
 			attentionImpl("online1/base2/pairwise", 1, expBase2, pairD, false),
 			attentionImpl("flash64/libm/fma", 64, expLibm, dotters[1], true),
 			attentionImpl("online1/libm/seq/sorted", 1, expLibm, seqD, false),
-			attentionImpl("online1/edge/sorted-dot/sorted", 1, expEdge, dotters[11], false))
+			attentionImpl("online1/edge/sorted-dot/sorted", 1, expEdge, dotters[11], false),
+			attentionImpl("flash64/libm/fma/p-half", 64, expLibm, dotters[1], true),
+			attentionImpl("two-pass/libm/seq/p-half-sum", 0, expLibm, seqD, false),
+			attentionImpl("online1/edge/sorted-dot/p-half-sum/sorted", 1, expEdge, dotters[11], false))
 	}
 	return out
+}
+
+// roundMantissa rounds x to bits explicit mantissa bits, to nearest even.
+func roundMantissa(x float32, bits int) float32 {
+	u := math.Float32bits(x)
+	drop := uint32(23 - bits)
+	half := uint32(1) << (drop - 1)
+	lsb := (u >> drop) & 1
+	u += half - 1 + lsb
+	return math.Float32frombits(u &^ (1<<drop - 1))
 }

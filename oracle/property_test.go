@@ -49,10 +49,7 @@ var propertyShapes = map[string][]map[string]int{
 
 // dtypesOf lists the storage dtypes the property tests run for op.
 func dtypesOf(op string) []string {
-	if ops[op].halfOK {
-		return []string{"f32", "f16", "bf16"}
-	}
-	return []string{"f32"}
+	return []string{"f32", "f16", "bf16"} // every op takes half storage
 }
 
 // tightness is the largest observed |got-want|/bound of one implementation

@@ -285,10 +285,13 @@ func refEmbedding(D int, e []float32, ids []int64) (want, bnd []float64) {
 
 // refAttention: causal GQA attention, bottom-right mask, scale 1/sqrt(D).
 // docs/oracle.md, "attention", derives the bound.
-func refAttention(d map[string]int, q, k, v []float32) (want, bnd []float64) {
+func refAttention(d map[string]int, dtype string, q, k, v []float32) (want, bnd []float64) {
 	B, Hq, Hkv, Q, K, D, Dv := d["B"], d["Hq"], d["Hkv"], d["Q"], d["K"], d["D"], d["Dv"]
 	group := Hq / Hkv
 	a := newAttnRow(K, D, 1/math.Sqrt(float64(D)), exactLimit(grainExp(q)+grainExp(k)))
+	if dtype != "f32" {
+		a.half = storageOf(dtype)
+	}
 	want = make([]float64, B*Hq*Q*Dv)
 	bnd = make([]float64, B*Hq*Q*Dv)
 	for b := 0; b < B; b++ {
@@ -318,12 +321,20 @@ type attnRow struct {
 	s, E, p, r  []float64
 	lo, hi, ups []float64
 	cnt         []int
+	// half storage: the weights may be rounded to it before P·V (and
+	// summed rounded or not); zero for f32. zeta is each weight's
+	// absolute rounding error (below the format's normal range),
+	// divided by the exact normaliser Z; wl the denominator's lower
+	// bound after them (docs/oracle.md, "attention in half storage").
+	half storage
+	zeta []float64
+	wl   float64
 }
 
 func newAttnRow(K, D int, sc, limit float64) *attnRow {
 	return &attnRow{D: D, sc: sc, limit: limit,
 		s: make([]float64, K), E: make([]float64, K), p: make([]float64, K), r: make([]float64, K),
-		lo: make([]float64, K), hi: make([]float64, K), ups: make([]float64, 0, K), cnt: make([]int, K)}
+		lo: make([]float64, K), hi: make([]float64, K), ups: make([]float64, 0, K), cnt: make([]int, K), zeta: make([]float64, K)}
 }
 
 // scores: s_j = sc * q.k_j for the n attended keys, each with its bound E_j.
@@ -383,17 +394,36 @@ func (a *attnRow) weights(n int) {
 		}
 		hi[j] = math.Exp(E[j]) * (1 + th) * (1 + rho)
 		lo[j] = math.Exp(-E[j]) * (1 - th) * (1 - rho)
+		// Half storage: the weight, rounded to storage before P·V, is
+		// below the normal range only if its lower bound relative to the
+		// final computed maximum is (a running maximum is never above
+		// the final one); there it may lose up to half the subnormal
+		// spacing, unit·tiny, later rescaled by factors <= 1 (within
+		// 1+rho). In the exact weights' units (the exact maximum) that is
+		// at most e^eMax times more, the computed maximum being at most
+		// eMax above the exact one; over Z, p's units.
+		a.zeta[j] = 0
+		if a.half.unit > 0 && math.Exp(s[j]-a.sMax-E[j]-a.eMax)*(1-th) < a.half.tiny {
+			a.zeta[j] = a.half.unit * a.half.tiny * math.Exp(a.eMax) * (1 + rho) / sum
+		}
 	}
 	// Roundings per term: the product with V (numerator only),
-	// at most n-1 additions and c_j rescale products.
-	var WL, WU float64
+	// at most n-1 additions and c_j rescale products; in half storage
+	// the weight's rounding to storage too, in the numerator and (where
+	// the rounded weights are summed) the denominator.
+	us := a.half.unit
+	gam := func(k int) float64 { return (1+gamma(k))*(1+us) - 1 }
+	var WL, WU, Zeta float64
 	for j := 0; j < n; j++ {
-		g1 := gamma(n - 1 + cnt[j])
+		g1 := gam(n - 1 + cnt[j])
 		WL += p[j] * lo[j] * (1 - g1)
 		WU += p[j] * hi[j] * (1 + g1)
+		Zeta += a.zeta[j]
 	}
+	WL, WU = WL-Zeta, WU+Zeta
+	a.wl = WL
 	for j := 0; j < n; j++ {
-		gn, g1 := gamma(n+cnt[j]), gamma(n-1+cnt[j])
+		gn, g1 := gam(n+cnt[j]), gam(n-1+cnt[j])
 		up := hi[j] * (1 + gn) / (p[j]*hi[j]*(1-g1) + WL - p[j]*lo[j]*(1-g1))
 		dn := lo[j] * (1 - gn) / (p[j]*lo[j]*(1+g1) + WU - p[j]*hi[j]*(1+g1))
 		a.r[j] = math.Max(up-1, 1-dn)
@@ -411,6 +441,9 @@ func (a *attnRow) output(vb []float32, n, Dv int, want, bnd []float64) {
 			vv := float64(vb[j*Dv+t])
 			y += a.p[j] * vv
 			e += a.p[j] * a.r[j] * math.Abs(vv)
+			if a.zeta[j] > 0 {
+				e += a.zeta[j] * math.Abs(vv) / a.wl // a weight's absolute rounding, over the denominator's least
+			}
 			vm = math.Max(vm, math.Abs(vv))
 		}
 		want[t] = y

@@ -206,7 +206,7 @@ func reference(c Case, inputs []Tensor) ([]Expected, bool) {
 	case "embedding":
 		return one(refEmbedding(d["D"], f(0), inputs[1].I)), true
 	case "attention":
-		return one(refAttention(d, f(0), f(1), f(2))), true
+		return one(refAttention(d, c.Dtype, f(0), f(1), f(2))), true
 	}
 	return nil, false
 }

@@ -2251,7 +2251,7 @@ func TestTorchEagerBuildRejects(t *testing.T) {
 	}{
 		{"topk", "f32", "", map[string]int{"M": 2, "N": 10, "K": 3}, "topk wants ranking stable or standard, got None"},
 		{"topk", "f32", "stable", map[string]int{"M": 2, "N": 10, "K": 11}, "topk: K=11: want K <= N=10"},
-		{"attention", "f16", "", map[string]int{"B": 1, "Hq": 2, "Hkv": 1, "Q": 2, "K": 3, "D": 4, "Dv": 2}, "attention takes only f32 storage, got dtype 'f16'"},
+		{"attention", "f64", "", map[string]int{"B": 1, "Hq": 2, "Hkv": 1, "Q": 2, "K": 3, "D": 4, "Dv": 2}, "dtype: want one of f32, f16, bf16, got 'f64'"},
 		{"add", "f32", "stable", mn, "add takes no ranking, got 'stable'"},
 		{"rope", "f32", "", map[string]int{"M": 2, "N": 10, "R": 5}, "rope: R=5: want an even rotary width <= N=10"},
 		{"attention", "f32", "", map[string]int{"B": 1, "Hq": 3, "Hkv": 2, "Q": 1, "K": 1, "D": 2, "Dv": 2}, "attention: Hq=3: want a multiple of Hkv=2"},

@@ -162,11 +162,6 @@ DIMS = {"gemm": ("M", "N", "K"), "gemm_relu": ("M", "N", "K"), "gemm_gelu": ("M"
         "bmm": ("B", "M", "N", "K"), "gemv": ("M", "K"), "rope": ("M", "N", "R"),
         "topk": ("M", "N", "K"), "embedding": ("V", "D", "M"),
         "attention": ("B", "Hq", "Hkv", "Q", "K", "D", "Dv")}
-# Ops that take f16 and bf16 storage (the oracle's: every op but
-# attention, whose weights' rounding to half before P·V the error model
-# does not cover yet). Where this torch lacks an op in a half dtype on the
-# device, the build's probe says so (unsupported).
-HALF_OPS = tuple(op for op in OPS if op != "attention")
 RANKED_OPS = ("topk", "sort")
 RANKINGS = ("stable", "standard")
 DTYPES = ("f32", "f16", "bf16")
@@ -203,9 +198,8 @@ def dim_names(op):
 
 def variants(op):
     """The (dtype, ranking) pairs a case of op may ask for."""
-    dts = DTYPES if op in HALF_OPS else ("f32",)
     rks = RANKINGS if op in RANKED_OPS else (None,)
-    return [(d, r) for d in dts for r in rks]
+    return [(d, r) for d in DTYPES for r in rks]
 
 
 def variant_key(dtype, ranking):
