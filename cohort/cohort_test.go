@@ -20,7 +20,7 @@ func errString(err error) string {
 }
 
 func TestBuiltin(t *testing.T) {
-	if got, want := Builtin(), []string{"cpu-default", "cpu-full", "gpu-default", "gpu-quick", "llm-primitives", "quick"}; !reflect.DeepEqual(got, want) {
+	if got, want := Builtin(), []string{"cpu-default", "cpu-full", "gpu-default", "gpu-llm", "gpu-llm-quick", "gpu-quick", "llm-primitives", "quick"}; !reflect.DeepEqual(got, want) {
 		t.Errorf("Builtin() = %v, want %v", got, want)
 	}
 }
@@ -73,7 +73,7 @@ func TestLoadFile(t *testing.T) {
 
 	missing := filepath.Join(dir, "nope.json")
 	_, _, err = Load(missing)
-	want := `cohort "` + missing + `": not a built-in cohort (cpu-default, cpu-full, gpu-default, gpu-quick, llm-primitives, quick) and not a readable file: stat ` + missing + `: no such file or directory`
+	want := `cohort "` + missing + `": not a built-in cohort (cpu-default, cpu-full, gpu-default, gpu-llm, gpu-llm-quick, gpu-quick, llm-primitives, quick) and not a readable file: stat ` + missing + `: no such file or directory`
 	if errString(err) != want {
 		t.Errorf("Load(%s) = %v, want %s", missing, err, want)
 	}

@@ -87,9 +87,9 @@ func TestLimitsInside(t *testing.T) {
 		{[]string{"prepare", "--capture", missing, "--build-timeout-s", "86400"}, "tilepipe: error: open stage: lstat " + missing + ": no such file or directory\n"},
 		{[]string{"prepare", "--capture", missing, "--build-timeout-s", "1"}, "tilepipe: error: open stage: lstat " + missing + ": no such file or directory\n"},
 		{[]string{"capture", "--cohort", missing, "--jobs", "64", "--threads", "1024", "--build-timeout-s", "1"},
-			`tilepipe: error: cohort "` + missing + `": not a built-in cohort (cpu-default, cpu-full, gpu-default, gpu-quick, llm-primitives, quick) and not a readable file: stat ` + missing + ": no such file or directory\n"},
+			`tilepipe: error: cohort "` + missing + `": not a built-in cohort (cpu-default, cpu-full, gpu-default, gpu-llm, gpu-llm-quick, gpu-quick, llm-primitives, quick) and not a readable file: stat ` + missing + ": no such file or directory\n"},
 		{[]string{"capture", "--cohort", missing, "--jobs", "1", "--threads", "1", "--build-timeout-s", "86400"},
-			`tilepipe: error: cohort "` + missing + `": not a built-in cohort (cpu-default, cpu-full, gpu-default, gpu-quick, llm-primitives, quick) and not a readable file: stat ` + missing + ": no such file or directory\n"},
+			`tilepipe: error: cohort "` + missing + `": not a built-in cohort (cpu-default, cpu-full, gpu-default, gpu-llm, gpu-llm-quick, gpu-quick, llm-primitives, quick) and not a readable file: stat ` + missing + ": no such file or directory\n"},
 	} {
 		out := filepath.Join(t.TempDir(), "out")
 		args := append(tc.args, "--output", out)
