@@ -11,8 +11,11 @@ import (
 	"strings"
 	"time"
 
+	"github.com/opencontainers/go-digest"
+
 	"github.com/tilepipe/tilepipe/artifacts"
 	"github.com/tilepipe/tilepipe/internal/launch"
+	"github.com/tilepipe/tilepipe/oracle"
 )
 
 // maxCubin bounds a cubin or PTX read back.
@@ -31,7 +34,7 @@ func cubinChainCheck(cp *checkpoint, f *facts) finding {
 	if n == 0 && len(p)+len(w) == 0 {
 		return finding{skip: true} // no cubin entry: nothing to say
 	}
-	return finding{problems: p, warnings: w, summary: fmt.Sprintf("%d cubin entries: the cubin each timer loads holds the code ptxas builds from the PTX stored beside it", n)}
+	return finding{problems: p, warnings: w, summary: fmt.Sprintf("%d cubin entries: the cubin each timer loads holds the code ptxas builds from the PTX stored beside it, and its launch file is the manifest's launches, checked against the case and the PTX", n)}
 }
 
 // rebuild builds ptx with the ptxas at path (args as recorded) and returns
@@ -73,7 +76,9 @@ func rebuildHere(path string, args []string, ptx []byte) ([]byte, error) {
 // the warnings and the cubin entries checked.
 func cubinChains(cdoc artifacts.CaptureDoc, pdoc artifacts.PreparedDoc, readCap, readPrep func(artifacts.Digest, int64) ([]byte, error), again rebuild) (p, w []string, n int) {
 	builds := map[artifacts.Pair]artifacts.Build{}
+	sigs := map[string][]oracle.Param{}
 	for _, c := range cdoc.Cases {
+		sigs[c.Case.ID] = c.Signature
 		for _, b := range c.Builds {
 			builds[artifacts.Pair{Case: c.Case.ID, Route: b.Route}] = b
 		}
@@ -96,7 +101,7 @@ func cubinChains(cdoc artifacts.CaptureDoc, pdoc artifacts.PreparedDoc, readCap,
 			w = append(w, fmt.Sprintf("entry %s: prepared before the cubin chain: its cubin is not tied to its PTX", name))
 			continue
 		}
-		problem, elsewhere := chainOf(e, builds[e.Pair()], readCap, readPrep, again, here)
+		problem, elsewhere := chainOf(e, builds[e.Pair()], sigs[e.Case], readCap, readPrep, again, here)
 		if problem != "" {
 			p = append(p, fmt.Sprintf("entry %s: chain: %s", name, problem))
 		}
@@ -124,9 +129,11 @@ type ptxasHere struct {
 // build b: the PTX, the cubin the timer loads, ptxas and its arguments
 // (the manifest's and the PTX's .target), the cubin's code against
 // prepare's rebuild, and against one made here where this machine has
-// the same ptxas. It returns the problem ("" for none), and the ptxas
-// prepare used when it is not here.
-func chainOf(e artifacts.Prepared, b artifacts.Build, readCap, readPrep func(artifacts.Digest, int64) ([]byte, error), again rebuild, here ptxasHere) (problem, notHere string) {
+// the same ptxas; and the launch list: the manifest checked against the
+// case's signature sig and the PTX's entries, and the timer's launch file
+// its line form (a pipeline's launches, in order). It returns the problem
+// ("" for none), and the ptxas prepare used when it is not here.
+func chainOf(e artifacts.Prepared, b artifacts.Build, sig []oracle.Param, readCap, readPrep func(artifacts.Digest, int64) ([]byte, error), again rebuild, here ptxasHere) (problem, notHere string) {
 	c := e.Chain
 	files := map[string]artifacts.FileRef{}
 	for _, f := range b.Files {
@@ -134,7 +141,11 @@ func chainOf(e artifacts.Prepared, b artifacts.Build, readCap, readPrep func(art
 	}
 	ptxRef, cubRef, manRef := files["ptx"], files["cubin"], files["manifest"]
 	var loaded artifacts.Digest
+	var launchRef artifacts.FileRef
 	for _, k := range e.Kernel {
+		if k.Role == artifacts.RoleLaunch {
+			launchRef = k
+		}
 		if k.Role == artifacts.RoleCubin {
 			loaded = k.Digest
 		}
@@ -161,6 +172,9 @@ func chainOf(e artifacts.Prepared, b artifacts.Build, readCap, readPrep func(art
 	}
 	if err != nil {
 		return fmt.Sprintf("%s: %v", manRef.Path, err), ""
+	}
+	if why := launchList(m, sig, ptx, launchRef, readPrep); why != "" {
+		return why, ""
 	}
 	target, err := launch.Target(ptx)
 	if err != nil {
@@ -191,4 +205,26 @@ func chainOf(e artifacts.Prepared, b artifacts.Build, readCap, readPrep func(art
 		return fmt.Sprintf("%s is not what ptxas builds here from %s: %v", cubRef.Path, ptxRef.Path, err), ""
 	}
 	return "", ""
+}
+
+// launchList checks what the timer launches: the manifest against the
+// case (every launch's kernel, shape and parameters; a pipeline's
+// buffers) and the PTX's entries, and the prepared launch file (ref) is
+// the manifest's line form byte for byte, so the launches the timer
+// reads, in their order, are the ones the capture checked.
+func launchList(m launch.Manifest, sig []oracle.Param, ptx []byte, ref artifacts.FileRef, readPrep func(artifacts.Digest, int64) ([]byte, error)) string {
+	if err := m.Check(sig); err != nil {
+		return err.Error()
+	}
+	if err := m.MatchPTX(ptx); err != nil {
+		return err.Error()
+	}
+	got, err := readPrep(ref.Digest, launch.MaxManifestBytes)
+	if err != nil {
+		return fmt.Sprintf("launch file %s: %v", ref.Path, err)
+	}
+	if want := m.Lines(sig); string(got) != want {
+		return fmt.Sprintf("launch file %s (%s) is not the manifest's launches (%d launches, %s): the timer would run another list", ref.Path, artifacts.Short(ref.Digest), len(m.List()), artifacts.Short(digest.FromString(want)))
+	}
+	return ""
 }

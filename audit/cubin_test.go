@@ -12,6 +12,7 @@ import (
 
 	"github.com/tilepipe/tilepipe/artifacts"
 	"github.com/tilepipe/tilepipe/internal/launch"
+	"github.com/tilepipe/tilepipe/oracle"
 )
 
 // chainFixture is a capture build and prepared entry of Triton's add
@@ -42,13 +43,24 @@ func newChainFixture(t *testing.T) *chainFixture {
 	}
 	ptx := ref("kernel.ptx", "ptx", read("triton-add-2x64-sm90a.ptx"))
 	cub := ref("kernel.cubin", "cubin", read("triton-add-2x64-sm90a.cubin"))
-	man := ref("launch.json", "manifest", []byte(`{"kernel": "add_kernel", "arch": "sm_90", "grid": [1, 1, 1], "block": [128, 1, 1], "cluster": [1, 1, 1], "sharedBytes": 0, "params": [], "scratch": [], "ptxas": ["-lineinfo", "-v"]}`))
+	mb := []byte(`{"kernel": "add_kernel", "arch": "sm_90", "grid": [1, 1, 1], "block": [128, 1, 1], "cluster": [1, 1, 1], "sharedBytes": 0,
+ "params": [{"kind": "tensor", "tensor": "A", "align": 16}, {"kind": "tensor", "tensor": "B", "align": 16}, {"kind": "tensor", "tensor": "C", "align": 16},
+  {"kind": "i32", "value": 128}, {"kind": "scratch"}, {"kind": "scratch"}],
+ "scratch": [{"bytes": 0, "align": 1}, {"bytes": 0, "align": 1}], "ptxas": ["-lineinfo", "-v"]}`)
+	man := ref("launch.json", "manifest", mb)
+	sig := oracle.SignatureOf("add", map[string]int{"M": 2, "N": 64}, "f32")
+	m, err := launch.Parse(mb)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := ref("launch.txt", "launch", []byte(m.Lines(sig)))
 	rebuilt := ref("rebuilt.cubin", "cubin", read("triton-add-2x64-sm90a.rebuilt.cubin"))
 	ref("softmax.cubin", "cubin", read("triton-softmax-3x33-sm90a.cubin"))
 	f.cdoc.Cases = []artifacts.CapturedCase{{Builds: []artifacts.Build{{Route: "triton", Files: []artifacts.FileRef{ptx, cub, man}}}}}
 	f.cdoc.Cases[0].Case.ID = "add-2x64-cuda"
+	f.cdoc.Cases[0].Signature = sig
 	f.pdoc.Entries = []artifacts.Prepared{{Case: "add-2x64-cuda", Route: "triton", Kind: "cubin", Status: artifacts.StatusPrepared,
-		Kernel: []artifacts.FileRef{cub, {Path: "launch.txt", Role: "launch"}},
+		Kernel: []artifacts.FileRef{cub, lines},
 		Chain: &artifacts.CubinChain{PTX: ptx.Digest, Cubin: cub.Digest, Rebuilt: rebuilt, Ptxas: "/opt/ptxas", PtxasDigest: digest.FromBytes([]byte("ptxas")),
 			PtxasVersion: "Cuda compilation tools, release 12.8, V12.8.93", Args: []string{"-lineinfo", "-v", "--gpu-name=sm_90a"}}}}
 	return f
@@ -117,6 +129,23 @@ func TestCubinChains(t *testing.T) {
 			`entry add-2x64-cuda/triton: chain: ptxas "/opt/ptxas", digest "": want an absolute path and its digest`},
 		{"rebuilt not a layer", func(f *chainFixture) { f.pdoc.Entries[0].Chain.Rebuilt.Digest = digest.FromBytes([]byte("gone")) },
 			"entry add-2x64-cuda/triton: chain: rebuilt cubin: blob "},
+		// The launch list: a prepared launch file that launches less (one
+		// block of a grid the manifest gives more), or a manifest that does
+		// not fit the case or its PTX.
+		{"launch file not the manifest's", func(f *chainFixture) {
+			b := []byte(strings.Replace(string(f.blobs[f.pdoc.Entries[0].Kernel[1].Digest]), "block 128 1 1", "block 32 1 1", 1))
+			d := digest.FromBytes(b)
+			f.blobs[d] = b
+			f.pdoc.Entries[0].Kernel[1].Digest = d
+		}, "entry add-2x64-cuda/triton: chain: launch file launch.txt ("},
+		{"manifest not the case's", func(f *chainFixture) { f.cdoc.Cases[0].Signature = f.cdoc.Cases[0].Signature[:2] },
+			`entry add-2x64-cuda/triton: chain: launch manifest: params[2]: tensor "C" is not in the case's signature`},
+		{"manifest not the PTX's", func(f *chainFixture) {
+			b := []byte(strings.Replace(string(f.blobs[f.cdoc.Cases[0].Builds[0].Files[2].Digest]), "add_kernel", "mul_kernel", 1))
+			d := digest.FromBytes(b)
+			f.blobs[d] = b
+			f.cdoc.Cases[0].Builds[0].Files[2].Digest = d
+		}, "entry add-2x64-cuda/triton: chain: launch manifest: ptx: no .entry mul_kernel"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			f := newChainFixture(t)

@@ -13,8 +13,9 @@
  * (memfd), exported and imported as a descriptor, mapped at reserved
  * ranges with mmap and made accessible with mprotect, as the driver makes
  * a mapping accessible only after cuMemSetAccess. A kernel launch runs
- * nothing: it sleeps FAKECUDA_LAUNCH_NS ns (0 if unset), so a test can
- * make the monitor's idle probe slow. Every real GPU run is on the H200
+ * nothing (but the two split-K kernels of the pipeline test, run on the
+ * host: fake_kernel): it sleeps FAKECUDA_LAUNCH_NS ns (0 if unset), so a
+ * test can make the monitor's idle probe slow. Every real GPU run is on the H200
  * (docs/results); nothing here says anything of a GPU.
  *
  *     cc -shared -fPIC -o libcuda.so.1 fakecuda.c
@@ -24,6 +25,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -49,7 +51,14 @@ CUresult cuDevicePrimaryCtxRetain(void **ctx, int d) { (void)d; *ctx = (void *)1
 CUresult cuCtxSetCurrent(void *ctx) { (void)ctx; return OK; }
 CUresult cuCtxSynchronize(void) { return OK; }
 CUresult cuModuleLoadData(void **m, const void *image) { (void)image; *m = (void *)1; return OK; }
-CUresult cuModuleGetFunction(void **f, void *m, const char *name) { (void)m; (void)name; *f = (void *)1; return OK; }
+/* A function is its name (a kernel a test pipeline names is run on the
+ * host: fake_kernel). */
+CUresult cuModuleGetFunction(void **f, void *m, const char *name)
+{
+	(void)m;
+	*f = strdup(name);
+	return *f ? OK : OUT_OF_MEMORY;
+}
 CUresult cuFuncSetAttribute(void *f, int a, int v) { (void)f; (void)a; (void)v; return OK; }
 CUresult cuDeviceGetName(char *name, int n, int d) { (void)d; strncpy(name, "fakecuda", (size_t)n); return OK; }
 CUresult cuDeviceGetPCIBusId(char *bus, int n, int d) { (void)d; strncpy(bus, "00000000:00:00.0", (size_t)n); return OK; }
@@ -66,16 +75,65 @@ CUresult cuGetErrorString(CUresult rc, const char **s)
 	return OK;
 }
 
+/* fake_kernel runs, on the host (device memory is host memory), the
+ * kernels a pipeline test names; any other name runs nothing. Split-K
+ * GEMM of n x n f32 matrices in `parts` slices of k:
+ *   fakecuda_gemm_partial(A, B, W, n, parts): W[p] = A[:, slice p]·B[slice p, :]
+ *   fakecuda_gemm_reduce(W, C, n, parts):     C = sum over p of W[p]
+ * Each launch is appended to $FAKECUDA_LAUNCH_LOG when set: the name and,
+ * for these kernels, the buffer W's address. */
+static void fake_kernel(const char *name, void **args)
+{
+	const char *log = getenv("FAKECUDA_LAUNCH_LOG");
+	int partial = strcmp(name, "fakecuda_gemm_partial") == 0, reduce = strcmp(name, "fakecuda_gemm_reduce") == 0;
+	CUdeviceptr w = 0;
+	if (partial || reduce) {
+		int n = *(int32_t *)args[partial ? 3 : 2], parts = *(int32_t *)args[partial ? 4 : 3];
+		if (partial) {
+			const float *a = (const float *)*(CUdeviceptr *)args[0], *b = (const float *)*(CUdeviceptr *)args[1];
+			w = *(CUdeviceptr *)args[2];
+			float *wp = (float *)w;
+			for (int p = 0; p < parts; p++)
+				for (int i = 0; i < n; i++)
+					for (int j = 0; j < n; j++) {
+						float acc = 0;
+						for (int k = p * n / parts; k < (p + 1) * n / parts; k++)
+							acc += a[i * n + k] * b[k * n + j];
+						wp[(p * n + i) * n + j] = acc;
+					}
+		} else {
+			w = *(CUdeviceptr *)args[0];
+			const float *wp = (const float *)w;
+			float *c = (float *)*(CUdeviceptr *)args[1];
+			for (int i = 0; i < n * n; i++) {
+				float acc = 0;
+				for (int p = 0; p < parts; p++)
+					acc += wp[p * n * n + i];
+				c[i] = acc;
+			}
+		}
+	}
+	if (log && *log) {
+		FILE *f = fopen(log, "a");
+		if (f) {
+			fprintf(f, "%s %llx\n", name, w);
+			fclose(f);
+		}
+	}
+}
+
 CUresult cuLaunchKernel(void *f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by, unsigned bz, unsigned shared,
 			void *stream, void **args, void **extra)
 {
-	(void)f, (void)gx, (void)gy, (void)gz, (void)bx, (void)by, (void)bz, (void)shared, (void)stream, (void)args, (void)extra;
+	(void)gx, (void)gy, (void)gz, (void)bx, (void)by, (void)bz, (void)shared, (void)stream, (void)extra;
 	const char *ns = getenv("FAKECUDA_LAUNCH_NS");
 	if (ns && *ns) {
 		long long n = atoll(ns);
 		struct timespec t = {.tv_sec = n / 1000000000, .tv_nsec = n % 1000000000};
 		nanosleep(&t, NULL);
 	}
+	if (f && f != (void *)1 && args)
+		fake_kernel((const char *)f, args);
 	return OK;
 }
 

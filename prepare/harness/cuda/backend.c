@@ -218,27 +218,40 @@ static size_t stage_layout(CUdevice dev, const size_t *sizes, size_t n, size_t *
 	return align_up(o, gran);
 }
 
-enum { MAX_LAUNCH_PARAMS = 64 };
+enum { MAX_LAUNCH_PARAMS = 64, MAX_LAUNCHES = 16, MAX_BUFFERS = 16 };
 
-/* The launch: internal/launch's Lines form, read from the visit's launch
- * file. */
-static struct {
+/* One launch: internal/launch's Lines form. */
+struct launch {
 	char kernel[257];
 	unsigned grid[3], block[3], cluster[3], shared;
 	size_t n;
-	enum { LP_TENSOR, LP_I32, LP_I64, LP_F32, LP_SCRATCH } kind[MAX_LAUNCH_PARAMS];
-	size_t tensor[MAX_LAUNCH_PARAMS]; /* LP_TENSOR: signature index */
+	enum { LP_TENSOR, LP_I32, LP_I64, LP_F32, LP_SCRATCH, LP_BUFFER } kind[MAX_LAUNCH_PARAMS];
+	size_t tensor[MAX_LAUNCH_PARAMS]; /* LP_TENSOR: signature index; LP_BUFFER: buffer index */
 	unsigned char value[MAX_LAUNCH_PARAMS][8];
 	uint64_t scratch_bytes[MAX_LAUNCH_PARAMS];
-} launch;
+	int seen;
+};
+
+/* The launches of one call, in order, read from the visit's launch file
+ * (one launch, or a pipeline: "buffer BYTES ALIGN" lines, then each
+ * launch after a "launch" line), and the pipeline's buffers. */
+static struct launch launches[MAX_LAUNCHES];
+static size_t nlaunch;
+static struct {
+	uint64_t bytes, align;
+} buffers[MAX_BUFFERS];
+static size_t nbuffers;
 
 static struct {
-	CUfunction fn;
+	CUfunction fn[MAX_LAUNCHES];
 	CUdeviceptr *mirror[NPOOLS]; /* mirror[k][i]: param i's device copy of its pool-k file */
-	void ***args[NPOOLS];         /* args[k][s]: the kernel's argument pointers for set s */
+	void ****args[NPOOLS];        /* args[k][s][l]: launch l's argument pointers for set s */
 	void ***ptrs[NPOOLS];         /* ptrs[k][s]: an object entry's device buffers for set s */
 	int object;                   /* an object entry, not a cubin */
 	unsigned char *scratch;       /* a host buffer as large as the largest file */
+	CUdeviceptr buffer[MAX_BUFFERS]; /* a pipeline's buffers (0 for 0 bytes), aligned */
+	unsigned char *poison;        /* a host buffer as large as the largest buffer */
+	unsigned poisons;             /* how many times the buffers were poisoned */
 	CUevent ev0, ev1;
 	int64_t module_ns, call_ns; /* the cubin's load, the last synchronous call (cold_ns) */
 	CUdevice dev;
@@ -249,73 +262,154 @@ static struct {
 	unsigned flushes;             /* how many so far: each writes another value */
 } gpu;
 
+/* parse_launch_param reads one "param KIND A [B]" line into launch l. */
+static void parse_launch_param(struct launch *l, const char *file, int lineno, const char *kind, const char *a)
+{
+	size_t i = l->n;
+	if (i == MAX_LAUNCH_PARAMS)
+		die("%s:%d: more than %d params", file, lineno, MAX_LAUNCH_PARAMS);
+	uint64_t u;
+	if (strcmp(kind, "tensor") == 0 && parse_u64(a, MAX_PARAMS - 1, &u)) {
+		l->kind[i] = LP_TENSOR;
+		l->tensor[i] = (size_t)u;
+	} else if (strcmp(kind, "buffer") == 0 && parse_u64(a, MAX_BUFFERS - 1, &u)) {
+		if (u >= nbuffers)
+			die("%s:%d: buffer %" PRIu64 ": the file declares %zu", file, lineno, u, nbuffers);
+		l->kind[i] = LP_BUFFER;
+		l->tensor[i] = (size_t)u;
+	} else if (strcmp(kind, "i32") == 0) {
+		char *end;
+		long long x = strtoll(a, &end, 10);
+		if (*end || x < INT32_MIN || x > INT32_MAX)
+			die("%s:%d: i32 value \"%s\"", file, lineno, a);
+		int32_t y = (int32_t)x;
+		l->kind[i] = LP_I32;
+		memcpy(l->value[i], &y, 4);
+	} else if (strcmp(kind, "i64") == 0) {
+		char *end;
+		long long x = strtoll(a, &end, 10);
+		if (*end)
+			die("%s:%d: i64 value \"%s\"", file, lineno, a);
+		l->kind[i] = LP_I64;
+		memcpy(l->value[i], &x, 8);
+	} else if (strcmp(kind, "f32") == 0) {
+		char *end;
+		float x = strtof(a, &end);
+		if (*end)
+			die("%s:%d: f32 value \"%s\"", file, lineno, a);
+		l->kind[i] = LP_F32;
+		memcpy(l->value[i], &x, 4);
+	} else if (strcmp(kind, "scratch") == 0 && parse_u64(a, UINT64_C(1) << 30, &u)) {
+		if (u != 0)
+			die("%s:%d: scratch of %" PRIu64 " bytes: not supported yet (docs/gpu.md)", file, lineno, u);
+		l->kind[i] = LP_SCRATCH;
+		l->scratch_bytes[i] = u;
+	} else
+		die("%s:%d: bad param line", file, lineno);
+	l->n++;
+}
+
 static void parse_launch(const char *file)
 {
 	FILE *f = fopen(file, "r");
 	if (!f)
 		die("open %s: %s", file, strerror(errno));
 	char line[512];
-	int lineno = 0, seen = 0;
+	int lineno = 0, pipeline = 0;
+	struct launch *l = NULL;
 	while (fgets(line, sizeof line, f)) {
 		lineno++;
 		char kind[16], a[64], b[64], extra;
-		if (sscanf(line, "kernel %256s %c", launch.kernel, &extra) == 1) {
-			seen |= 1;
-		} else if (sscanf(line, "grid %u %u %u %c", &launch.grid[0], &launch.grid[1], &launch.grid[2], &extra) == 3) {
-			seen |= 2;
-		} else if (sscanf(line, "block %u %u %u %c", &launch.block[0], &launch.block[1], &launch.block[2], &extra) == 3) {
-			seen |= 4;
-		} else if (sscanf(line, "cluster %u %u %u %c", &launch.cluster[0], &launch.cluster[1], &launch.cluster[2], &extra) == 3) {
-			if (launch.cluster[0] * launch.cluster[1] * launch.cluster[2] != 1)
+		uint64_t bytes, align;
+		if (strcmp(line, "launch\n") == 0) {
+			if (!pipeline && l)
+				die("%s:%d: \"launch\" after a launch without one: one form or the other", file, lineno);
+			if (nlaunch == MAX_LAUNCHES)
+				die("%s:%d: more than %d launches", file, lineno, MAX_LAUNCHES);
+			pipeline = 1;
+			l = &launches[nlaunch++];
+			continue;
+		}
+		if (strncmp(line, "arch ", 5) == 0)
+			continue; /* the driver checks the cubin's arch at load */
+		if (sscanf(line, "buffer %" SCNu64 " %" SCNu64 " %c", &bytes, &align, &extra) == 2) {
+			if (l)
+				die("%s:%d: a buffer after the first launch", file, lineno);
+			if (nbuffers == MAX_BUFFERS)
+				die("%s:%d: more than %d buffers", file, lineno, MAX_BUFFERS);
+			if (bytes > (UINT64_C(1) << 30) || align < 1 || align > 4096 || (align & (align - 1)))
+				die("%s:%d: buffer of %" PRIu64 " bytes aligned to %" PRIu64 ": want at most 2^30 bytes, a power of two up to 4096", file, lineno, bytes, align);
+			buffers[nbuffers].bytes = bytes;
+			buffers[nbuffers].align = align;
+			nbuffers++;
+			continue;
+		}
+		if (!l) {
+			if (nbuffers)
+				die("%s:%d: buffers without \"launch\"", file, lineno);
+			l = &launches[nlaunch++]; /* the one-launch form */
+		}
+		if (sscanf(line, "kernel %256s %c", l->kernel, &extra) == 1) {
+			l->seen |= 1;
+		} else if (sscanf(line, "grid %u %u %u %c", &l->grid[0], &l->grid[1], &l->grid[2], &extra) == 3) {
+			l->seen |= 2;
+		} else if (sscanf(line, "block %u %u %u %c", &l->block[0], &l->block[1], &l->block[2], &extra) == 3) {
+			l->seen |= 4;
+		} else if (sscanf(line, "cluster %u %u %u %c", &l->cluster[0], &l->cluster[1], &l->cluster[2], &extra) == 3) {
+			if (l->cluster[0] * l->cluster[1] * l->cluster[2] != 1)
 				die("%s:%d: cluster launches are not supported yet (docs/gpu.md)", file, lineno);
-		} else if (sscanf(line, "shared %u %c", &launch.shared, &extra) == 1) {
-			seen |= 8;
-		} else if (strncmp(line, "arch ", 5) == 0) {
-			/* the driver checks the cubin's arch at load */
+		} else if (sscanf(line, "shared %u %c", &l->shared, &extra) == 1) {
+			l->seen |= 8;
 		} else if (sscanf(line, "param %15s %63s %63s %c", kind, a, b, &extra) >= 2) {
-			size_t i = launch.n;
-			if (i == MAX_LAUNCH_PARAMS)
-				die("%s:%d: more than %d params", file, lineno, MAX_LAUNCH_PARAMS);
-			uint64_t u;
-			if (strcmp(kind, "tensor") == 0 && parse_u64(a, MAX_PARAMS - 1, &u)) {
-				launch.kind[i] = LP_TENSOR;
-				launch.tensor[i] = (size_t)u;
-			} else if (strcmp(kind, "i32") == 0) {
-				char *end;
-				long long x = strtoll(a, &end, 10);
-				if (*end || x < INT32_MIN || x > INT32_MAX)
-					die("%s:%d: i32 value \"%s\"", file, lineno, a);
-				int32_t y = (int32_t)x;
-				launch.kind[i] = LP_I32;
-				memcpy(launch.value[i], &y, 4);
-			} else if (strcmp(kind, "i64") == 0) {
-				char *end;
-				long long x = strtoll(a, &end, 10);
-				if (*end)
-					die("%s:%d: i64 value \"%s\"", file, lineno, a);
-				launch.kind[i] = LP_I64;
-				memcpy(launch.value[i], &x, 8);
-			} else if (strcmp(kind, "f32") == 0) {
-				char *end;
-				float x = strtof(a, &end);
-				if (*end)
-					die("%s:%d: f32 value \"%s\"", file, lineno, a);
-				launch.kind[i] = LP_F32;
-				memcpy(launch.value[i], &x, 4);
-			} else if (strcmp(kind, "scratch") == 0 && parse_u64(a, UINT64_C(1) << 30, &u)) {
-				if (u != 0)
-					die("%s:%d: scratch of %" PRIu64 " bytes: not supported yet (docs/gpu.md)", file, lineno, u);
-				launch.kind[i] = LP_SCRATCH;
-				launch.scratch_bytes[i] = u;
-			} else
-				die("%s:%d: bad param line", file, lineno);
-			launch.n++;
+			parse_launch_param(l, file, lineno, kind, a);
 		} else
 			die("%s:%d: cannot read \"%s\"", file, lineno, line);
 	}
 	fclose(f);
-	if (seen != 15 || launch.n == 0)
+	if (nlaunch == 0)
 		die("%s: want kernel, grid, block, shared and params", file);
+	for (size_t i = 0; i < nlaunch; i++)
+		if (launches[i].seen != 15 || launches[i].n == 0)
+			die("%s: launch %zu: want kernel, grid, block, shared and params", file, i);
+	for (size_t b = 0; b < nbuffers; b++) {
+		int used = 0;
+		for (size_t i = 0; i < nlaunch; i++)
+			for (size_t j = 0; j < launches[i].n; j++)
+				used |= launches[i].kind[j] == LP_BUFFER && launches[i].tensor[j] == b;
+		if (!used)
+			die("%s: buffer %zu: passed to no launch", file, b);
+	}
+}
+
+/* gpu_buffers allocates a pipeline's buffers, each aligned as declared
+ * (0 bytes: a null pointer). */
+static void gpu_buffers(void)
+{
+	uint64_t largest = 0;
+	for (size_t b = 0; b < nbuffers; b++) {
+		if (buffers[b].bytes == 0)
+			continue;
+		CUdeviceptr d;
+		cu_must(cu.MemAlloc(&d, buffers[b].bytes + buffers[b].align), "cuMemAlloc (a pipeline buffer)");
+		gpu.buffer[b] = (d + buffers[b].align - 1) & ~(CUdeviceptr)(buffers[b].align - 1);
+		if (buffers[b].bytes > largest)
+			largest = buffers[b].bytes;
+	}
+	gpu.poison = xmalloc(largest ? largest : 1);
+}
+
+/* gpu_poison_buffers fills every buffer with a poison (NaN, then a huge
+ * finite value, in turn) before a validation call: a pipeline may rely on
+ * nothing a call before it left in its buffers. */
+static void gpu_poison_buffers(void)
+{
+	unsigned char byte = gpu.poisons++ % 2 ? 0x7f : 0xff;
+	for (size_t b = 0; b < nbuffers; b++) {
+		if (buffers[b].bytes == 0)
+			continue;
+		memset(gpu.poison, byte, buffers[b].bytes);
+		cu_must(cu.MemcpyHtoD(gpu.buffer[b], gpu.poison, buffers[b].bytes), "poison a pipeline buffer");
+	}
 }
 
 /* gpu_init loads the kernel, makes every device mirror (a copy of each
@@ -397,9 +491,10 @@ static void gpu_init(struct visit *v)
 	if (cuda_entry)
 		die("%s: a cubin for a timer linked with an object entry", v->file);
 	parse_launch(launch_path);
-	for (size_t i = 0; i < launch.n; i++)
-		if (launch.kind[i] == LP_TENSOR && launch.tensor[i] >= v->nparams)
-			die("%s: param %zu: tensor %zu, the visit has %zu params", launch_path, i, launch.tensor[i], v->nparams);
+	for (size_t l = 0; l < nlaunch; l++)
+		for (size_t i = 0; i < launches[l].n; i++)
+			if (launches[l].kind[i] == LP_TENSOR && launches[l].tensor[i] >= v->nparams)
+				die("%s: launch %zu param %zu: tensor %zu, the visit has %zu params", launch_path, l, i, launches[l].tensor[i], v->nparams);
 	FILE *f = fopen(cubin_path, "rb");
 	if (!f)
 		die("open %s: %s", cubin_path, strerror(errno));
@@ -415,28 +510,37 @@ static void gpu_init(struct visit *v)
 	CUmodule mod;
 	int64_t t0 = mono_ns();
 	cu_must(cu.ModuleLoadData(&mod, cubin), "cuModuleLoadData");
-	cu_must(cu.ModuleGetFunction(&gpu.fn, mod, launch.kernel), "cuModuleGetFunction");
+	for (size_t l = 0; l < nlaunch; l++) {
+		cu_must(cu.ModuleGetFunction(&gpu.fn[l], mod, launches[l].kernel), "cuModuleGetFunction");
+		if (launches[l].shared > 48 * 1024)
+			cu_must(cu.FuncSetAttribute(gpu.fn[l], 8 /* MAX_DYNAMIC_SHARED_SIZE_BYTES */, (int)launches[l].shared), "cuFuncSetAttribute");
+	}
 	gpu.module_ns = mono_ns() - t0;
-	if (launch.shared > 48 * 1024)
-		cu_must(cu.FuncSetAttribute(gpu.fn, 8 /* MAX_DYNAMIC_SHARED_SIZE_BYTES */, (int)launch.shared), "cuFuncSetAttribute");
+	gpu_buffers();
 	size_t largest = gpu_mirrors(v);
 	for (int k = 0; k < NPOOLS; k++) {
 		uint64_t sets = v->pools[k].sets;
-		gpu.args[k] = xmalloc(sets * sizeof(void **));
+		gpu.args[k] = xmalloc(sets * sizeof(void ***));
 		for (uint64_t s = 0; s < sets; s++) {
-			void **a = xmalloc(launch.n * sizeof(void *));
-			unsigned char(*slot)[8] = xmalloc(launch.n * 8);
-			for (size_t j = 0; j < launch.n; j++) {
-				memset(slot[j], 0, 8);
-				if (launch.kind[j] == LP_TENSOR) {
-					const struct param *p = &v->params[launch.tensor[j]];
-					CUdeviceptr d = gpu.mirror[k][launch.tensor[j]] + set_offset(p->bytes, &v->pools[k], s);
-					memcpy(slot[j], &d, sizeof d);
-				} else if (launch.kind[j] != LP_SCRATCH)
-					memcpy(slot[j], launch.value[j], 8);
-				a[j] = slot[j];
+			gpu.args[k][s] = xmalloc(nlaunch * sizeof(void **));
+			for (size_t l = 0; l < nlaunch; l++) {
+				const struct launch *ln = &launches[l];
+				void **a = xmalloc(ln->n * sizeof(void *));
+				unsigned char(*slot)[8] = xmalloc(ln->n * 8);
+				for (size_t j = 0; j < ln->n; j++) {
+					memset(slot[j], 0, 8);
+					if (ln->kind[j] == LP_TENSOR) {
+						const struct param *p = &v->params[ln->tensor[j]];
+						CUdeviceptr d = gpu.mirror[k][ln->tensor[j]] + set_offset(p->bytes, &v->pools[k], s);
+						memcpy(slot[j], &d, sizeof d);
+					} else if (ln->kind[j] == LP_BUFFER)
+						memcpy(slot[j], &gpu.buffer[ln->tensor[j]], sizeof(CUdeviceptr));
+					else if (ln->kind[j] != LP_SCRATCH)
+						memcpy(slot[j], ln->value[j], 8);
+					a[j] = slot[j];
+				}
+				gpu.args[k][s][l] = a;
 			}
-			gpu.args[k][s] = a;
 		}
 	}
 	gpu.scratch = xmalloc(largest);
@@ -462,7 +566,8 @@ static void gpu_init_object(struct visit *v)
 	gpu.scratch = xmalloc(largest);
 }
 
-/* gpu_launch_on is one call on set s of pool k, queued on stream st. */
+/* gpu_launch_on is one call on set s of pool k, queued on stream st: an
+ * object entry, or every launch of the cubin in order. */
 static CUresult gpu_launch_on(int k, uint64_t s, CUstream st)
 {
 	if (gpu.object) {
@@ -473,8 +578,14 @@ static CUresult gpu_launch_on(int k, uint64_t s, CUstream st)
 		}
 		return 0;
 	}
-	return cu.LaunchKernel(gpu.fn, launch.grid[0], launch.grid[1], launch.grid[2], launch.block[0], launch.block[1],
-			       launch.block[2], launch.shared, st, gpu.args[k][s], 0);
+	for (size_t l = 0; l < nlaunch; l++) {
+		const struct launch *ln = &launches[l];
+		CUresult rc = cu.LaunchKernel(gpu.fn[l], ln->grid[0], ln->grid[1], ln->grid[2], ln->block[0], ln->block[1], ln->block[2],
+					      ln->shared, st, gpu.args[k][s][l], 0);
+		if (rc != 0)
+			return rc;
+	}
+	return 0;
 }
 
 static CUresult gpu_launch(int k, uint64_t s)
@@ -487,6 +598,8 @@ static CUresult gpu_launch(int k, uint64_t s)
  * kernel wrote). */
 static void gpu_outputs(struct visit *v, int k, uint64_t s, int up)
 {
+	if (up)
+		gpu_poison_buffers();
 	for (size_t i = 0; i < v->nparams; i++) {
 		struct param *p = &v->params[i];
 		if (p->role != ROLE_OUTPUT)
