@@ -98,6 +98,7 @@ func TestCheckRefuses(t *testing.T) {
 
 func FuzzParse(f *testing.F) {
 	f.Add([]byte(probeAdd))
+	f.Add([]byte(splitK))
 	f.Add([]byte(`{"params": [{"kind": "f32", "value": 1e39}]}`))
 	f.Fuzz(func(t *testing.T, b []byte) {
 		m, err := Parse(b)
