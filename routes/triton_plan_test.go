@@ -1,0 +1,91 @@
+package routes
+
+import (
+	"encoding/json"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/tilepipe/tilepipe/cohort"
+	"github.com/tilepipe/tilepipe/oracle"
+)
+
+// planScript loads the triton route as a module (its plan needs no
+// Triton) and answers, for each case on stdin, the kernel it would build
+// and the signature tensors it passes, or why not.
+const planScript = `
+import importlib.machinery, importlib.util, json, sys
+loader = importlib.machinery.SourceFileLoader("triton_route", sys.argv[1])
+spec = importlib.util.spec_from_loader(loader.name, loader)
+route = importlib.util.module_from_spec(spec)
+loader.exec_module(route)
+out = []
+for c in json.load(sys.stdin):
+    pl = route.plan(c)
+    if isinstance(pl, str):
+        out.append({"id": c["id"], "refused": pl})
+        continue
+    kernel, args, constexprs, grid, options = pl
+    defined = ("def %s(" % kernel) in route.KERNEL_SOURCE
+    out.append({"id": c["id"], "kernel": kernel, "defined": defined,
+                "tensors": [v for _, ty, v in args if ty.startswith("*")], "grid": list(grid)})
+json.dump(out, sys.stdout)
+`
+
+// TestTritonPlans: the triton route plans a kernel for every case of the
+// GPU cohorts (every operator, every storage type; the kernels compile
+// only on the GPU machine), a kernel its source defines, passing each
+// tensor of the case's signature exactly once, on a grid of at least one
+// program. CI has no Triton: this is the part of a build it can check.
+func TestTritonPlans(t *testing.T) {
+	t.Parallel()
+	route, err := filepath.Abs("triton/route")
+	if err != nil {
+		t.Fatal(err)
+	}
+	type planned struct {
+		ID, Kernel, Refused string
+		Defined             bool
+		Tensors             []string
+		Grid                []int
+	}
+	for _, name := range []string{"gpu-llm", "gpu-default", "gpu-quick"} {
+		co, _, err := cohort.Load(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		sigs := map[string][]string{}
+		var in []map[string]any
+		for _, c := range co.Cases {
+			sig, err := oracle.Signature(c)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, p := range sig {
+				sigs[c.ID] = append(sigs[c.ID], p.Name)
+			}
+			in = append(in, map[string]any{"id": c.ID, "op": c.Op, "dims": c.Dims, "dtype": c.Dtype, "policy": c.Policy, "params": c.Params})
+		}
+		b, _ := json.Marshal(in)
+		cmd := exec.Command("python3", "-c", planScript, route)
+		cmd.Stdin = strings.NewReader(string(b))
+		var stderr strings.Builder
+		cmd.Stderr = &stderr
+		out, err := cmd.Output()
+		if err != nil {
+			t.Fatalf("%s: plan: %v: %s", name, err, stderr.String())
+		}
+		var got []planned
+		if err := json.Unmarshal(out, &got); err != nil || len(got) != len(co.Cases) {
+			t.Fatalf("%s: %d plans for %d cases (%v): %s", name, len(got), len(co.Cases), err, out)
+		}
+		for _, p := range got {
+			want := slices.Sorted(slices.Values(sigs[p.ID]))
+			if p.Refused != "" || !p.Defined || !slices.Equal(slices.Sorted(slices.Values(p.Tensors)), want) || slices.Min(p.Grid) < 1 {
+				t.Errorf("%s %s: kernel %q (defined %v) tensors %v grid %v refused %q; want a defined kernel passing %v", name, p.ID, p.Kernel, p.Defined, p.Tensors, p.Grid, p.Refused, want)
+			}
+		}
+	}
+}
