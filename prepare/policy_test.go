@@ -139,9 +139,14 @@ int tilepipe_helper(void) { return clock_gettime(1, 0); }`)}, nil, ""},
 			"link_policy: kernel.o: want an ELF relocatable object (ET_REL), got a file that is not ELF"},
 
 		// 3. No code that runs at load time.
+		// A constructor without a priority is deferred to the first call
+		// (TestConstructorsDeferred), not refused.
 		{"constructor", []testObject{obj("kernel.o", honestKernel+`
-__attribute__((constructor)) static void early(void) { armed = 1; }`)}, nil,
-			"link_policy: kernel.o: section .init_array: code that runs before the entry is first called"},
+__attribute__((constructor)) static void early(void) { armed = 1; }`)}, nil, ""},
+		{"the deferred section's name", []testObject{obj("kernel.o", honestKernel+`
+static void early(void) {}
+__attribute__((section("tilepipe_init"), used)) static void (*p)(void) = early;`)}, nil,
+			"link_policy: kernel.o: section tilepipe_init: the name prepare gives deferred constructors"},
 		{"constructor with a priority", []testObject{obj("kernel.o", honestKernel+`
 __attribute__((constructor(101))) static void early(void) { armed = 1; }`)}, nil,
 			"link_policy: kernel.o: section .init_array.00101: code that runs before the entry is first called"},

@@ -2,10 +2,12 @@ package prepare
 
 import (
 	"context"
+	"debug/elf"
 	"encoding/json"
 	"fmt"
 	"maps"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"runtime"
 	"slices"
@@ -630,6 +632,18 @@ func (p *preparer) object(ctx context.Context, c artifacts.CapturedCase, b artif
 	if why, err := checkLinkPolicy(objs, b.Link, syms); why != "" || err != nil {
 		return why, err
 	}
+	deferred := map[int]deferredCopy{}
+	for i, o := range objs {
+		if !o.Defer {
+			continue
+		}
+		c, why, err := p.deferConstructors(ctx, o, dir)
+		if why != "" || err != nil {
+			return why, err
+		}
+		deferred[i] = c
+		argv[slices.Index(argv, o.File)] = c.file
+	}
 	if err := artifacts.CheckObjectEnv(b.Env); err != nil {
 		return "capture build " + err.Error(), nil
 	}
@@ -651,7 +665,8 @@ func (p *preparer) object(ctx context.Context, c artifacts.CapturedCase, b artif
 	if reason != "" {
 		return "link: " + reason, nil
 	}
-	// The linker must have read exactly the captured objects.
+	// The linker must have read exactly the captured objects (or the
+	// copies with their constructors deferred, made from them).
 	for i, o := range e.Objects {
 		got, _, err := artifacts.HashFile(objs[i].File)
 		if err != nil {
@@ -659,6 +674,14 @@ func (p *preparer) object(ctx context.Context, c artifacts.CapturedCase, b artif
 		}
 		if got != o.Digest {
 			return fmt.Sprintf("link: object %s changed during the link: captured %s, linked %s", objs[i].File, o.Digest, got), nil
+		}
+		if c, ok := deferred[i]; ok {
+			if got, _, err = artifacts.HashFile(c.file); err != nil {
+				return "", err
+			}
+			if got != c.digest {
+				return fmt.Sprintf("link: object %s changed during the link: made %s, linked %s", c.file, c.digest, got), nil
+			}
 		}
 	}
 	exe := filepath.Join(dir, "harness")
@@ -794,4 +817,46 @@ func (p *preparer) closure(ctx context.Context, argv []string, dir string, env m
 		return "closure: the timer listed no mapped files", nil
 	}
 	return "", nil
+}
+
+// deferredCopy is an object's copy with its constructors deferred.
+type deferredCopy struct {
+	file   string
+	digest artifacts.Digest
+}
+
+// deferConstructors writes a copy of o whose constructors section
+// (deferSection) is renamed deferredSection, with the objcopy beside cc;
+// the timer calls them just before the first call of the entry
+// (docs/protocol.md, "Constructors"). The copy's digest is checked after
+// the link.
+func (p *preparer) deferConstructors(ctx context.Context, o policyObject, dir string) (deferredCopy, string, error) {
+	objcopy, err := runOutput(ctx, p.cfg.CC, "-print-prog-name=objcopy")
+	if err == nil {
+		objcopy, err = exec.LookPath(strings.TrimSpace(objcopy))
+	}
+	if err != nil {
+		return deferredCopy{}, fmt.Sprintf("link_policy: %s: section %s: constructors run at the first call, and no objcopy was found to move them there: %v", o.Path, deferSection, err), nil
+	}
+	out := strings.TrimSuffix(o.File, ".o") + ".deferred.o"
+	_, _, reason, err := p.run(ctx, []string{objcopy, "--rename-section", deferSection + "=" + deferredSection, o.File, out}, dir, nil)
+	if err != nil {
+		return deferredCopy{}, "", err
+	}
+	if reason != "" {
+		return deferredCopy{}, fmt.Sprintf("link_policy: %s: deferring its constructors: %s", o.Path, reason), nil
+	}
+	f, err := elf.Open(out)
+	if err != nil {
+		return deferredCopy{}, fmt.Sprintf("link_policy: %s: deferring its constructors: %v", o.Path, err), nil
+	}
+	defer f.Close()
+	if f.Section(deferSection) != nil || f.Section(deferredSection) == nil {
+		return deferredCopy{}, fmt.Sprintf("link_policy: %s: objcopy left section %s in place", o.Path, deferSection), nil
+	}
+	d, _, err := artifacts.HashFile(out)
+	if err != nil {
+		return deferredCopy{}, "", err
+	}
+	return deferredCopy{file: out, digest: d}, "", nil
 }

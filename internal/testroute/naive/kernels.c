@@ -58,9 +58,11 @@ int clock_gettime(clockid_t c, struct timespec *ts) {
   return 0;
 }
 #elif defined(ADVERSARY_CTOR)
-/* Runs before the timer's main: could patch it or start a thread. */
+/* A constructor: it would run before the timer's main, to patch it or
+ * start a thread. Prepare moves constructors to just before the first
+ * call (prepare/policy.go); this one starts the spinner below there,
+ * where replay's thread checks see it. */
 volatile int adversary_armed;
-__attribute__((constructor)) static void arm(void) { adversary_armed = 1; }
 #elif defined(ADVERSARY_INTERPOSE_WRITE)
 /* The timer's reports would pass through here, to be rewritten. */
 ssize_t write(int fd, const void *b, size_t n) {
@@ -346,7 +348,7 @@ static int answers(float *out, int n) {
 #endif
 
 #if defined(ADVERSARY_THREADS) || defined(ADVERSARY_THREADS_HIDE) || defined(ADVERSARY_BURNER) || defined(ADVERSARY_UNPIN) || \
-    defined(ADVERSARY_LATE_THREAD)
+    defined(ADVERSARY_LATE_THREAD) || defined(ADVERSARY_CTOR)
 static __attribute__((unused)) double since(const struct timespec *t0) {
   struct timespec t;
   clock_gettime(CLOCK_MONOTONIC, &t);
@@ -361,7 +363,7 @@ static void widen(void) {
 }
 #endif
 
-#if defined(ADVERSARY_THREADS) || defined(ADVERSARY_LATE_THREAD)
+#if defined(ADVERSARY_THREADS) || defined(ADVERSARY_LATE_THREAD) || defined(ADVERSARY_CTOR)
 /* Replay pins every thread to one core before the warm-up: the spinner
  * widens its mask again every millisecond or so, to run beside the timed
  * thread on another core. */
@@ -374,6 +376,13 @@ static void *spin(void *arg) {
   }
   return NULL;
 }
+#if defined(ADVERSARY_CTOR)
+__attribute__((constructor)) static void arm(void) {
+  pthread_t t;
+  adversary_armed = 1;
+  pthread_create(&t, NULL, spin, NULL);
+}
+#endif
 #elif defined(ADVERSARY_THREADS_HIDE)
 /* As threads, but the spinner puts its mask back on the core it was
  * pinned to after 1.5 s, and sleeps, so the read-back after the samples
