@@ -42,7 +42,7 @@ bin-tilepipe:
 
 routes: route-halide route-orc route-scripts
 route-halide:
-	$(MAKE) -C routes/halide BIN=$(BIN)/routes/halide
+	$(MAKE) -C routes/halide BIN=$(BIN)/routes/halide BIN_CUDA=$(BIN)/routes/halide-cuda
 route-orc:
 	$(MAKE) -C routes/orc BIN=$(BIN)/routes/orc
 route-scripts:

@@ -14,7 +14,7 @@ import (
 )
 
 // builtinRoutes are the routes make build installs under bin/routes.
-var builtinRoutes = []string{"halide", "orc", "openblas", "torch-eager", "torch-compile", "triton", "cublas"}
+var builtinRoutes = []string{"halide", "orc", "openblas", "torch-eager", "torch-compile", "triton", "cublas", "halide-cuda"}
 
 func routesCommand() *cli.Command {
 	return &cli.Command{

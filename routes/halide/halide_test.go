@@ -22,6 +22,7 @@ import (
 // Makefile (or, when TILEPIPE_ROUTES is set, the one make test built), the driver (testdata/driver.c, a stand-in for the timer) with cc.
 var (
 	route     string
+	routeCUDA string // the halide-cuda route, the same source with -DTP_HALIDE_CUDA
 	driverObj string
 )
 
@@ -40,17 +41,19 @@ func testMain(m *testing.M) int {
 		// make test built the route from these sources already; make
 		// itself cannot take a BIN with a space, which TMPDIR may hold.
 		route = filepath.Join(d, "halide", "route")
+		routeCUDA = filepath.Join(d, "halide-cuda", "route")
 	} else {
 		bin := filepath.Join(dir, "bin")
 		if strings.ContainsAny(bin, " \t") {
 			fmt.Fprintf(os.Stderr, "make BIN=%q: make cannot take a path with a space; set TMPDIR to one without, or TILEPIPE_ROUTES to the built routes (make test does)\n", bin)
 			return 1
 		}
-		if out, err := exec.Command("make", "-j2", "BIN="+bin).CombinedOutput(); err != nil {
+		if out, err := exec.Command("make", "-j2", "BIN="+bin, "BIN_CUDA="+filepath.Join(dir, "bin-cuda")).CombinedOutput(); err != nil {
 			fmt.Fprintf(os.Stderr, "make BIN=%s: %v\n%s", bin, err, out)
 			return 1
 		}
 		route = filepath.Join(bin, "route")
+		routeCUDA = filepath.Join(dir, "bin-cuda", "route")
 	}
 	driverObj = filepath.Join(dir, "driver.o")
 	if out, err := exec.Command("cc", "-O1", "-Wall", "-c", "testdata/driver.c", "-o", driverObj).CombinedOutput(); err != nil {
@@ -87,6 +90,7 @@ type caseFile struct {
 	Params    map[string]float64 `json:"params,omitempty"`
 	Signature []param            `json:"signature"`
 	Threads   int                `json:"threads"`
+	Device    string             `json:"device,omitempty"`
 }
 
 type file struct {
@@ -177,6 +181,12 @@ func newCase(tc opTest) caseFile {
 // and print exactly one JSON object.
 func build(t *testing.T, c any) (resp response, workdir string) {
 	t.Helper()
+	return buildWith(t, route, c)
+}
+
+// buildWith is build with the route program exe.
+func buildWith(t *testing.T, exe string, c any) (resp response, workdir string) {
+	t.Helper()
 	dir := t.TempDir()
 	data, err := json.Marshal(c)
 	if err != nil {
@@ -191,7 +201,7 @@ func build(t *testing.T, c any) (resp response, workdir string) {
 		t.Fatal(err)
 	}
 	var stdout, stderr bytes.Buffer
-	cmd := exec.Command(route, "build", "--case", casePath, "--workdir", workdir)
+	cmd := exec.Command(exe, "build", "--case", casePath, "--workdir", workdir)
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	if err := cmd.Run(); err != nil {
 		t.Fatalf("route build %s: %v\nstderr:\n%s", casePath, err, stderr.String())

@@ -18,9 +18,12 @@
 //
 // stdout carries exactly one JSON document; everything else (Halide's and
 // cc's diagnostics) goes to stderr. Only usage errors exit non-zero.
+//
+// Built with -DTP_HALIDE_CUDA it is the halide-cuda route (kCUDA below).
 #include "Halide.h"
 #include "route.h"
 
+#include <algorithm>
 #include <cerrno>
 #include <cmath>
 #include <cstdio>
@@ -61,6 +64,18 @@ const char *const kHalideVersion = "Halide (unknown version)";
 const char *const kFunction = "tp_halide_kernel";
 const char *const kEntry = "tilepipe_entry";
 
+// Built with -DTP_HALIDE_CUDA this source is the halide-cuda route (issue
+// 30): the same algorithms, scheduled for the GPU (Halide's CUDA target,
+// objects built on the capture machine, whose PTX the driver loads at the
+// first call), with an entry that takes device buffers and a stream.
+#ifdef TP_HALIDE_CUDA
+constexpr bool kCUDA = true;
+const char *const kRouteName = "halide-cuda";
+#else
+constexpr bool kCUDA = false;
+const char *const kRouteName = "halide";
+#endif
+
 // A dimension or tensor beyond this would overflow Halide's int32 indexing.
 constexpr long long kMaxElems = (1LL << 31) - 1;
 
@@ -73,6 +88,7 @@ struct Param {
 
 struct Case {
     std::string id, op, dtype, policy;
+    std::string device = "cpu";
     std::string ranking;  // topk and sort: stable or standard
     std::vector<std::pair<std::string, int>> dims;
     double eps = 1e-5;
@@ -145,6 +161,13 @@ const OpInfo *find_op(const std::string &op) {
         }
     }
     return nullptr;
+}
+
+// The ops the halide-cuda route schedules for the GPU.
+const std::vector<std::string> kCUDAOps = {"add", "gelu_add", "sigmoid_pair", "gelu_pair", "swiglu", "sum", "max", "softmax", "rmsnorm", "layernorm", "gemm"};
+
+bool route_has(const std::string &op) {
+    return !kCUDA || std::find(kCUDAOps.begin(), kCUDAOps.end(), op) != kCUDAOps.end();
 }
 
 // topk and sort rank every element against every other one of its row:
@@ -220,6 +243,12 @@ Case decode_case(const Value &v) {
         }
         c.ranking = r->str;
     }
+    if (const Value *d = v.get("device"); d != nullptr && !d->is_null()) {
+        if (!d->is_string()) {
+            fail("case: \"device\": want a string, got a " + std::string(tpjson::kind_name(d->kind)));
+        }
+        c.device = d->str;
+    }
     if (const Value *t = v.get("threads"); t != nullptr && !t->is_null()) {
         c.threads = integer(*t, "case: threads", 1, 4096);
     }
@@ -294,7 +323,9 @@ std::string names(const std::vector<Param> &ps) {
 std::string op_list() {
     std::string out;
     for (const OpInfo &o : op_table()) {
-        out += (out.empty() ? "" : ", ") + std::string(o.name);
+        if (route_has(o.name)) {
+            out += (out.empty() ? "" : ", ") + std::string(o.name);
+        }
     }
     return out;
 }
@@ -331,8 +362,17 @@ void check_op_dims(const Case &c) {
 // whose dims or signature disagree with the op.
 void check_case(const Case &c) {
     const OpInfo *info = find_op(c.op);
-    if (info == nullptr) {
-        unsupported("op \"" + c.op + "\" is not implemented by the halide route (ops: " + op_list() + ")");
+    if (c.device != (kCUDA ? "cuda" : "cpu")) {
+        unsupported(std::string(kRouteName) + " builds for " + (kCUDA ? "cuda" : "cpu") + ", the case runs on " + c.device);
+    }
+    if (info == nullptr || !route_has(c.op)) {
+        unsupported("op \"" + c.op + "\" is not implemented by the " + kRouteName + " route (ops: " + op_list() + ")");
+    }
+    if (kCUDA && c.dtype == "bf16") {
+        // Measured: Halide 14's PTX back end (LLVM 14 NVPTX) aborts on bf16
+        // loads ("LLVM ERROR: Copy one register into another with a
+        // different width").
+        unsupported("dtype \"bf16\": Halide 14's CUDA back end (LLVM 14 NVPTX) cannot compile bf16 loads");
     }
     if (c.dtype != "f32" && !(info->half && (c.dtype == "f16" || c.dtype == "bf16"))) {
         unsupported("dtype \"" + c.dtype + "\" is not implemented for " + c.op + " (" + (info->half ? "f32, f16, bf16" : "only f32") + ")");
@@ -458,10 +498,15 @@ Expr widen(Expr e) {
 
 // Schedule knobs shared by the ops.
 struct Knobs {
-    int vec;      // natural float vector width of the target
-    int threads;  // the case's thread count (at least 1)
-    Type F;       // the case's storage type for float tensors
+    int vec;           // natural float vector width of the target
+    int threads;       // the case's thread count (at least 1)
+    Type F;            // the case's storage type for float tensors
+    bool gpu = false;  // the halide-cuda route: GPU schedules
 };
+
+// kGPUThreads is a GPU block's threads along a row (or a tile's side
+// squared for gemm).
+constexpr int kGPUThreads = 256;
 
 // rows_per_task sizes a parallel task of a row op: about kTaskElems
 // elements, yet at least 4 tasks per thread when the rows allow it.
@@ -542,6 +587,9 @@ RowReduce row_reduce(const std::string &name, Combine op, int N, int lanes, cons
 // reduce_lanes: four vectors of accumulators hide the add latency; fall
 // back to one vector, then to scalar, for narrow rows.
 int reduce_lanes(int N, const Knobs &k) {
+    if (k.gpu) {
+        return std::min(N, kGPUThreads);  // one partial a thread of the row's block
+    }
     if (N >= 4 * k.vec) {
         return 4 * k.vec;
     }
@@ -554,6 +602,16 @@ int reduce_lanes(int N, const Knobs &k) {
 void schedule_reduce(RowReduce &rr, Func at, const Var &at_var, const Knobs &k) {
     rr.part.compute_at(at, at_var);
     rr.total.compute_at(at, at_var);
+    if (k.gpu) {
+        // Each thread of the row's block accumulates its strided partial
+        // (lane u takes x = u, u + lanes, ...); one thread folds the lanes
+        // in order, then the tail.
+        rr.part.gpu_threads(rr.u);
+        if (rr.has_r) {
+            rr.part.update(0).gpu_threads(rr.u);
+        }
+        return;
+    }
     if (rr.lanes < k.vec) {
         return;
     }
@@ -580,7 +638,16 @@ RowFrame row_frame(int M, int N, const Knobs &k) {
     return f;
 }
 
-void schedule_rows(Func Y, RowFrame &f, bool vectorize_x) {
+void schedule_rows(Func Y, RowFrame &f, bool vectorize_x, const Knobs &k) {
+    if (k.gpu) {
+        // A block a row; a 2-D output's columns over the block's threads.
+        Y.split(f.y, f.yo, f.yi, 1).gpu_blocks(f.yo);
+        if (vectorize_x) {
+            Var xo("xo"), xi("xi");
+            Y.split(f.x, xo, xi, kGPUThreads, TailStrategy::GuardWithIf).gpu_threads(xi);
+        }
+        return;
+    }
     // The default tail strategy of an output's pure split is ShiftInwards:
     // a last partial block recomputes rows of the one before and never
     // steps past the buffer (R <= M, v <= N hold by construction).
@@ -650,6 +717,21 @@ Plan plan_matmul(int Bt, int M, int N, int K, bool batched, Epilogue epi, const 
     }
     C(at(x, y)) = cast(k.F, acc);
     constrain_output(C, cext);
+    if (k.gpu && !batched) {
+        // Naive: a thread an element of C, its K products summed in order
+        // in a register, 16 x 16 threads a block.
+        Var xo("xo"), yo("yo"), xi("xi"), yi("yi");
+        C.gpu_tile(x, y, xo, yo, xi, yi, 16, 16, TailStrategy::GuardWithIf);
+        prod.compute_at(C, xi);
+        p.pipeline = Pipeline(C);
+        p.args = {A, B};
+        p.extents = {aext, bext, cext};
+        Value s = Value::object();
+        s.set("algorithm", Value::string("a thread an element of C, K in order in FP32 (no shared-memory tiling, no tensor cores)"));
+        s.set("gpu_tile", Value::string("16 x 16"));
+        p.schedule = s;
+        return p;
+    }
 
     // Register-blocked tiles in the manner of Halide's own CPU matmul
     // schedule: a UY x TX block of C accumulates over all of K in
@@ -753,6 +835,16 @@ Plan plan_pointwise(const std::string &op, int M, int N, const Knobs &k) {
         p.extents = {{T}, {T}, {T}};
     }
     constrain_output(C, {T});
+    if (k.gpu) {
+        C.gpu_tile(i, io, ii, kGPUThreads, TailStrategy::GuardWithIf);
+        p.pipeline = Pipeline(C);
+        Value s = Value::object();
+        s.set("algorithm", Value::string("elementwise over the flat buffer: " + algorithm));
+        s.set("gpu", Value::string("one thread an element, 256 a block"));
+        s.set("tail", Value::string("guard_with_if"));
+        p.schedule = s;
+        return p;
+    }
     constexpr int kChunk = 16384;
     int v = T >= k.vec ? k.vec : 1;
     int CH = v > 1 ? std::min(kChunk, T / v * v) : std::min(kChunk, T);
@@ -791,7 +883,7 @@ Plan plan_rope(int M, int N, int R, const Knobs &k) {
     Expr rot = select(f.x % 2 == 0, xe * c - xo * s, xe * s + xo * c);
     Y(f.x, f.y) = select(f.x < R, cast(k.F, rot), X(f.x, f.y));
     constrain_output(Y, {N, M});
-    schedule_rows(Y, f, true);
+    schedule_rows(Y, f, true, k);
     p.pipeline = Pipeline(Y);
     p.args = {X, Cs, Sn};
     p.extents = {{N, M}, {H, M}, {H, M}, {N, M}};
@@ -809,7 +901,7 @@ Plan plan_row_reduce(const std::string &op, int M, int N, const Knobs &k) {
     Func Y("Y");
     Y(f.y) = s.total(f.y);
     constrain_output(Y, {M});
-    schedule_rows(Y, f, false);
+    schedule_rows(Y, f, false, k);
     schedule_reduce(s, Y, f.yi, k);
     p.pipeline = Pipeline(Y);
     p.args = {X};
@@ -828,7 +920,7 @@ Plan plan_gemv(int M, int K, const Knobs &k) {
     Func Y("Y");
     Y(f.y) = cast(k.F, s.total(f.y));
     constrain_output(Y, {M});
-    schedule_rows(Y, f, false);
+    schedule_rows(Y, f, false, k);
     schedule_reduce(s, Y, f.yi, k);
     p.pipeline = Pipeline(Y);
     p.args = {A, X};
@@ -848,14 +940,16 @@ Plan plan_softmax(int M, int N, const Knobs &k) {
     RowReduce s = row_reduce("row_sum", Combine::Add, N, f.lanes, [&](Expr x, Expr y) { return e(x, y); });
     Y(f.x, f.y) = e(f.x, f.y) / s.total(f.y);
     constrain_output(Y, {N, M});
-    schedule_rows(Y, f, true);
+    schedule_rows(Y, f, true, k);
     schedule_reduce(mx, Y, f.yi, k);
     schedule_reduce(s, Y, f.yi, k);
     // exp runs once per element: its row is kept for the sum and the
     // normalization.
-    e.compute_at(Y, f.yi).store_at(Y, f.yo);
-    if (f.v > 1) {
-        e.vectorize(ex, f.v);
+    if (!k.gpu) {
+        e.compute_at(Y, f.yi).store_at(Y, f.yo);
+        if (f.v > 1) {
+            e.vectorize(ex, f.v);
+        }
     }
     p.pipeline = Pipeline(Y);
     p.args = {X};
@@ -879,7 +973,7 @@ Plan plan_cross_entropy(int M, int N, const Knobs &k) {
     Func L("L");
     L(f.y) = log(s.total(f.y)) + (mx.total(f.y) - X(t, f.y));
     constrain_output(L, {M});
-    schedule_rows(L, f, false);
+    schedule_rows(L, f, false, k);
     schedule_reduce(mx, L, f.yi, k);
     schedule_reduce(s, L, f.yi, k);
     p.pipeline = Pipeline(L);
@@ -939,7 +1033,7 @@ Plan plan_norm(const std::string &op, int M, int N, float eps, const Knobs &k) {
         reds.push_back(s2);
     }
     constrain_output(Y, {N, M});
-    schedule_rows(Y, f, true);
+    schedule_rows(Y, f, true, k);
     for (RowReduce &r : reds) {
         schedule_reduce(r, Y, f.yi, k);
     }
@@ -998,7 +1092,7 @@ Plan plan_scan_ordered(int M, int N, const Knobs &k) {
         u.parallel(f.yo);
     }
     constrain_output(Y, {N, M});
-    schedule_rows(Y, f, true);
+    schedule_rows(Y, f, true, k);
     p.pipeline = Pipeline(Y);
     p.args = {X};
     p.extents = {{N, M}, {N, M}};
@@ -1037,7 +1131,7 @@ Plan plan_scan(int M, int N, const Knobs &k) {
     }
     Y(f.x, f.y) = O(f.x / BS, f.y) + L(f.x / BS, f.x % BS, f.y);
     constrain_output(Y, {N, M});
-    schedule_rows(Y, f, true);
+    schedule_rows(Y, f, true, k);
     L.compute_at(Y, f.yi);
     O.compute_at(Y, f.yi);
     int vb = NB >= k.vec ? k.vec : 1;
@@ -1083,7 +1177,7 @@ Plan plan_argmax(int M, int N, const Knobs &k) {
     }
     A(f.y) = Tuple(at_best(f.y), cast<int64_t>(best(f.y)));
     constrain_output(A, {M});
-    schedule_rows(A, f, false);
+    schedule_rows(A, f, false, k);
     best.compute_at(A, f.yo);
     bool rows_vec = false;
     if (N > 1 && f.R >= k.vec) {
@@ -1169,7 +1263,7 @@ Plan plan_embedding(int V, int D, int M, const Knobs &k) {
     Expr id = cast<int>(clamp(I(f.y), cast<int64_t>(0), cast<int64_t>(V - 1)));
     Y(f.x, f.y) = E(f.x, id);
     constrain_output(Y, {D, M});
-    schedule_rows(Y, f, true);
+    schedule_rows(Y, f, true, k);
     p.pipeline = Pipeline(Y);
     p.args = {E, I};
     p.extents = {{D, V}, {M}, {D, M}};
@@ -1329,7 +1423,67 @@ int type_bits(const std::string &dtype) {
     return 32;
 }
 
+// entry_source_cuda is the halide-cuda route's entry: the CUDA timer's
+// ABI (device pointers in signature order, and a stream), each wrapped in
+// a halide_buffer_t on the device, with Halide's CUDA runtime pointed at
+// the timer's context (the current one) and the call's stream, set once
+// through its hooks (HalideRuntimeCuda.h), never a context of its own.
+std::string entry_source_cuda(const Case &c, const Plan &p) {
+    std::ostringstream o;
+    o << "/* tilepipe halide-cuda route: entry for case " << c_comment(c.id) << " (generated). */\n"
+      << "#include <dlfcn.h>\n#include <stdbool.h>\n#include <stddef.h>\n#include <stdint.h>\n"
+      << "#include \"HalideRuntime.h\"\n#include \"HalideRuntimeCuda.h\"\n#include \"kernel.h\"\n\n"
+      << "static void *tp_stream;\n"
+      << "static int (*tp_ctx_get_current)(void **);\n\n"
+      << "static int tp_acquire(void *uc, void **ctx, bool create) {\n"
+      << "    (void)uc;\n    (void)create;\n"
+      << "    return tp_ctx_get_current(ctx) == 0 && *ctx ? 0 : -1;\n}\n\n"
+      << "static int tp_release(void *uc) {\n    (void)uc;\n    return 0;\n}\n\n"
+      << "static int tp_get_stream(void *uc, void *ctx, void **stream) {\n"
+      << "    (void)uc;\n    (void)ctx;\n    *stream = tp_stream;\n    return 0;\n}\n\n"
+      << "int " << kEntry << "(void *const *buffers, void *stream) {\n"
+      << "    if (!tp_ctx_get_current) {\n"
+      << "        /* The timer loaded the driver and made its context current. */\n"
+      << "        void *lib = dlopen(\"libcuda.so.1\", RTLD_LAZY | RTLD_NOLOAD);\n"
+      << "        if (!lib)\n            return 90;\n"
+      << "        tp_ctx_get_current = (int (*)(void **))dlsym(lib, \"cuCtxGetCurrent\");\n"
+      << "        if (!tp_ctx_get_current)\n            return 91;\n"
+      << "        halide_set_cuda_acquire_context(tp_acquire);\n"
+      << "        halide_set_cuda_release_context(tp_release);\n"
+      << "        halide_set_cuda_get_stream(tp_get_stream);\n"
+      << "    }\n"
+      << "    tp_stream = stream;\n";
+    for (size_t i = 0; i < p.extents.size(); i++) {
+        const auto &ext = p.extents[i];
+        o << "    /* " << c.signature[i].name << " " << shape_string(c.signature[i].shape) << ", on the device */\n";
+        o << "    halide_dimension_t d" << i << "[" << ext.size() << "] = {";
+        long long stride = 1;
+        for (size_t d = 0; d < ext.size(); d++) {
+            o << (d ? ", " : "") << "{0, " << ext[d] << ", " << stride << ", 0}";
+            stride *= ext[d];
+        }
+        o << "};\n";
+        o << "    halide_buffer_t b" << i << " = {0};\n"
+          << "    b" << i << ".device = (uint64_t)(uintptr_t)buffers[" << i << "];\n"
+          << "    b" << i << ".device_interface = halide_cuda_device_interface();\n"
+          << "    b" << i << ".type.code = " << type_code(c.signature[i].dtype) << ";\n"
+          << "    b" << i << ".type.bits = " << type_bits(c.signature[i].dtype) << ";\n"
+          << "    b" << i << ".type.lanes = 1;\n"
+          << "    b" << i << ".dimensions = " << ext.size() << ";\n"
+          << "    b" << i << ".dim = d" << i << ";\n";
+    }
+    o << "    return " << kFunction << "(";
+    for (size_t i = 0; i < p.extents.size(); i++) {
+        o << (i ? ", " : "") << "&b" << i;
+    }
+    o << ");\n}\n";
+    return o.str();
+}
+
 std::string entry_source(const Case &c, const Plan &p) {
+    if (kCUDA) {
+        return entry_source_cuda(c, p);
+    }
     std::ostringstream o;
     o << "/* tilepipe halide route: entry for case " << c_comment(c.id) << " (generated). */\n"
       << "#include <stddef.h>\n"
@@ -1370,11 +1524,18 @@ std::string entry_source(const Case &c, const Plan &p) {
 Value describe() {
     Value ops = Value::array();
     for (const OpInfo &o : op_table()) {
-        ops.push(Value::string(o.name));
+        if (route_has(o.name)) {
+            ops.push(Value::string(o.name));
+        }
     }
     Value v = Value::object();
     v.set("protocol", Value::number(1));
-    v.set("name", Value::string("halide"));
+    v.set("name", Value::string(kRouteName));
+    if (kCUDA) {
+        Value devices = Value::array();
+        devices.push(Value::string("cuda"));
+        v.set("devices", devices);
+    }
     v.set("kind", Value::string("object"));
     v.set("version", Value::string(kHalideVersion));
     v.set("available", Value::boolean(true));
@@ -1400,6 +1561,11 @@ Value build(const std::string &case_path, const std::string &workdir) {
 
         Target host = host_target();
         Target target = host.with_feature(Target::StrictFloat);
+        if (kCUDA) {
+            // PTX for compute capability 8.6 (Halide 14's newest), which the
+            // driver compiles for the GPU at hand when the module loads.
+            target = target.with_feature(Target::CUDA).with_feature(Target::CUDACapability86);
+        }
         toolchain.set("target", Value::string(target.to_string()));
         toolchain.set("host_target", Value::string(host.to_string()));
 
@@ -1407,6 +1573,7 @@ Value build(const std::string &case_path, const std::string &workdir) {
         k.vec = std::max(1, target.natural_vector_size<float>());
         k.threads = c.threads > 0 ? c.threads : 1;
         k.F = storage(c.dtype);
+        k.gpu = kCUDA;
         Plan p = plan(c, k);
         // Threads size the parallel tasks here; at run time the pool size
         // comes from HL_NUM_THREADS, which replay sets for every visit.
@@ -1483,5 +1650,5 @@ Value build(const std::string &case_path, const std::string &workdir) {
 }  // namespace
 
 int main(int argc, char **argv) {
-    return tproute::route_main(argc, argv, "halide", describe, build);
+    return tproute::route_main(argc, argv, kRouteName, describe, build);
 }
