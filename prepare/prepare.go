@@ -594,7 +594,8 @@ func (p *preparer) materialize(d artifacts.Digest, path string, mode os.FileMode
 }
 
 // object checks the build against the link policy (policy.go), then links
-// the captured objects, unchanged, with the harness.
+// the captured objects, unchanged (a copy with its constructors moved for
+// one that has them), with the harness.
 func (p *preparer) object(ctx context.Context, c artifacts.CapturedCase, b artifacts.Build, e *artifacts.Prepared) (string, error) {
 	dir := filepath.Join(p.tmp, c.Case.ID+"."+b.Route)
 	if err := os.Mkdir(dir, 0o755); err != nil {
@@ -632,17 +633,9 @@ func (p *preparer) object(ctx context.Context, c artifacts.CapturedCase, b artif
 	if why, err := checkLinkPolicy(objs, b.Link, syms); why != "" || err != nil {
 		return why, err
 	}
-	deferred := map[int]deferredCopy{}
-	for i, o := range objs {
-		if !o.Defer {
-			continue
-		}
-		c, why, err := p.deferConstructors(ctx, o, dir)
-		if why != "" || err != nil {
-			return why, err
-		}
-		deferred[i] = c
-		argv[slices.Index(argv, o.File)] = c.file
+	deferred, why, err := p.deferAll(ctx, objs, argv, dir)
+	if why != "" || err != nil {
+		return why, err
 	}
 	if err := artifacts.CheckObjectEnv(b.Env); err != nil {
 		return "capture build " + err.Error(), nil
@@ -665,24 +658,8 @@ func (p *preparer) object(ctx context.Context, c artifacts.CapturedCase, b artif
 	if reason != "" {
 		return "link: " + reason, nil
 	}
-	// The linker must have read exactly the captured objects (or the
-	// copies with their constructors deferred, made from them).
-	for i, o := range e.Objects {
-		got, _, err := artifacts.HashFile(objs[i].File)
-		if err != nil {
-			return "", err
-		}
-		if got != o.Digest {
-			return fmt.Sprintf("link: object %s changed during the link: captured %s, linked %s", objs[i].File, o.Digest, got), nil
-		}
-		if c, ok := deferred[i]; ok {
-			if got, _, err = artifacts.HashFile(c.file); err != nil {
-				return "", err
-			}
-			if got != c.digest {
-				return fmt.Sprintf("link: object %s changed during the link: made %s, linked %s", c.file, c.digest, got), nil
-			}
-		}
+	if why, err := linkedUnchanged(e.Objects, objs, deferred); why != "" || err != nil {
+		return why, err
 	}
 	exe := filepath.Join(dir, "harness")
 	d, err := p.s.PutFile(exe, artifacts.MediaExec)
@@ -815,6 +792,49 @@ func (p *preparer) closure(ctx context.Context, argv []string, dir string, env m
 	}
 	if len(e.Closure) == 0 {
 		return "closure: the timer listed no mapped files", nil
+	}
+	return "", nil
+}
+
+// deferAll makes the deferred copy of every object with constructors
+// and puts it in the link (argv) in the object's place; the copies by
+// object index.
+func (p *preparer) deferAll(ctx context.Context, objs []policyObject, argv []string, dir string) (map[int]deferredCopy, string, error) {
+	deferred := map[int]deferredCopy{}
+	for i, o := range objs {
+		if !o.Defer {
+			continue
+		}
+		c, why, err := p.deferConstructors(ctx, o, dir)
+		if why != "" || err != nil {
+			return nil, why, err
+		}
+		deferred[i] = c
+		argv[slices.Index(argv, o.File)] = c.file
+	}
+	return deferred, "", nil
+}
+
+// linkedUnchanged says whether the linker read exactly the captured
+// objects (captured, in objs' files) and the deferred copies made from
+// them.
+func linkedUnchanged(captured []artifacts.FileRef, objs []policyObject, deferred map[int]deferredCopy) (string, error) {
+	for i, o := range captured {
+		got, _, err := artifacts.HashFile(objs[i].File)
+		if err != nil {
+			return "", err
+		}
+		if got != o.Digest {
+			return fmt.Sprintf("link: object %s changed during the link: captured %s, linked %s", objs[i].File, o.Digest, got), nil
+		}
+		if c, ok := deferred[i]; ok {
+			if got, _, err = artifacts.HashFile(c.file); err != nil {
+				return "", err
+			}
+			if got != c.digest {
+				return fmt.Sprintf("link: object %s changed during the link: made %s, linked %s", c.file, c.digest, got), nil
+			}
+		}
 	}
 	return "", nil
 }
