@@ -1423,6 +1423,41 @@ int type_bits(const std::string &dtype) {
     return 32;
 }
 
+// buffers_and_call writes the entry's body after its setup: a
+// halide_buffer_t per signature param over buffers[i] (host memory, or
+// device memory of the CUDA runtime for the halide-cuda route), the
+// extents and strides the pipeline was specialized to, then the call.
+void buffers_and_call(std::ostringstream &o, const Case &c, const Plan &p, bool device) {
+    for (size_t i = 0; i < p.extents.size(); i++) {
+        const auto &ext = p.extents[i];
+        o << "    /* " << c.signature[i].name << " " << shape_string(c.signature[i].shape) << (device ? ", on the device" : "") << " */\n";
+        o << "    halide_dimension_t d" << i << "[" << ext.size() << "] = {";
+        long long stride = 1;
+        for (size_t d = 0; d < ext.size(); d++) {
+            o << (d ? ", " : "") << "{0, " << ext[d] << ", " << stride << ", 0}";
+            stride *= ext[d];
+        }
+        o << "};\n";
+        o << "    halide_buffer_t b" << i << " = {0};\n";
+        if (device) {
+            o << "    b" << i << ".device = (uint64_t)(uintptr_t)buffers[" << i << "];\n"
+              << "    b" << i << ".device_interface = halide_cuda_device_interface();\n";
+        } else {
+            o << "    b" << i << ".host = (uint8_t *)buffers[" << i << "];\n";
+        }
+        o << "    b" << i << ".type.code = " << type_code(c.signature[i].dtype) << ";\n"
+          << "    b" << i << ".type.bits = " << type_bits(c.signature[i].dtype) << ";\n"
+          << "    b" << i << ".type.lanes = 1;\n"
+          << "    b" << i << ".dimensions = " << ext.size() << ";\n"
+          << "    b" << i << ".dim = d" << i << ";\n";
+    }
+    o << "    return " << kFunction << "(";
+    for (size_t i = 0; i < p.extents.size(); i++) {
+        o << (i ? ", " : "") << "&b" << i;
+    }
+    o << ");\n}\n";
+}
+
 // entry_source_cuda is the halide-cuda route's entry: the CUDA timer's
 // ABI (device pointers in signature order, and a stream), each wrapped in
 // a halide_buffer_t on the device, with Halide's CUDA runtime pointed at
@@ -1453,30 +1488,7 @@ std::string entry_source_cuda(const Case &c, const Plan &p) {
       << "        halide_set_cuda_get_stream(tp_get_stream);\n"
       << "    }\n"
       << "    tp_stream = stream;\n";
-    for (size_t i = 0; i < p.extents.size(); i++) {
-        const auto &ext = p.extents[i];
-        o << "    /* " << c.signature[i].name << " " << shape_string(c.signature[i].shape) << ", on the device */\n";
-        o << "    halide_dimension_t d" << i << "[" << ext.size() << "] = {";
-        long long stride = 1;
-        for (size_t d = 0; d < ext.size(); d++) {
-            o << (d ? ", " : "") << "{0, " << ext[d] << ", " << stride << ", 0}";
-            stride *= ext[d];
-        }
-        o << "};\n";
-        o << "    halide_buffer_t b" << i << " = {0};\n"
-          << "    b" << i << ".device = (uint64_t)(uintptr_t)buffers[" << i << "];\n"
-          << "    b" << i << ".device_interface = halide_cuda_device_interface();\n"
-          << "    b" << i << ".type.code = " << type_code(c.signature[i].dtype) << ";\n"
-          << "    b" << i << ".type.bits = " << type_bits(c.signature[i].dtype) << ";\n"
-          << "    b" << i << ".type.lanes = 1;\n"
-          << "    b" << i << ".dimensions = " << ext.size() << ";\n"
-          << "    b" << i << ".dim = d" << i << ";\n";
-    }
-    o << "    return " << kFunction << "(";
-    for (size_t i = 0; i < p.extents.size(); i++) {
-        o << (i ? ", " : "") << "&b" << i;
-    }
-    o << ");\n}\n";
+    buffers_and_call(o, c, p, true);
     return o.str();
 }
 
@@ -1493,29 +1505,7 @@ std::string entry_source(const Case &c, const Plan &p) {
       << "int " << kEntry << "(void *const *buffers) {\n";
     // The thread pool size is not baked in: the Halide runtime reads
     // HL_NUM_THREADS, which replay sets for every visit.
-    for (size_t i = 0; i < p.extents.size(); i++) {
-        const auto &ext = p.extents[i];
-        o << "    /* " << c.signature[i].name << " " << shape_string(c.signature[i].shape) << " */\n";
-        o << "    halide_dimension_t d" << i << "[" << ext.size() << "] = {";
-        long long stride = 1;
-        for (size_t d = 0; d < ext.size(); d++) {
-            o << (d ? ", " : "") << "{0, " << ext[d] << ", " << stride << ", 0}";
-            stride *= ext[d];
-        }
-        o << "};\n";
-        o << "    halide_buffer_t b" << i << " = {0};\n"
-          << "    b" << i << ".host = (uint8_t *)buffers[" << i << "];\n"
-          << "    b" << i << ".type.code = " << type_code(c.signature[i].dtype) << ";\n"
-          << "    b" << i << ".type.bits = " << type_bits(c.signature[i].dtype) << ";\n"
-          << "    b" << i << ".type.lanes = 1;\n"
-          << "    b" << i << ".dimensions = " << ext.size() << ";\n"
-          << "    b" << i << ".dim = d" << i << ";\n";
-    }
-    o << "    return " << kFunction << "(";
-    for (size_t i = 0; i < p.extents.size(); i++) {
-        o << (i ? ", " : "") << "&b" << i;
-    }
-    o << ");\n}\n";
+    buffers_and_call(o, c, p, false);
     return o.str();
 }
 
