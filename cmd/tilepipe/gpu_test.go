@@ -997,3 +997,44 @@ func TestGPUFloorsAudited(t *testing.T) {
 		})
 	}
 }
+
+// TestGPUPipeline (on a GPU with nvcc): a split-K GEMM as a pipeline of
+// two launches of one nvcc-built module, sharing a buffer
+// (routes/testdata/cuda-pipeline, docs/gpu.md "Pipelines"), goes through
+// capture, prepare, replay and the audit: honest, every output is judged
+// and the row passes, its time the two launches'; with the reduce told to
+// add only the first slice, the oracle names the first element.
+func TestGPUPipeline(t *testing.T) {
+	if _, err := exec.LookPath("nvidia-smi"); err != nil {
+		t.Skip("no GPU here")
+	}
+	if _, err := os.Stat("/usr/local/cuda/bin/nvcc"); err != nil && os.Getenv("CUDA_HOME") == "" {
+		t.Skip("no CUDA toolkit here")
+	}
+	gemm := `{"op": "gemm", "dims": {"M": 256, "N": 256, "K": 1024}, "seed": 9, "device": "cuda"}`
+	for _, tc := range []struct{ variant, want string }{
+		{"honest", ""},
+		{"one_slice", "oracle: warm set 0: bound: C[0] = "},
+	} {
+		t.Run(tc.variant, func(t *testing.T) {
+			t.Setenv("TILEPIPE_TEST_GPU_PIPELINE", tc.variant)
+			dir := t.TempDir()
+			code, doc, errs := gpuChainIn(t, dir, "cuda-pipeline", gemm, "", "cuda-pipeline", 1)
+			if len(doc.Visits) != 1 {
+				t.Fatalf("replay = exit %d, %d visits\n%s", code, len(doc.Visits), errs)
+			}
+			v := doc.Visits[0]
+			if tc.want == "" {
+				if code != exitOK || v.Status != "passed" {
+					t.Fatalf("replay = exit %d, visit %s %q; want it passed", code, v.Status, v.Reason)
+				}
+				if acode, _, aerrs := tp(t, auditArgs(dir)...); acode != exitOK {
+					t.Errorf("audit = exit %d\n%s", acode, aerrs)
+				}
+			} else if code != exitFailure || v.Status != "failed" || !strings.HasPrefix(v.Reason, tc.want) {
+				t.Errorf("replay = exit %d, visit %s %q; want exit 1, failed %q...", code, v.Status, v.Reason, tc.want)
+			}
+			t.Logf("%s: %s %s", tc.variant, v.Status, v.Reason)
+		})
+	}
+}
