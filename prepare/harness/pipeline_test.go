@@ -55,7 +55,9 @@ func TestCudaTimerPipeline(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			c := newGemmCase(t)
 			lf, cf, log := filepath.Join(c.dir, "launch.txt"), filepath.Join(c.dir, "kernel.cubin"), filepath.Join(c.dir, "launches.log")
-			for path, text := range map[string]string{lf: tc.launch, cf: "a cubin the fake driver never reads", c.visit: c.visitText() + "cubin " + cf + "\nlaunch " + lf + "\n"} {
+			// The visit file names them relative to the timer's directory:
+			// its keys take no spaces, and the hostile suite's TMPDIR has one.
+			for path, text := range map[string]string{lf: tc.launch, cf: "a cubin the fake driver never reads", c.visit: c.visitText() + "cubin kernel.cubin\nlaunch launch.txt\n"} {
 				if err := os.WriteFile(path, []byte(text), 0o644); err != nil {
 					t.Fatal(err)
 				}
@@ -66,7 +68,7 @@ func TestCudaTimerPipeline(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			want := strings.ReplaceAll(tc.want, "LAUNCH", lf)
+			want := strings.ReplaceAll(tc.want, "LAUNCH", "launch.txt")
 			if r.Reason != want && !(strings.HasPrefix(want, "exited") && strings.HasPrefix(r.Reason, want)) {
 				t.Fatalf("visit = %q, want %q", r.Reason, want)
 			}
