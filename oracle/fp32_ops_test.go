@@ -389,16 +389,18 @@ func embeddingImpl(c Case, in []Tensor) []Tensor {
 func attentionImpl(name string, blockN int, exp func(float32) float32, d dotter, prescale bool) impl {
 	ascending := strings.HasSuffix(name, "/sorted")
 	pHalf, pHalfSum := strings.Contains(name, "/p-half"), strings.Contains(name, "/p-half-sum")
-	pBits := 0 // "/p-mant3", "/p-mant2": the weights' mantissa cut to 3 or 2 bits (FP8 E4M3, E5M2), a cheat
+	// "/p-mant3", "/p-mant2": a cheat, the weights' mantissa cut to 3 or
+	// 2 bits (the precision of FP8 E4M3, E5M2; the exponent range kept).
+	pBits := 0 // significant bits, the implicit one included
 	if strings.Contains(name, "/p-mant3") {
-		pBits = 3
+		pBits = 4
 	} else if strings.Contains(name, "/p-mant2") {
-		pBits = 2
+		pBits = 3
 	}
 	return impl{name: "attention/" + name, run: func(c Case, in [][]float32) []float32 {
 		rp := func(x float32) float32 { // the weight as P·V sees it
 			if pBits > 0 {
-				return roundMantissa(x, pBits)
+				return roundTo(x, pBits)
 			}
 			if pHalf {
 				return toStorage(c.Dtype, x)
@@ -554,14 +556,4 @@ func moreImpls(op string) []impl {
 			attentionImpl("online1/edge/sorted-dot/p-half-sum/sorted", 1, expEdge, dotters[11], false))
 	}
 	return out
-}
-
-// roundMantissa rounds x to bits explicit mantissa bits, to nearest even.
-func roundMantissa(x float32, bits int) float32 {
-	u := math.Float32bits(x)
-	drop := uint32(23 - bits)
-	half := uint32(1) << (drop - 1)
-	lsb := (u >> drop) & 1
-	u += half - 1 + lsb
-	return math.Float32frombits(u &^ (1<<drop - 1))
 }

@@ -47,10 +47,9 @@ var propertyShapes = map[string][]map[string]int{
 	},
 }
 
-// dtypesOf lists the storage dtypes the property tests run for op.
-func dtypesOf(op string) []string {
-	return []string{"f32", "f16", "bf16"} // every op takes half storage
-}
+// storageDtypes are the storage dtypes the property tests run every op
+// in (every op takes half storage).
+var storageDtypes = []string{"f32", "f16", "bf16"}
 
 // tightness is the largest observed |got-want|/bound of one implementation
 // over all property runs of one pattern.
@@ -110,7 +109,7 @@ func properties(t *testing.T) []tightness {
 		worst := map[[5]string]*tightness{}
 		for _, op := range Ops() {
 			for _, dims := range propertyShapes[op] {
-				for _, dtype := range dtypesOf(op) {
+				for _, dtype := range storageDtypes {
 					for _, pattern := range patternsOf(op, dtype) {
 						for _, seed := range seeds {
 							for _, ranking := range rankingsOf(op) {

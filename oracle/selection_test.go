@@ -105,7 +105,7 @@ func TestPerturbAll(t *testing.T) {
 		t.Skip("long: make test runs it")
 	}
 	for _, op := range Ops() {
-		for _, dtype := range dtypesOf(op) {
+		for _, dtype := range storageDtypes {
 			c := testCase(op, "normal", 5, propertyShapes[op][0])
 			c.Dtype, c.Ranking = dtype, rankingsOf(op)[0]
 			t.Run(op+"/"+dtype, func(t *testing.T) {
