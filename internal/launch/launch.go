@@ -258,7 +258,7 @@ func (l Launch) check(where string, names map[string]bool, seen map[string]int, 
 	}
 	scratch := 0
 	for i, p := range l.Params {
-		if err := checkParam(fmt.Sprintf("%sparams[%d]", where, i), p, names, seen, used); err != nil {
+		if err := checkParam(where, i, p, names, seen, used); err != nil {
 			return 0, err
 		}
 		if p.Kind == Scratch {
@@ -323,11 +323,13 @@ func (m Launch) checkShape(where string) error {
 	return nil
 }
 
-// checkParam checks parameter p, named where: its kind and the fields
-// the kind takes; a tensor of the signature (names), passed once (seen, by
-// name, where it was passed), a value that parses as its kind, a buffer
-// in range (used, marked; nil allows none).
-func checkParam(where string, p Param, names map[string]bool, seen map[string]int, used []bool) error {
+// checkParam checks parameter i of a launch (prefix names the launch in
+// messages): its kind and the fields the kind takes; a tensor of the
+// signature (names), passed once in the launch (seen: by name, the index
+// that passed it), a value that parses as its kind, a buffer in range
+// (used, marked; nil allows none).
+func checkParam(prefix string, i int, p Param, names map[string]bool, seen map[string]int, used []bool) error {
+	where := fmt.Sprintf("%sparams[%d]", prefix, i)
 	byValue := p.Kind == I32 || p.Kind == I64 || p.Kind == F32
 	kinds := []string{Tensor, I32, I64, F32, Scratch}
 	if used != nil {
@@ -355,7 +357,7 @@ func checkParam(where string, p Param, names map[string]bool, seen map[string]in
 		if prev, dup := seen[p.Tensor]; dup {
 			return manifestErr("%s: tensor %q already passed as params[%d]", where, p.Tensor, prev)
 		}
-		seen[p.Tensor] = paramIndex(where)
+		seen[p.Tensor] = i
 		if p.Align < 0 || p.Align > 4096 || p.Align&(p.Align-1) != 0 {
 			return manifestErr("%s: align %d: want a power of two up to 4096 (or 0)", where, p.Align)
 		}
@@ -383,13 +385,6 @@ func checkParam(where string, p Param, names map[string]bool, seen map[string]in
 		}
 	}
 	return nil
-}
-
-// paramIndex is the index in "...params[I]".
-func paramIndex(where string) int {
-	i := strings.LastIndex(where, "params[")
-	n, _ := strconv.Atoi(strings.TrimSuffix(where[i+len("params["):], "]"))
-	return n
 }
 
 // Lines is the manifest as the CUDA timer reads it, one item a line
