@@ -413,7 +413,7 @@ def compile_cache(op, dims, dtype, ranking, policy, root):
     got = (d, compile_run())
     # As the route's build: fresh processes on the cache until one adds
     # nothing (loading may build kernels again: autotuning at load).
-    for _ in range(3):
+    for _ in range(wrapper.COMPILE_SETTLES):
         settle = compile_run()
         if settle["recompiled"]:
             raise RuntimeError("--compile-run on the compiled cache: %s" % settle["recompiled"])

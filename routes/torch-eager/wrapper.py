@@ -1230,6 +1230,10 @@ COMPILE_MODES = {"default": "out", "max-autotune-no-cudagraphs": "out", "max-aut
 # scan, attention), whose runtime modules and libraries any op's graph
 # loads from.
 CLOSURE_COMPILE_OPS = ("add", "softmax", "gemm", "sort", "scan", "attention")
+# A build's fresh loads of the compiled cache before its replay check: up
+# to this many, stopping at the first that adds nothing (loading may
+# build kernels again: max-autotune's tuning at load; docs/torch-compile.md).
+COMPILE_SETTLES = 3
 COMPILE_UNSUPPORTED = {"scan_ordered": "an ordered (sequential FP32) scan has no torch.compile form but N unrolled adds"}
 
 
