@@ -143,6 +143,13 @@ int tilepipe_helper(void) { return clock_gettime(1, 0); }`)}, nil, ""},
 		// (TestConstructorsDeferred), not refused.
 		{"constructor", []testObject{obj("kernel.o", honestKernel+`
 __attribute__((constructor)) static void early(void) { armed = 1; }`)}, nil, ""},
+		// The bounds the timer walks to run deferred constructors are the
+		// linker's: an object may not define them to aim the timer at a
+		// list of its own.
+		{"deferred constructors' bounds", []testObject{obj("kernel.o", honestKernel+`
+static void early(void) {}
+void (*const __start_tilepipe_init[])(void) = {early};`)}, nil,
+			"link_policy: kernel.o defines __start_tilepipe_init, which the timer or the C library provides"},
 		{"the deferred section's name", []testObject{obj("kernel.o", honestKernel+`
 static void early(void) {}
 __attribute__((section("tilepipe_init"), used)) static void (*p)(void) = early;`)}, nil,
