@@ -53,6 +53,10 @@ type Config struct {
 	// (the capture's, artifacts.CaptureDoc.Target) replaces Target, as a
 	// cohort's rounds replace Rounds 0.
 	CohortTarget bool
+	// DefaultBaseline: no --baseline was given, so where the default
+	// baseline (torch-eager) was not captured the replay has none (no
+	// ratios, a note says so) instead of refusing.
+	DefaultBaseline bool
 	artifacts.ReplayConfig
 	Progress *progress.Reporter
 }
@@ -217,6 +221,10 @@ func (r *replayer) settle() (routes, cases []string, err error) {
 		r.cfg.BudgetS, r.cfg.TotalBudgetS, r.cfg.MaxRounds = 0, 0, 0 // recorded only for adaptive replays
 	}
 	r.cfg.Level = artifacts.LevelFor(r.cfg.Target)
+	if b := r.cfg.Baseline; r.cfg.DefaultBaseline && b != "" && !slices.Contains(routes, b) {
+		r.cfg.Progress.Printf("replay: no baseline: the default, %s, is not among the captured routes %v (no ratios; --baseline ROUTE names one)", b, routes)
+		r.cfg.Baseline = ""
+	}
 	return routes, cases, r.checkConfig(routes)
 }
 

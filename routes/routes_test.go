@@ -1664,6 +1664,63 @@ func checkOutputs(t *testing.T, c torchCase, sig []param, what string, outs map[
 	}
 }
 
+// TestTorchEagerClosureAccessed: the closure listing names what a load
+// reads and runs besides what it maps and imports (a torch-compile visit
+// failed on an H100 in a sandbox built from a listing without them). The
+// real hook, in a real process: a file opened for reading and a program
+// run by name through PATH are listed; a file opened for writing, one
+// under a skipped (scratch) directory and /proc are not.
+func TestTorchEagerClosureAccessed(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	read, wrote, scratch := filepath.Join(dir, "read.c"), filepath.Join(dir, "wrote.txt"), filepath.Join(dir, "scratch")
+	if err := os.WriteFile(read, []byte("int x;\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Mkdir(scratch, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	script := `
+import os, subprocess, sys
+sys.path.insert(0, sys.argv[1])
+import wrapper
+read, wrote, scratch = sys.argv[2:5]
+a = wrapper.Accessed([scratch])
+sys.addaudithook(a)
+open(read).read()
+open(wrote, "w").write("x")
+open(os.path.join(scratch, "k"), "w").write("y")
+open(os.path.join(scratch, "k")).read()
+open("/proc/self/status").read()
+subprocess.run(["true"], check=True)
+for p in sorted(a.paths):
+    print(p)
+`
+	cmd := exec.Command("/usr/bin/python3", "-c", script, "torch-eager", read, wrote, scratch)
+	cmd.Env = commandEnv(nil)
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("hook: %v\n%s", err, out)
+	}
+	listed := strings.Fields(string(out))
+	trueBin, err := exec.LookPath("true")
+	if err != nil {
+		t.Fatal(err)
+	}
+	trueBin, _ = filepath.EvalSymlinks(trueBin)
+	realRead, _ := filepath.EvalSymlinks(read)
+	for _, want := range []string{realRead, trueBin} {
+		if !slices.Contains(listed, want) {
+			t.Errorf("listed %q, want %s", listed, want)
+		}
+	}
+	for _, p := range listed {
+		if strings.HasSuffix(p, "wrote.txt") || strings.Contains(p, "/scratch/") || strings.HasPrefix(p, "/proc/") {
+			t.Errorf("listed %s: a written, scratch or /proc file", p)
+		}
+	}
+}
+
 func TestTorchEagerBuildRefusesTestOps(t *testing.T) {
 	t.Parallel()
 	requireRoute(t, "torch-eager")
@@ -1719,7 +1776,7 @@ func TestTorchEagerChecks(t *testing.T) {
 		{"_late_overrun", "guard_overwritten: C warm byte 8895 (after timing)", checks(f, n, n, n), true, "guard_overwritten: C warm byte 8895"},
 		// A call that raises while timed fails the final report; every check
 		// had passed, as in the C harness's entry_failed.
-		{"_late_raise", "entry_failed: raised RuntimeError: _late_raise: first timed call (during timing)", pass, true, ""},
+		{"_late_raise", "entry_failed: raised RuntimeError: _late_raise: first timed call raised: <- FileNotFoundError: [Errno 2] No such file or directory: '/nonexistent/_late_raise' (during timing)", pass, true, ""},
 	} {
 		t.Run(tc.op, func(t *testing.T) {
 			t.Parallel()
@@ -1728,6 +1785,11 @@ func TestTorchEagerChecks(t *testing.T) {
 			v := r.Validated
 			if len(r.Out.Stdout) != 0 {
 				t.Errorf("visit %s: stdout %q, want nothing", tc.op, r.Out.Stdout)
+			}
+			// An entry that raised leaves its whole traceback, causes
+			// included, on stderr (kept with the visit's record).
+			if tc.op == "_late_raise" && !bytes.Contains(r.Out.Stderr, []byte("The above exception was the direct cause of the following exception")) {
+				t.Errorf("visit %s: stderr %q, want the chained traceback", tc.op, r.Out.Stderr)
 			}
 			for _, pool := range pools {
 				m := vc.file("C", pool)

@@ -95,10 +95,18 @@ func TestReplayInterrupted(t *testing.T) {
 			if !errors.As(err, &ee) || ee.ExitCode() != 128+int(sig) {
 				t.Fatalf("interrupted replay = %v, want exit %d\n%s", err, 128+int(sig), stderr)
 			}
-			want := fmt.Sprintf("tilepipe: interrupted by %s; the visit in flight was not recorded; continue with the same flags and --resume: tilepipe replay --prepared %s --output %s --resume\n",
-				signalName(sig), filepath.Join(dir, "prepared"), rep)
-			if !strings.HasSuffix(stderr.String(), want) {
-				t.Errorf("stderr ends %q, want %q", lastLines(stderr.String(), 2), want)
+			// The hint is the whole command, every plan flag included (a
+			// resume asking for another plan is refused), quoted for a shell.
+			prefix := fmt.Sprintf("tilepipe: interrupted by %s; the visit in flight was not recorded; continue with: ", signalName(sig))
+			last := lastLines(stderr.String(), 1)
+			hint, ok := strings.CutPrefix(last, prefix)
+			if !ok {
+				t.Fatalf("stderr ends %q, want %q and a command", last, prefix)
+			}
+			want := fmt.Sprintf("tilepipe replay --prepared %s --output %s --rounds 2 --samples 3 --singles 1 --sample-ms 20 --warmup-ms 0 --baseline naive --target 0 --capture %s --resume",
+				shellQuote(filepath.Join(dir, "prepared")), shellQuote(rep), shellQuote(filepath.Join(dir, "capture")))
+			if hint != want {
+				t.Errorf("hint %q, want %q", hint, want)
 			}
 			done := journalVisits(t, rep)
 			for _, v := range done {
@@ -109,8 +117,15 @@ func TestReplayInterrupted(t *testing.T) {
 			if len(done) >= 4 {
 				t.Fatalf("the replay finished all %d visits before the signal; nothing was interrupted", len(done))
 			}
-			if code, out, errs := tp(t, append(args, "--resume")...); code != 0 {
-				t.Fatalf("replay --resume = exit %d\n%s%s", code, out, errs)
+			// Pasted into a shell as printed, with tilepipe on PATH.
+			bin := t.TempDir()
+			if err := os.Symlink(tilepipeBinary(t), filepath.Join(bin, "tilepipe")); err != nil {
+				t.Fatal(err)
+			}
+			sh := exec.Command("/bin/sh", "-c", hint)
+			sh.Env = append(os.Environ(), "PATH="+bin+":"+os.Getenv("PATH"))
+			if out, err := sh.CombinedOutput(); err != nil {
+				t.Fatalf("the printed command (%s) = %v\n%s", hint, err, out)
 			}
 			doc := readReplay(t, rep)
 			for _, v := range doc.Visits {
@@ -317,5 +332,31 @@ func TestRunCohortErrorLeavesNothing(t *testing.T) {
 	}
 	if _, err := os.Lstat(out); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("run with a bad cohort left %s (%v)", out, err)
+	}
+}
+
+// TestReplayDefaultBaseline: a replay given no --baseline of a capture
+// without the default baseline (torch-eager) has none, says so and passes
+// (a one-route capture, such as halide-cuda's carried to a GPU machine,
+// was refused on an H100); a --baseline that was not captured is still
+// refused, with the routes named.
+func TestReplayDefaultBaseline(t *testing.T) {
+	long(t)
+	dir := passingRun(t)
+	rep := filepath.Join(t.TempDir(), "replay")
+	args := append([]string{"replay", "--prepared", filepath.Join(dir, "prepared"), "--capture", filepath.Join(dir, "capture"), "--rounds", "2"}, fast...)
+	code, _, errs := tp(t, append(args, "--output", rep)...)
+	if code != 0 || !strings.Contains(errs, "replay: no baseline: the default, torch-eager, is not among the captured routes [naive] (no ratios; --baseline ROUTE names one)") {
+		t.Fatalf("replay without --baseline = exit %d, want 0 and the note\n%s", code, errs)
+	}
+	if b := readReplay(t, rep).Config.Baseline; b != "" {
+		t.Errorf("config.baseline %q, want none", b)
+	}
+	if code, out := auditRun(t, dir, rep); code != 0 {
+		t.Errorf("audit of the replay without a baseline = exit %d\n%s", code, out)
+	}
+	code, _, errs = tp(t, append(args, "--output", filepath.Join(t.TempDir(), "r2"), "--baseline", "torch-eager")...)
+	if code == 0 || !strings.Contains(errs, `--baseline "torch-eager": not one of the captured routes [naive]`) {
+		t.Errorf("replay --baseline torch-eager = exit %d, want the refusal\n%s", code, errs)
 	}
 }

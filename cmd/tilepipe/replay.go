@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"os"
+	"strings"
 
 	"github.com/tilepipe/tilepipe/artifacts"
 	"github.com/tilepipe/tilepipe/internal/load"
@@ -55,6 +56,7 @@ func replayConfig(c *cli.Context, prepared, output string) replay.Config {
 	cfg.NoSandbox, cfg.Bwrap = c.Bool("no-sandbox"), c.String("bwrap")
 	cfg.Target, cfg.BudgetS, cfg.MaxRounds = c.Float64("target")/100, c.Float64("budget-s"), c.Int("max-rounds")
 	cfg.TotalBudgetS, cfg.CohortTarget = c.Duration("budget").Seconds(), !c.IsSet("target")
+	cfg.DefaultBaseline = !c.IsSet("baseline")
 	if c.Bool("allow-load") {
 		cfg.Load = artifacts.LoadAllow
 	}
@@ -93,7 +95,7 @@ func replayCommand() *cli.Command {
 			}
 			res, err := replay.Run(c.Context, cfg)
 			if err != nil {
-				return whenInterrupted(c, err, resumeHint(cfg))
+				return whenInterrupted(c, err, resumeHint(c, cfg))
 			}
 			fmt.Fprint(c.App.Writer, report.Table(res.Doc))
 			return replayOutcome(res)
@@ -115,10 +117,49 @@ func replayOutcome(res *replay.Result) error {
 	return nil
 }
 
-// resumeHint says how to continue an interrupted replay.
-func resumeHint(cfg replay.Config) string {
+// resumeHint says how to continue an interrupted replay: the whole
+// command, with every flag this one set that the replay's plan records
+// (a resume must ask for the same plan), ready to paste into a shell.
+func resumeHint(c *cli.Context, cfg replay.Config) string {
 	if _, err := os.Lstat(cfg.Output); err != nil && !cfg.Resume {
 		return "it stopped before it wrote anything: run the same command again"
 	}
-	return fmt.Sprintf("the visit in flight was not recorded; continue with the same flags and --resume: tilepipe replay --prepared %s --output %s --resume", cfg.Prepared, cfg.Output)
+	return "the visit in flight was not recorded; continue with: " + resumeCommand(c, cfg)
+}
+
+// resumeCommand is `tilepipe replay` of cfg's stages with the replay flags
+// c set, and --resume.
+func resumeCommand(c *cli.Context, cfg replay.Config) string {
+	args := []string{"tilepipe", "replay", "--prepared", cfg.Prepared, "--output", cfg.Output}
+	var names []string
+	for _, f := range append(replayFlags(), stageFlags()...) {
+		names = append(names, f.Names()[0])
+	}
+	for _, n := range append(names, "capture", "threads", "shard", "inputs") {
+		if !c.IsSet(n) {
+			continue
+		}
+		switch v := c.Value(n).(type) {
+		case bool:
+			if v {
+				args = append(args, "--"+n)
+			}
+		default:
+			args = append(args, "--"+n, fmt.Sprint(v))
+		}
+	}
+	args = append(args, "--resume")
+	for i, a := range args {
+		args[i] = shellQuote(a)
+	}
+	return strings.Join(args, " ")
+}
+
+// shellQuote is a as one word of a POSIX shell: as it is when it holds
+// only characters no shell treats specially, else in single quotes.
+func shellQuote(a string) string {
+	if a != "" && strings.Trim(a, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_@%+=:,./-") == "" {
+		return a
+	}
+	return "'" + strings.ReplaceAll(a, "'", `'\''`) + "'"
 }

@@ -73,7 +73,7 @@ func runAll(c *cli.Context, out string) error {
 	rcfg := replayConfig(c, prepDir, repDir)
 	rres, err := replay.Run(c.Context, rcfg)
 	if err != nil {
-		hint := resumeHint(rcfg)
+		hint := resumeHint(c, rcfg)
 		if _, serr := os.Lstat(repDir); serr != nil {
 			hint = fmt.Sprintf("capture and prepare are committed: continue with tilepipe replay --prepared %s --output %s", prepDir, repDir)
 		}

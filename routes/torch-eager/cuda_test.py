@@ -122,7 +122,7 @@ TEST_OPS = {
     "_unrepeatable": ("validated", "not_repeatable: C set 0 byte 0", (P, P, P, F)),
     "_late_overrun": {"cuda": ("final", "guard_overwritten: C warm byte 8895 (device) (after timing)", (F, N, N, N)),
                       "cpu": ("final", "guard_overwritten: C warm byte 8895 (after timing)", (F, N, N, N))},
-    "_late_raise": ("final", "entry_failed: raised RuntimeError: _late_raise: first timed call (during timing)", (P, P, P, P)),
+    "_late_raise": ("final", "entry_failed: raised RuntimeError: _late_raise: first timed call raised: <- FileNotFoundError: [Errno 2] No such file or directory: '/nonexistent/_late_raise' (during timing)", (P, P, P, P)),
     # The final report passes; the driver, as replay, finds the fill it
     # wrote after validation still in the warm outputs (on the GPU only
     # because the wrapper uploads that fill before the first sample).

@@ -32,8 +32,9 @@ output_policy(), so build and visit cannot disagree on an op's output
 policy (`out` or `copy`), and an op this torch lacks in some dtype is
 `unsupported` at build time. --closure prints the files mapped into a
 process that has imported torch and run every op once (on the GPU, after
-initialising CUDA, for --device cuda), and every module file (and its
-cached .pyc) that process imported: prepare pins them, and replay's
+initialising CUDA, for --device cuda), every module file (and its
+cached .pyc) that process imported, and every file it opened for reading
+or ran as a program (class Accessed): prepare pins them, and replay's
 sandbox shows only the directories that hold them.
 
 f16 and bf16 tensors are computed the way torch computes that dtype on the
@@ -112,8 +113,9 @@ OPS = ("gemm", "gemm_relu", "gemm_gelu", "bmm", "gemv", "add", "gelu_add",
 #   _late_overrun    writes the last canary byte after C (the byte before the
 #                    next set) on the first timed call, seen only by the
 #                    checks after timing
-#   _late_raise      raises on the first timed call (entry_failed ... (during
-#                    timing), in the final report)
+#   _late_raise      raises on the first timed call, from another exception
+#                    (entry_failed ... <- its cause (during timing), in the
+#                    final report)
 #   _liar            computes add, but reports a quarter of the ns it
 #                    measured for each sample (replay's clock_mismatch)
 #   _chatty          prints a fake final report on stdout (flushed) during
@@ -596,7 +598,10 @@ def make_entry(op, t, o, torch, buffers):
             add(A, B, out=C)
             calls[0] += 1
             if calls[0] == first_timed:
-                raise RuntimeError("_late_raise: first timed call")
+                try:  # raised because of another, as Inductor's BackendCompilerFailed is
+                    os.stat("/nonexistent/_late_raise")
+                except FileNotFoundError as inner:
+                    raise RuntimeError("_late_raise: first timed call raised:\n(see the cause)") from inner
         return late_raise
     if op == "_recompile":
         cache = os.environ["TILEPIPE_CACHE"]  # a KeyError fails the visit: the route has no cache
@@ -1509,15 +1514,40 @@ def check_outputs(outs, poison):
             raise CheckFailed("poison", "output_not_overwritten: %s set %d element %d" % (b.name, b.set, int(ne[0, 0])))
 
 
+def entry_failed(e, where):
+    """The reason of a visit whose entry raised e (where: "set S", "during
+    timing"), and its whole traceback on stderr, which replay keeps with
+    the visit's record: the reason holds a line of it, the traceback says
+    where in torch or Inductor it came from."""
+    traceback.print_exception(e, file=sys.stderr)
+    sys.stderr.flush()
+    return "entry_failed: raised %s (%s)" % (describe_error(e), where)
+
+
 def describe_error(e):
     """An exception from the entry, as the reasons name it: its type and
-    the first line of its message, at most MAX_ERROR characters of it (the
+    the first line of its message, then, for an exception raised while
+    handling or because of another (BackendCompilerFailed's "backend=
+    'inductor' raised:" says nothing by itself), the innermost cause's type
+    and first line after " <- "; at most MAX_ERROR characters of each (the
     C harness's reasons are at most 511 bytes too)."""
-    lines = str(e).splitlines()
-    msg = lines[0] if lines else ""
-    if len(msg) > MAX_ERROR:
-        msg = msg[:MAX_ERROR] + "..."
-    return "%s: %s" % (type(e).__name__, msg)
+    def first(x):
+        lines = str(x).splitlines()
+        msg = lines[0].strip() if lines else ""
+        if len(msg) > MAX_ERROR:
+            msg = msg[:MAX_ERROR] + "..."
+        return "%s: %s" % (type(x).__name__, msg)
+
+    root, seen = e, {id(e)}
+    while True:
+        nxt = root.__cause__ or (None if root.__suppress_context__ else root.__context__)
+        if nxt is None or id(nxt) in seen:
+            break
+        root = nxt
+        seen.add(id(root))
+    if root is e:
+        return first(e)
+    return "%s <- %s" % (first(e), first(root))
 
 
 class Checks:
@@ -1563,7 +1593,7 @@ def call_checked(entry, s, outs, files, poison, checks, gpu=None):
         if gpu is not None:
             gpu.sync()  # a CUDA error of the call surfaces here
     except Exception as e:  # the library raised: the entry failed
-        raise CheckFailed(None, "entry_failed: raised %s (set %d)" % (describe_error(e), s))
+        raise CheckFailed(None, entry_failed(e, "set %d" % s))
     finally:
         if COLD[0] is None:
             COLD[0] = time.perf_counter_ns() - t0
@@ -1927,7 +1957,7 @@ def serve(warm, fresh, divisor, gpu=None, graph_batch=0):
             t1 = clock()
             ns = t1 - t0
         if err is not None and not failure:
-            failure = "entry_failed: raised %s (during timing)" % describe_error(err)
+            failure = entry_failed(err, "during timing")
         send({"type": "sample", "seq": seq, "calls": n, "ns": ns // divisor})
 
 
@@ -2067,7 +2097,7 @@ def visit(opts):
             for o in outs["warm"]:
                 gpu.download(o)
         except Exception as e:
-            reason = "entry_failed: raised %s (during timing)" % describe_error(e)
+            reason = entry_failed(e, "during timing")
         if not reason:
             try:
                 gpu.check(" (after timing)")
@@ -2105,11 +2135,74 @@ def module_files():
     return out
 
 
+class Accessed:
+    """An audit hook's record of the files a process opened for reading
+    and the programs it ran (sys.addaudithook: "open", "subprocess.Popen",
+    "os.exec", "os.posix_spawn", "os.spawn"), beside what it maps and
+    imports: a compiled graph's load reads files Python opens (a driver's
+    C source, a cached module) and runs programs (Triton finds libcuda by
+    running /sbin/ldconfig), and replay's sandbox shows a visit only the
+    directories of what the listing names. Files opened for writing, and
+    anything under /proc, /sys, /dev or the skip directories (scratch
+    caches), are left out: they are not the timer's to pin."""
+
+    WRITE = os.O_WRONLY | os.O_RDWR | os.O_CREAT | os.O_APPEND | os.O_TRUNC
+
+    def __init__(self, skip=()):
+        self.skip = tuple(os.path.realpath(d) + os.sep for d in skip)
+        self.paths = set()
+
+    def add(self, path):
+        if isinstance(path, bytes):
+            path = os.fsdecode(path)
+        if not isinstance(path, str) or not path:
+            return
+        try:
+            p = os.path.realpath(path)
+            if p.startswith(("/proc/", "/sys/", "/dev/") + self.skip) or not os.path.isfile(p):
+                return
+        except (OSError, ValueError):
+            return
+        self.paths.add(p)
+
+    def program(self, exe, args, env):
+        name = exe
+        if name is None and isinstance(args, (list, tuple)) and args:
+            name = args[0]
+        elif name is None and isinstance(args, (str, bytes)):
+            name = args
+        if isinstance(name, bytes):
+            name = os.fsdecode(name)
+        if not isinstance(name, str) or not name:
+            return
+        if os.sep not in name:
+            import shutil
+            path = (env or {}).get("PATH") if isinstance(env, dict) else None
+            name = shutil.which(name, path=path or os.environ.get("PATH")) or ""
+        self.add(name)
+
+    def __call__(self, event, args):
+        if event == "open":
+            path, mode, flags = (tuple(args) + (None, None, None))[:3]
+            if isinstance(mode, str) and any(c in mode for c in "wax+"):
+                return
+            if mode is None and isinstance(flags, int) and flags & self.WRITE:
+                return
+            self.add(path)
+        elif event == "subprocess.Popen":
+            self.program(args[0], args[1], args[3] if len(args) > 3 else None)
+        elif event in ("os.exec", "os.posix_spawn"):
+            self.program(args[0], args[1], args[2] if len(args) > 2 else None)
+        elif event == "os.spawn":
+            self.program(args[1], args[2], args[3] if len(args) > 3 else None)
+
+
 def closure(opts):
     """Paths of every regular file mapped after torch ran every op in
     every variant once (what any visit could map), and of every module file
-    (with its .pyc) that run imported: replay's sandbox shows a visit only
-    the directories holding these. With --device cuda, CUDA is initialised
+    (with its .pyc) that run imported, and of every file it read or program
+    it ran (Accessed): replay's sandbox shows a visit only the directories
+    holding these. With --device cuda, CUDA is initialised
     first and the ops run on the GPU, so libcuda and the CUDA libraries
     torch loads (cuBLAS, cuDNN, ...) are mapped; without a usable GPU this
     is a usage error ("CUDA unavailable"), never a CPU listing. With
@@ -2123,6 +2216,8 @@ def closure(opts):
         import tempfile
         scratch = os.path.realpath(tempfile.mkdtemp(prefix="tilepipe-closure-"))
         compile_env(scratch)
+    accessed = Accessed([d for d in (scratch, os.environ.get("TMPDIR")) if d])
+    sys.addaudithook(accessed)
     import torch
 
     if opts["device"] == "cuda":
@@ -2157,6 +2252,7 @@ def closure(opts):
             except OSError:
                 pass
     paths |= module_files()
+    paths |= accessed.paths
     paths.add(os.path.realpath(sys.executable))
     # A virtual environment's pyvenv.cfg: Python run by the venv's name
     # (bin/python3, a symlink) finds the environment's site-packages only
