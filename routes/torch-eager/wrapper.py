@@ -1217,7 +1217,7 @@ class Device:
 
 # torch.compile (the torch-compile route, docs/torch-compile.md). The same
 # visit as eager, but each set's entry calls one function compiled by
-# torch.compile(fullgraph=True, dynamic=False, mode=MODE), whose Inductor
+# torch.compile(fullgraph=True, dynamic=False, options=compile_options(MODE)), whose Inductor
 # and Triton caches are the visit's copy of the captured ones
 # ($TILEPIPE_CACHE): the build compiled it (compile_run), replay times it
 # unchanged. MODES: the mode the case declares; each mode's style: "out"
@@ -1341,6 +1341,23 @@ def pure_op(op, torch, o):
     return fs[op], ins, outs
 
 
+def compile_options(torch, mode):
+    """Inductor's options of mode (torch._inductor.list_mode_options, what
+    torch.compile(mode=MODE) applies) with coordinate_descent_tuning off.
+    max-autotune turns coordinate descent on, and Inductor re-runs it in
+    every process for a kernel whose saved best config was not found by
+    it (its autotune cache's found_by_coordesc): it benchmarks and compiles
+    neighbouring configs at load, by timings that differ from run to run.
+    On an H100 each fresh load of add's captured cache compiled one more
+    kernel (settle_added_files [32, 8, 8]), so what a visit launches would
+    not be what capture stored. Without it, a load takes the saved best
+    config and benchmarks nothing. Recorded in the schedule (options)."""
+    import torch._inductor
+    opts = dict(torch._inductor.list_mode_options(mode))
+    opts["coordinate_descent_tuning"] = False
+    return opts
+
+
 class Compiled:
     """One torch.compile'd function of op for the whole visit (every set
     calls it, so it is traced and loaded once), and the counters that say
@@ -1363,7 +1380,8 @@ class Compiled:
                 r = f(*a)
                 return tuple(r) if isinstance(r, tuple) else (r,)
             fn = pure
-        self.fn = torch.compile(fn, fullgraph=True, dynamic=False, mode=None if mode == "default" else mode)
+        self.options = compile_options(torch, mode)
+        self.fn = torch.compile(fn, fullgraph=True, dynamic=False, options=self.options)
 
     def entry(self, t):
         """The set's entry: its tensors as bases of their own (storage
@@ -1481,7 +1499,7 @@ def compile_run(opts):
         "import_s": imported, "first_call_s": first, "next_call_s": sorted(times)[len(times) // 2],
         "counters": c.counters(), "recompiled": c.recompiled("in this run"),
         "torch": torch.__version__, "triton": triton.__version__, "cuda": torch.version.cuda or "",
-        "gpu": torch.cuda.get_device_name(), "mode": mode, "style": c.style,
+        "gpu": torch.cuda.get_device_name(), "mode": mode, "options": c.options, "style": c.style,
         "added": sorted(set(after) - set(before)), "removed": sorted(set(before) - set(after)),
         "changed": sorted(p for p in before if p in after and before[p] != after[p])}, sort_keys=True))
 
