@@ -124,12 +124,12 @@ func resumeHint(c *cli.Context, cfg replay.Config) string {
 	if _, err := os.Lstat(cfg.Output); err != nil && !cfg.Resume {
 		return "it stopped before it wrote anything: run the same command again"
 	}
-	return "the visit in flight was not recorded; continue with: " + resumeCommand(c, cfg)
+	return "the visit in flight was not recorded; continue with: " + replayCommandLine(c, cfg, true)
 }
 
-// resumeCommand is `tilepipe replay` of cfg's stages with the replay flags
-// c set, and --resume.
-func resumeCommand(c *cli.Context, cfg replay.Config) string {
+// replayCommandLine is `tilepipe replay` of cfg's stages with the replay flags
+// c set, and --resume when resume is set.
+func replayCommandLine(c *cli.Context, cfg replay.Config, resume bool) string {
 	args := []string{"tilepipe", "replay", "--prepared", cfg.Prepared, "--output", cfg.Output}
 	var names []string
 	for _, f := range append(replayFlags(), stageFlags()...) {
@@ -148,7 +148,9 @@ func resumeCommand(c *cli.Context, cfg replay.Config) string {
 			args = append(args, "--"+n, fmt.Sprint(v))
 		}
 	}
-	args = append(args, "--resume")
+	if resume {
+		args = append(args, "--resume")
+	}
 	for i, a := range args {
 		args[i] = shellQuote(a)
 	}

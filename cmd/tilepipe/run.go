@@ -75,7 +75,7 @@ func runAll(c *cli.Context, out string) error {
 	if err != nil {
 		hint := resumeHint(c, rcfg)
 		if _, serr := os.Lstat(repDir); serr != nil {
-			hint = fmt.Sprintf("capture and prepare are committed: continue with tilepipe replay --prepared %s --output %s", prepDir, repDir)
+			hint = "capture and prepare are committed: continue with " + replayCommandLine(c, rcfg, false)
 		}
 		return whenInterrupted(c, err, hint+fmt.Sprintf(", then tilepipe audit --capture %s --prepared %s --replay %s --output %s", capDir, prepDir, repDir, filepath.Join(out, runAuditDoc)))
 	}

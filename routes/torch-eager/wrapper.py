@@ -1547,8 +1547,8 @@ def describe_error(e):
     the first line of its message, then, for an exception raised while
     handling or because of another (BackendCompilerFailed's "backend=
     'inductor' raised:" says nothing by itself), the innermost cause's type
-    and first line after " <- "; at most MAX_ERROR characters of each (the
-    C harness's reasons are at most 511 bytes too)."""
+    and first line after " <- "; at most MAX_ERROR characters of each
+    message (the whole traceback goes to stderr: entry_failed)."""
     def first(x):
         lines = str(x).splitlines()
         msg = lines[0].strip() if lines else ""
@@ -2187,8 +2187,10 @@ class Accessed:
         name = exe
         if name is None and isinstance(args, (list, tuple)) and args:
             name = args[0]
-        elif name is None and isinstance(args, (str, bytes)):
+        elif name is None and isinstance(args, (str, bytes, os.PathLike)):
             name = args
+        if isinstance(name, os.PathLike):
+            name = os.fspath(name)
         if isinstance(name, bytes):
             name = os.fsdecode(name)
         if not isinstance(name, str) or not name:

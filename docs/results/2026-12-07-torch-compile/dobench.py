@@ -39,7 +39,10 @@ def main():
         op, dt = case["op"], case.get("dtype", "f32")
         dims = {k: case["dims"][k] for k in wrapper.dim_names(op)}
         o = {"eps": (case.get("params") or {}).get("eps", 1e-5), "ranking": case.get("ranking"), "dims": dims, "dtype": dt}
-        row = {"case": case["id"], "op": op, "dtype": dt, "mode": mode}
+        policy = case.get("policy") or "strict"
+        # The wrapper's policies: tf32 lets cuBLAS and cuDNN use TF32.
+        torch.backends.cuda.matmul.allow_tf32 = torch.backends.cudnn.allow_tf32 = policy == "tf32"
+        row = {"case": case["id"], "op": op, "dtype": dt, "policy": policy, "mode": mode}
         for kind in ("compiled", "eager"):
             try:
                 t = wrapper.build_inputs(torch, op, dims, dt, "cuda")
