@@ -1702,7 +1702,7 @@ for p in sorted(a.paths):
 	if err != nil {
 		t.Fatalf("hook: %v\n%s", err, out)
 	}
-	listed := strings.Fields(string(out))
+	listed := strings.Split(strings.TrimSpace(string(out)), "\n") // one path a line: TMPDIR may hold spaces (test-hostile)
 	trueBin, err := exec.LookPath("true")
 	if err != nil {
 		t.Fatal(err)
