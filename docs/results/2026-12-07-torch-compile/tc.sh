@@ -14,3 +14,6 @@ for f in results.md audit.md; do [ -f "$R/tc-$MODE/$f" ] && cp "$R/tc-$MODE/$f" 
 # Every build's schedule and reason, from the capture's build records.
 find "$R/tc-$MODE" -maxdepth 2 -name '*.json' | head -50 > "$W/tc-$MODE-files.txt"
 tar -cJf "$W/tc-$MODE.tar.xz" -C "$R" "tc-$MODE" 2>/dev/null
+# The first three tracebacks the visits left on stderr (kept as blobs).
+find "$R/tc-$MODE" -type f -size -400k -print0 | xargs -0 grep -l "Traceback" 2>/dev/null | head -3 |
+  while read -r f; do echo "== $f"; head -c 100000 "$f"; done > "$W/tc-$MODE-tracebacks.txt"
