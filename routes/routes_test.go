@@ -1721,6 +1721,51 @@ for p in sorted(a.paths):
 	}
 }
 
+// TestCompileEnvPinsArchitecture: Triton keys the driver module it
+// builds with gcc by platform.architecture(), which asks the `file`
+// program; a visit's sandbox has none. Without `file` on PATH, Python
+// answers ("64bit", "") where the build sandbox got ("64bit", "ELF"), and
+// every torch-compile visit on an H100 missed the stored module. After
+// compile_env the answer is the one `file` gives, with no `file` to run,
+// and no program is started.
+func TestCompileEnvPinsArchitecture(t *testing.T) {
+	t.Parallel()
+	if _, err := exec.LookPath("file"); err != nil {
+		t.Skip("no file program here to compare with")
+	}
+	script := `
+import platform, sys
+sys.path.insert(0, sys.argv[1])
+import wrapper
+ran = []
+sys.addaudithook(lambda ev, args: ran.append(args[0]) if ev == "subprocess.Popen" else None)
+if sys.argv[2] == "pinned":
+    wrapper.compile_env(sys.argv[3])
+print("%s,%s %d" % (platform.architecture() + (len(ran),)))
+`
+	run := func(how, path string) string {
+		cmd := exec.Command("/usr/bin/python3", "-c", script, "torch-eager", how, t.TempDir())
+		cmd.Env = append(commandEnv(nil), "PATH="+path)
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			t.Fatalf("%s: %v\n%s", how, err, out)
+		}
+		return strings.TrimSpace(string(out))
+	}
+	withFile := run("unpinned", os.Getenv("PATH"))
+	if withFile != "64bit,ELF 1" {
+		t.Fatalf("platform.architecture() with file on PATH = %q, want 64bit,ELF after one program", withFile)
+	}
+	if got := run("unpinned", "/nonexistent"); got != "64bit, 1" {
+		t.Errorf("platform.architecture() without file = %q, want Python's fallback 64bit, (the fault the pin answers)", got)
+	}
+	for _, path := range []string{"/nonexistent", os.Getenv("PATH")} {
+		if got := run("pinned", path); got != "64bit,ELF 0" {
+			t.Errorf("platform.architecture() after compile_env, PATH %s = %q, want 64bit,ELF and no program run", path, got)
+		}
+	}
+}
+
 func TestTorchEagerBuildRefusesTestOps(t *testing.T) {
 	t.Parallel()
 	requireRoute(t, "torch-eager")

@@ -1261,6 +1261,33 @@ def compile_env(cache):
                  ("TORCHINDUCTOR_FX_GRAPH_REMOTE_CACHE", "0"),
                  ("TORCHINDUCTOR_AUTOTUNE_REMOTE_CACHE", "0")):
         os.environ[k] = v
+    pin_architecture()
+
+
+def pin_architecture():
+    """Makes platform.architecture() of this interpreter answer without
+    the `file` program, as `file` answers for an ELF interpreter. Triton
+    keys its compiled driver module (cuda_utils, built by gcc at first
+    use) by it: the build sandbox runs `file` and gets ("64bit", "ELF"),
+    a visit's sandbox has no `file` and Python falls back to ("64bit",
+    ""), so every visit missed the stored module, ran gcc without cc1 and
+    failed "BackendCompilerFailed ... CalledProcessError" (on an H100).
+    Pinned, the key is the same in both, and no program is run."""
+    import platform
+    import struct
+    if getattr(platform.architecture, "pinned", False):
+        return
+    unpinned = platform.architecture
+    with open(sys.executable, "rb") as f:
+        linkage = "ELF" if f.read(4) == b"\x7fELF" else ""
+    mine = (str(struct.calcsize("P") * 8) + "bit", linkage)
+
+    def architecture(executable=sys.executable, bits="", linkage=""):
+        if executable == sys.executable and not bits and not linkage:
+            return mine
+        return unpinned(executable, bits, linkage)
+    architecture.pinned = True
+    platform.architecture = architecture
 
 
 def pure_op(op, torch, o):
