@@ -14,7 +14,7 @@ BUDGET ?= 30m
 RUN_FLAGS ?=
 
 # System packages the routes need (Debian 12 names).
-DEB_PACKAGES := libhalide14-0-dev libopenblas-dev python3-torch python3-numpy g++ gcc llvm-14-dev clang-14 bubblewrap docker-registry chromium slurm-wlm munge
+DEB_PACKAGES := xz-utils file libhalide14-0-dev libopenblas-dev python3-torch python3-numpy g++ gcc llvm-14-dev clang-14 bubblewrap docker-registry chromium slurm-wlm munge
 
 .PHONY: all deps lint build bin-tilepipe routes route-halide route-orc route-scripts run test test-packages test-short test-quiet test-hostile test-adversarial test-oracle bench clean
 

@@ -10,7 +10,7 @@ export TILEPIPE_ROUTES=$(pwd)/routes PATH=$(pwd)/bin/gpu:$PATH PYTHONUNBUFFERED=
 mkdir -p "$W" "$R"
 t0=$(date +%s)
 timeout ${BUDGET:-240} bin/tilepipe run --cohort docs/results/2026-12-07-gpu-llm/ci-cohort.json --routes triton,cublas,torch-eager \
-  --baseline torch-eager --rounds 2 --target 0 --sample-ms 5 --samples 3 --singles 2 --jobs 8 --output "$R/run" > "$W/ci-run.out" 2> "$W/ci-run.err"
+  --baseline torch-eager --rounds 2 --target 0 --sample-ms ${SAMPLE_MS:-5} --samples 3 --singles 2 --jobs 8 --threads ${THREADS:-15} --output "$R/run" > "$W/ci-run.out" 2> "$W/ci-run.err"
 echo "ci checkpoint run: exit $? in $(( $(date +%s) - t0 )) s" | tee -a "$W/steps.txt"
 tar -cJf "$W/ci-run.tar.xz" -C "$R" run
 ls -la "$W/ci-run.tar.xz" >> "$W/steps.txt"

@@ -12,7 +12,7 @@ mkdir -p "$W" "$R"
 nvidia-smi -L > "$W/llm-gpu.txt" 2>&1
 t0=$(date +%s)
 timeout ${BUDGET:-540} bin/tilepipe run --cohort "$COHORT" --routes "$ROUTES" --baseline torch-eager \
-  --rounds 2 --target 0 --sample-ms 10 --jobs 8 --output "$R/llm" > "$W/llm-run.out" 2> "$W/llm-run.err"
+  --rounds 2 --target 0 --sample-ms 10 --jobs 8 --threads ${THREADS:-15} --output "$R/llm" > "$W/llm-run.out" 2> "$W/llm-run.err"
 echo "$COHORT run: exit $? in $(( $(date +%s) - t0 )) s" | tee -a "$W/steps.txt"
 for f in results.md audit.md; do [ -f "$R/llm/$f" ] && cp "$R/llm/$f" "$W/llm-$f"; done
 grep -E "capture: .* (failed|unsupported)|prepare: .* failed" "$W/llm-run.err" > "$W/llm-failures.txt" || true

@@ -12,13 +12,22 @@ times warm calls with the L2 flushed between them, its own way).
 COHORT is a built-in cohort name (cohort/builtin/NAME.json) or a path;
 MODE one of the wrapper's compile modes. Each line: case, op, dtype, the
 median microseconds of do_bench for the compiled and the eager entry, or
-the error that stopped one.
+the error that stopped one; loop_us is 200 back-to-back calls of the
+entry between two host clock reads and one synchronisation (the host's
+cost per call, as a batch sample sees it). For the first case, where the
+compiled call's time goes: cProfile of 200 calls, the 25 functions with
+the most cumulative time, in OUT.jsonl.prof.txt (the H100 run of
+h100-4 found 130-230 us a call in the build's own process).
 """
 
+import cProfile
+import io
 import json
 import os
+import pstats
 import sys
 import tempfile
+import time
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", ".."))
 sys.path.insert(0, os.path.join(ROOT, "routes", "torch-eager"))
@@ -33,6 +42,7 @@ def main():
     import triton.testing
 
     out = open(path, "w")
+    profiled = False
     for case in json.load(open(cohort))["cases"]:
         if case.get("device") != "cuda":
             continue
@@ -55,6 +65,23 @@ def main():
                     entry()
                 torch.cuda.synchronize()
                 row[kind + "_us"] = triton.testing.do_bench(entry) * 1e3
+                t0 = time.perf_counter()
+                for _ in range(200):
+                    entry()
+                torch.cuda.synchronize()
+                row[kind + "_loop_us"] = (time.perf_counter() - t0) / 200 * 1e6
+                if kind == "compiled" and not profiled:
+                    profiled = True
+                    prof = cProfile.Profile()
+                    prof.enable()
+                    for _ in range(200):
+                        entry()
+                    torch.cuda.synchronize()
+                    prof.disable()
+                    text = io.StringIO()
+                    pstats.Stats(prof, stream=text).sort_stats("cumulative").print_stats(25)
+                    with open(path + ".prof.txt", "w") as f:
+                        f.write("%s %s\n%s" % (case["id"], mode, text.getvalue()))
             except Exception as e:  # kept as the row's result
                 row[kind + "_error"] = wrapper.describe_error(e)
         out.write(json.dumps(row) + "\n")

@@ -8,7 +8,7 @@ export TILEPIPE_ROUTES=$(pwd)/routes PATH=$(pwd)/bin/gpu:$PATH PYTHONUNBUFFERED=
 mkdir -p "$W" "$R"
 t0=$(date +%s)
 timeout ${BUDGET:-300} bin/tilepipe run --cohort ${COHORT:-gpu-quick} --routes torch-compile,torch-eager --route-env TILEPIPE_COMPILE_MODE=$MODE \
-  --baseline torch-eager --rounds 2 --target 0 --sample-ms 10 --jobs 8 --output "$R/tc-$MODE" > "$W/tc-$MODE-run.out" 2> "$W/tc-$MODE-run.err"
+  --baseline torch-eager --rounds 2 --target 0 --sample-ms ${SAMPLE_MS:-10} --jobs 8 --threads ${THREADS:-15} --output "$R/tc-$MODE" > "$W/tc-$MODE-run.out" 2> "$W/tc-$MODE-run.err"
 echo "torch-compile $MODE run: exit $? in $(( $(date +%s) - t0 )) s" | tee -a "$W/steps.txt"
 for f in results.md audit.md; do [ -f "$R/tc-$MODE/$f" ] && cp "$R/tc-$MODE/$f" "$W/tc-$MODE-$f"; done
 # Every build's schedule and reason, from the capture's build records.

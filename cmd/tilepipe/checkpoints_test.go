@@ -1,0 +1,183 @@
+package main
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/tilepipe/tilepipe/artifacts"
+)
+
+// Real GPU checkpoints committed as archives (capture, prepared, replay,
+// results.md and audit.md of one `tilepipe run` on an H100), audited here
+// without a GPU. Archived, not as directories: their blobs (Arrow outputs,
+// a torch closure) are three times their xz size, and the working tree
+// travels to the GPU machine under a size limit.
+const (
+	// gpu-llm-ci: docs/results/2026-12-07-gpu-llm/ci.sh, triton, cublas
+	// and torch-eager on one tiny case of each kernel issue 30 added.
+	llmCheckpoint = "../../testdata/gpu-checkpoint-llm.tar.xz"
+	// gpu-quick with torch-compile (max-autotune) and torch-eager:
+	// docs/results/2026-12-07-torch-compile/tc.sh.
+	compileCheckpoint = "../../testdata/torch-compile-checkpoint.tar.xz"
+)
+
+// unpackCheckpoint extracts a committed checkpoint archive into a new
+// directory, writable, so a test can change a byte.
+func unpackCheckpoint(t *testing.T, archive string) string {
+	t.Helper()
+	dir := t.TempDir()
+	if out, err := exec.Command("tar", "-xJf", archive, "-C", dir).CombinedOutput(); err != nil {
+		t.Fatalf("tar -xJf %s: %v\n%s", archive, err, out)
+	}
+	return dir
+}
+
+// auditOf audits the checkpoint in dir: its exit code and everything it
+// printed.
+func auditOf(t *testing.T, dir string) (int, string) {
+	t.Helper()
+	code, stdout, errs := tp(t, append(auditArgs(dir), "--output", filepath.Join(t.TempDir(), "audit.json"))...)
+	return code, stdout + errs
+}
+
+// blobOf is the path of the capture blob of the build file path of
+// case id's build by route.
+func blobOf(t *testing.T, dir, id, route, path string) (string, artifacts.Digest) {
+	t.Helper()
+	for _, c := range readCapture(t, filepath.Join(dir, "capture")).Cases {
+		for _, b := range c.Builds {
+			for _, f := range b.Files {
+				if c.Case.ID == id && b.Route == route && f.Path == path {
+					return filepath.Join(dir, "capture", "blobs", "sha256", f.Digest.Encoded()), f.Digest
+				}
+			}
+		}
+	}
+	t.Fatalf("no file %s in the build of %s by %s", path, id, route)
+	return "", ""
+}
+
+// TestLLMCheckpointAudits: the gpu-llm-ci checkpoint (triton's new
+// kernels in half storage, cuBLAS gemv and the cuBLASLt GELU epilogue,
+// torch-eager) audits intact with its failures kept: torch-eager's f16
+// scan and bf16 gemm_gelu outside the strict bound, one triton visit
+// failed gpu_busy. One byte of the cuBLAS gemv entry object flipped, the audit
+// names the blob.
+func TestLLMCheckpointAudits(t *testing.T) {
+	dir := unpackCheckpoint(t, llmCheckpoint)
+	code, got := auditOf(t, dir)
+	for _, want := range []string{
+		"audit verdict: PASS (checkpoint intact; 11 of 21 claims supported;",
+		"| 11 | 1 | scan-ci-f16 | torch-eager | oracle: warm set 0: bound: Y[10] = 0.34765625, want 0.346855164 ± 0.00023 (169 of 420 elements outside) |",
+		"| 5 | 1 | gemm_gelu-ci-bf16 | torch-eager | oracle: warm set 0: bound: C[4] = 1.0859375, want 1.07675637 ± 0.00421 (91 of 384 elements outside) |",
+		"audit: PASSED outputs: ",
+	} {
+		if code != 0 || !strings.Contains(got, want) {
+			t.Errorf("audit of the gpu-llm-ci checkpoint = exit %d, want 0 and %q\n%s", code, want, got)
+		}
+	}
+	for _, want := range []string{
+		"| gemv-ci-f16 | cublas | passed | 18.5 µs |",
+		"| gemm_gelu-ci-bf16 | cublas | passed | 16 µs |",
+		"| attn-decode-ci-bf16 | triton | passed | 7.75 µs |",
+	} {
+		if b, err := os.ReadFile(filepath.Join(dir, "results.md")); err != nil || !strings.Contains(string(b), want) {
+			t.Errorf("results.md of the gpu-llm-ci checkpoint lacks %q (%v)", want, err)
+		}
+	}
+	path, digest := blobOf(t, dir, "gemv-ci-f16", "cublas", "entry.o")
+	flip(t, path)
+	code, got = auditOf(t, dir)
+	want := "blob cases/gemv-ci-f16/cublas/entry.o (" + path + "): digest mismatch: expected " + string(digest)
+	if code != 1 || !strings.Contains(got, "checkpoint BROKEN") || !strings.Contains(got, want) {
+		t.Errorf("audit with one byte of the cuBLAS gemv object flipped = exit %d, want 1, the checkpoint broken and\n%s\n%s", code, want, got)
+	}
+}
+
+// flip changes the middle byte of the file at path.
+func flip(t *testing.T, path string) {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b[len(b)/2] ^= 1
+	if err := os.WriteFile(path, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// addCubin is the Triton kernel Inductor generated for add-2x64-cuda in
+// the torch-compile checkpoint, and softmaxCubin softmax's.
+const (
+	addCubin     = "cache/triton/3YAJMTENSPZMVDL2EFJAAPB5SEFHCHU3RBGDXWRQ7SNXL57IVG4A/triton_poi_fused_add_0.cubin"
+	compileRoute = "torch-compile"
+)
+
+// TestTorchCompileCheckpointAudits: the torch-compile checkpoint (gpu-quick
+// under max-autotune beside torch-eager, on an H100) audits intact, every
+// claim supported, its cold costs shown apart from the timed rows. Two
+// attackers on its stored cache: add's generated kernel overwritten in
+// the store by the bytes of another real kernel (softmax's cubin), which
+// the audit names by digest; and the prepared stage forged, re-hashed
+// consistently, so add's visits are given softmax's cache, which the audit
+// finds is not add's build's.
+func TestTorchCompileCheckpointAudits(t *testing.T) {
+	dir := unpackCheckpoint(t, compileCheckpoint)
+	code, got := auditOf(t, dir)
+	if want := "audit verdict: PASS (checkpoint intact; 10 of 10 claims supported;"; code != 0 || !strings.Contains(got, want) {
+		t.Fatalf("audit of the torch-compile checkpoint = exit %d, want 0 and %q\n%s", code, want, got)
+	}
+	table, err := os.ReadFile(filepath.Join(dir, "results.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := "| add-2x64-cuda | torch-compile | 4.68 s | 2.38 s | 251 µs |"; !strings.Contains(string(table), "\nCold costs (JIT routes)") || !strings.Contains(string(table), want) {
+		t.Errorf("results.md of the torch-compile checkpoint lacks the cold costs row %q", want)
+	}
+
+	swapped := unpackCheckpoint(t, compileCheckpoint)
+	path, digest := blobOf(t, swapped, "add-2x64-cuda", compileRoute, addCubin)
+	var other string
+	for _, c := range readCapture(t, filepath.Join(swapped, "capture")).Cases {
+		for _, bd := range c.Builds {
+			for _, f := range bd.Files {
+				if c.Case.ID == "softmax-3x33-cuda" && bd.Route == compileRoute && strings.HasSuffix(f.Path, ".cubin") {
+					other = filepath.Join(swapped, "capture", "blobs", "sha256", f.Digest.Encoded())
+				}
+			}
+		}
+	}
+	b, err := os.ReadFile(other)
+	if err != nil {
+		t.Fatalf("softmax's cubin in the torch-compile checkpoint: %v", err)
+	}
+	if err := os.WriteFile(path, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, got = auditOf(t, swapped)
+	want := "blob cases/add-2x64-cuda/torch-compile/" + addCubin + " (" + path + "): digest mismatch: expected " + string(digest)
+	if code != 1 || !strings.Contains(got, "checkpoint BROKEN") || !strings.Contains(got, want) {
+		t.Errorf("audit with add's kernel replaced by softmax's = exit %d, want 1, the checkpoint broken and\n%s\n%s", code, want, got)
+	}
+
+	forged := unpackCheckpoint(t, compileCheckpoint)
+	forgeStage(t, filepath.Join(forged, "prepared"), artifacts.PreparedType, nil, func(_ *artifacts.Stage, d *artifacts.PreparedDoc, _ *artifacts.Receipt) {
+		data := map[string][]artifacts.FileRef{}
+		for _, e := range d.Entries {
+			data[e.Case+"/"+e.Route] = e.Data
+		}
+		for i, e := range d.Entries {
+			if e.Case+"/"+e.Route == "add-2x64-cuda/"+compileRoute {
+				d.Entries[i].Data = data["softmax-3x33-cuda/"+compileRoute]
+			}
+		}
+	})
+	code, got = auditOf(t, forged)
+	if want := "entry add-2x64-cuda/torch-compile: data "; code != 1 || !strings.Contains(got, want) || !strings.Contains(got, "its capture build's cache files are ") || !strings.Contains(got, "triton_poi_fused_add_0.cubin") {
+		t.Errorf("audit of a prepared stage giving add softmax's cache = exit %d, want 1 and %q ... its capture build's cache files are ... add's kernel\n%s", code, want, got)
+	}
+}
