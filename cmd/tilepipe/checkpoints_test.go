@@ -111,7 +111,7 @@ func flip(t *testing.T, path string) {
 }
 
 // addCubin is the Triton kernel Inductor generated for add-2x64-cuda in
-// the torch-compile checkpoint, and softmaxCubin softmax's.
+// the torch-compile checkpoint.
 const (
 	addCubin     = "cache/triton/3YAJMTENSPZMVDL2EFJAAPB5SEFHCHU3RBGDXWRQ7SNXL57IVG4A/triton_poi_fused_add_0.cubin"
 	compileRoute = "torch-compile"
@@ -119,7 +119,8 @@ const (
 
 // TestTorchCompileCheckpointAudits: the torch-compile checkpoint (gpu-quick
 // under max-autotune beside torch-eager, on an H100) audits intact, every
-// claim supported, its cold costs shown apart from the timed rows. Two
+// claim supported, its cold costs shown apart from the timed rows, and
+// compare recomputes its ratios against torch-compile as the baseline. Two
 // attackers on its stored cache: add's generated kernel overwritten in
 // the store by the bytes of another real kernel (softmax's cubin), which
 // the audit names by digest; and the prepared stage forged, re-hashed
@@ -137,6 +138,16 @@ func TestTorchCompileCheckpointAudits(t *testing.T) {
 	}
 	if want := "| add-2x64-cuda | torch-compile | 4.68 s | 2.38 s | 251 µs |"; !strings.Contains(string(table), "\nCold costs (JIT routes)") || !strings.Contains(string(table), want) {
 		t.Errorf("results.md of the torch-compile checkpoint lacks the cold costs row %q", want)
+	}
+
+	// The compiled route as the baseline, recomputed from the stored
+	// samples: the table says which baseline each ratio is against.
+	code, out, errs := tp(t, "compare", "--prepared", filepath.Join(dir, "prepared"), "--replay", filepath.Join(dir, "replay"), "--baseline", compileRoute)
+	for _, want := range []string{"| ratio vs torch-compile [min – max] |", "| add-2x64-cuda | torch-compile | passed | 251 µs | 182 µs – 282 µs | 319 µs | baseline |",
+		"| add-2x64-cuda | torch-eager | passed | 15 µs | 14 µs – 20.4 µs | 443 µs | 0.070 [0.056 – 0.083] |"} {
+		if code != 0 || !strings.Contains(out, want) {
+			t.Errorf("compare --baseline torch-compile = exit %d, want 0 and %q\n%s%s", code, want, out, errs)
+		}
 	}
 
 	swapped := unpackCheckpoint(t, compileCheckpoint)

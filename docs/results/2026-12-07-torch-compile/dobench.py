@@ -14,10 +14,12 @@ MODE one of the wrapper's compile modes. Each line: case, op, dtype, the
 median microseconds of do_bench for the compiled and the eager entry, or
 the error that stopped one; loop_us is 200 back-to-back calls of the
 entry between two host clock reads and one synchronisation (the host's
-cost per call, as a batch sample sees it). For the first case, where the
-compiled call's time goes: cProfile of 200 calls, the 25 functions with
-the most cumulative time, in OUT.jsonl.prof.txt (the H100 run of
-h100-4 found 130-230 us a call in the build's own process).
+cost per call, as a batch sample sees it). The h100-4 run found 130-230
+us a compiled call in the build's own process; to see where it goes,
+the first VARIANT_CASES cases are also timed in variants of the compiled
+call (no_grad, mark_step, raw, no_cudagraphs: factories), and the first
+case's compiled calls are profiled (cProfile, the 25 functions with the
+most cumulative time, in OUT.jsonl.prof.txt).
 """
 
 import cProfile
@@ -34,6 +36,66 @@ sys.path.insert(0, os.path.join(ROOT, "routes", "torch-eager"))
 import wrapper  # noqa: E402
 
 
+# The first this many CUDA cases are also timed in variants of the
+# compiled call, to find where its time goes: under torch.no_grad(), with
+# cudagraph_mark_step_begin() before each call, the compiled function
+# called on the set's own tensors without the entry's copies ("raw"), and
+# compiled without CUDA graphs.
+VARIANT_CASES = 3
+
+
+def factories(torch, wrapper, op, o, mode, t):
+    """{kind: a function making the kind's entry from fresh inputs t}."""
+    def compiled(options=None):
+        torch._dynamo.reset()
+        if options is None:
+            return wrapper.Compiled(op, torch, o, mode)
+        saved = wrapper.compile_options
+        wrapper.compile_options = lambda torch, mode: dict(saved(torch, mode), **options)
+        try:
+            return wrapper.Compiled(op, torch, o, mode)
+        finally:
+            wrapper.compile_options = saved
+
+    def no_grad():
+        e = compiled().entry(t)
+
+        def call():
+            with torch.no_grad():
+                e()
+        return call
+
+    def mark_step():
+        e = compiled().entry(t)
+
+        def call():
+            torch.compiler.cudagraph_mark_step_begin()
+            e()
+        return call
+
+    def raw():
+        c = compiled()
+        ins = [t[n] for n in c.ins]
+        return lambda: c.fn(*ins)
+
+    return {"compiled": lambda: compiled().entry(t), "eager": lambda: wrapper.make_entry(op, t, o, torch, {}),
+            "compiled_no_grad": no_grad, "compiled_mark_step": mark_step, "compiled_raw": raw,
+            "compiled_no_cudagraphs": lambda: compiled({"triton.cudagraphs": False}).entry(t)}
+
+
+def profile(torch, entry, path, title):
+    prof = cProfile.Profile()
+    prof.enable()
+    for _ in range(200):
+        entry()
+    torch.cuda.synchronize()
+    prof.disable()
+    text = io.StringIO()
+    pstats.Stats(prof, stream=text).sort_stats("cumulative").print_stats(25)
+    with open(path + ".prof.txt", "w") as f:
+        f.write("%s\n%s" % (title, text.getvalue()))
+
+
 def main():
     name, mode, path = sys.argv[1:4]
     cohort = name if os.path.isfile(name) else os.path.join(ROOT, "cohort", "builtin", name + ".json")
@@ -42,10 +104,8 @@ def main():
     import triton.testing
 
     out = open(path, "w")
-    profiled = False
-    for case in json.load(open(cohort))["cases"]:
-        if case.get("device") != "cuda":
-            continue
+    cases = [c for c in json.load(open(cohort))["cases"] if c.get("device") == "cuda"]
+    for i, case in enumerate(cases):
         op, dt = case["op"], case.get("dtype", "f32")
         dims = {k: case["dims"][k] for k in wrapper.dim_names(op)}
         o = {"eps": (case.get("params") or {}).get("eps", 1e-5), "ranking": case.get("ranking"), "dims": dims, "dtype": dt}
@@ -53,14 +113,11 @@ def main():
         # The wrapper's policies: tf32 lets cuBLAS and cuDNN use TF32.
         torch.backends.cuda.matmul.allow_tf32 = torch.backends.cudnn.allow_tf32 = policy == "tf32"
         row = {"case": case["id"], "op": op, "dtype": dt, "policy": policy, "mode": mode}
-        for kind in ("compiled", "eager"):
+        kinds = ["compiled", "eager"] + (["compiled_no_grad", "compiled_mark_step", "compiled_raw", "compiled_no_cudagraphs"] if i < VARIANT_CASES else [])
+        for kind in kinds:
             try:
-                t = wrapper.build_inputs(torch, op, dims, dt, "cuda")
-                if kind == "compiled":
-                    torch._dynamo.reset()
-                    entry = wrapper.Compiled(op, torch, o, mode).entry(t)
-                else:  # build_inputs made the outputs too, empty
-                    entry = wrapper.make_entry(op, t, o, torch, {})
+                # build_inputs makes the outputs too, empty
+                entry = factories(torch, wrapper, op, o, mode, wrapper.build_inputs(torch, op, dims, dt, "cuda"))[kind]()
                 for _ in range(3):  # compile, autotune, record the cudagraph
                     entry()
                 torch.cuda.synchronize()
@@ -70,18 +127,8 @@ def main():
                     entry()
                 torch.cuda.synchronize()
                 row[kind + "_loop_us"] = (time.perf_counter() - t0) / 200 * 1e6
-                if kind == "compiled" and not profiled:
-                    profiled = True
-                    prof = cProfile.Profile()
-                    prof.enable()
-                    for _ in range(200):
-                        entry()
-                    torch.cuda.synchronize()
-                    prof.disable()
-                    text = io.StringIO()
-                    pstats.Stats(prof, stream=text).sort_stats("cumulative").print_stats(25)
-                    with open(path + ".prof.txt", "w") as f:
-                        f.write("%s %s\n%s" % (case["id"], mode, text.getvalue()))
+                if kind == "compiled" and i == 0:
+                    profile(torch, entry, path, "%s %s" % (case["id"], mode))
             except Exception as e:  # kept as the row's result
                 row[kind + "_error"] = wrapper.describe_error(e)
         out.write(json.dumps(row) + "\n")
