@@ -202,16 +202,30 @@ type Build struct {
 // narrower than the CPU flags allow); "" where the route says nothing.
 // Prepare copies it to the entry, replay to the entry's summary row, and
 // the results table shows it.
-func (b Build) BelowBest() (string, error) {
-	v, ok := b.Schedule["below_best"]
+func (b Build) BelowBest() (string, error) { return b.note("below_best") }
+
+// note is the build's schedule field key, a note for people: a
+// non-empty string, "" where absent, anything else an error naming it.
+func (b Build) note(key string) (string, error) {
+	v, ok := b.Schedule[key]
 	if !ok {
 		return "", nil
 	}
 	if s, ok := v.(string); ok && s != "" {
 		return s, nil
 	}
-	return "", fmt.Errorf("schedule.below_best: want a non-empty string, got %v", v)
+	return "", fmt.Errorf("schedule.%s: want a non-empty string, got %v", key, v)
 }
+
+// OwnGraphs is the build's schedule.own_graphs: why every call of the
+// code its visits run replays CUDA graphs of its own (the torch-compile
+// route under max-autotune: Inductor's cudagraph trees); "" where the
+// route says nothing. Such a row's novel and warm figures are graph
+// figures: replay takes no graph samples of it (a graph around a graph
+// replay) and the results label it beside the other rows' graph samples
+// (docs/gpu.md, "Graph samples"). Prepare copies it to the entry, replay
+// to the entry's summary row.
+func (b Build) OwnGraphs() (string, error) { return b.note("own_graphs") }
 
 // ColdCost is what a JIT route's build measured once, in capture's build
 // sandbox on the capture's machine (the torch-compile route): the first
@@ -341,6 +355,8 @@ type Prepared struct {
 	Chain *CubinChain `json:"chain,omitempty"`
 	// BelowBest is the capture build's [Build.BelowBest].
 	BelowBest string `json:"belowBest,omitempty"`
+	// OwnGraphs is the capture build's [Build.OwnGraphs].
+	OwnGraphs string `json:"ownGraphs,omitempty"`
 	// Cold is the capture build's [Build.Cold].
 	Cold *ColdCost `json:"cold,omitempty"`
 }
@@ -902,6 +918,9 @@ type Summary struct {
 	// BelowBest is the prepared entry's: why the row's code is not the
 	// best path this machine supports ("" where nothing says so).
 	BelowBest string `json:"belowBest,omitempty"`
+	// OwnGraphs is the prepared entry's: why every call of the row is a
+	// CUDA graph replay of the route's own ("" for other rows).
+	OwnGraphs string `json:"ownGraphs,omitempty"`
 	// Cold is the prepared entry's: the build's cold costs, shown apart.
 	Cold *ColdCost `json:"cold,omitempty"`
 }

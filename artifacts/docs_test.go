@@ -24,6 +24,24 @@ func TestBuildBelowBest(t *testing.T) {
 	}
 }
 
+// TestBuildOwnGraphs: the same for schedule.own_graphs.
+func TestBuildOwnGraphs(t *testing.T) {
+	for _, tc := range []struct {
+		sched map[string]any
+		want  string
+		err   string
+	}{
+		{map[string]any{"cudagraphs": "used"}, "", ""},
+		{map[string]any{"own_graphs": "cudagraph trees"}, "cudagraph trees", ""},
+		{map[string]any{"own_graphs": true}, "", "schedule.own_graphs: want a non-empty string, got true"},
+	} {
+		got, err := Build{Schedule: tc.sched}.OwnGraphs()
+		if got != tc.want || (err == nil) != (tc.err == "") || (err != nil && err.Error() != tc.err) {
+			t.Errorf("OwnGraphs(%v) = %q, %v; want %q, %q", tc.sched, got, err, tc.want, tc.err)
+		}
+	}
+}
+
 // TestBuildCold: a build's cold costs are both fields, positive and
 // finite, or neither; anything else is an error naming the fields
 // (prepare fails the entry with it).

@@ -139,8 +139,6 @@ var checks = []check{
 	{name: "containment", run: containmentCheck},
 }
 
-// readCapture reads a capture blob that the audit re-hashed when it opened
-// the stage.
 // device is the device case id runs on ("cpu" for a case the capture
 // does not have: its rows fail elsewhere).
 func (cp *checkpoint) device(id string) string {
@@ -160,6 +158,20 @@ func (cp *checkpoint) capturedCase(id string) *artifacts.CapturedCase {
 	return nil
 }
 
+// ownGraphs is the prepared entry's [artifacts.Prepared.OwnGraphs] for
+// case id and route ("" for an entry the stage does not have: its rows
+// fail elsewhere).
+func (cp *checkpoint) ownGraphs(id, route string) string {
+	for _, e := range cp.pdoc.Entries {
+		if e.Case == id && e.Route == route {
+			return e.OwnGraphs
+		}
+	}
+	return ""
+}
+
+// readCapture reads a capture blob that the audit re-hashed when it opened
+// the stage.
 func (cp *checkpoint) readCapture(d artifacts.Digest, limit int64) ([]byte, error) {
 	if !cp.cap.Has(d) {
 		return nil, fmt.Errorf("blob %s is not a layer of the capture", artifacts.Short(d))

@@ -47,10 +47,16 @@ func entriesAgree(cdoc artifacts.CaptureDoc, pdoc artifacts.PreparedDoc) []strin
 		if !maps.Equal(e.Env, want) {
 			p = append(p, fmt.Sprintf("entry %s/%s: env %v, its capture build asked for %v", e.Case, e.Route, e.Env, want))
 		}
-		if bb, err := b.BelowBest(); err != nil {
-			p = append(p, fmt.Sprintf("entry %s/%s: capture build %v", e.Case, e.Route, err))
-		} else if e.BelowBest != bb {
-			p = append(p, fmt.Sprintf("entry %s/%s: belowBest %q, its capture build says %q", e.Case, e.Route, e.BelowBest, bb))
+		for _, n := range []struct {
+			field string
+			read  func() (string, error)
+			got   string
+		}{{"belowBest", b.BelowBest, e.BelowBest}, {"ownGraphs", b.OwnGraphs, e.OwnGraphs}} {
+			if want, err := n.read(); err != nil {
+				p = append(p, fmt.Sprintf("entry %s/%s: capture build %v", e.Case, e.Route, err))
+			} else if n.got != want {
+				p = append(p, fmt.Sprintf("entry %s/%s: %s %q, its capture build says %q", e.Case, e.Route, n.field, n.got, want))
+			}
 		}
 		if cold, err := b.Cold(); err != nil {
 			p = append(p, fmt.Sprintf("entry %s/%s: capture build %v", e.Case, e.Route, err))

@@ -44,7 +44,7 @@ func checkSummaries(cp *checkpoint, rows []samples.Row, p []string) finding {
 	want := recompute(cp.rdoc, rows, cp.device, floors.OfSessions(cp.rdoc.Sessions))
 	for _, e := range cp.pdoc.Entries { // the routes check holds each entry's note to its build's
 		if w, ok := want[e.Pair()]; ok {
-			w.BelowBest, w.Cold = e.BelowBest, e.Cold
+			w.BelowBest, w.OwnGraphs, w.Cold = e.BelowBest, e.OwnGraphs, e.Cold
 			want[e.Pair()] = w
 		}
 	}
@@ -66,8 +66,10 @@ func checkSummaries(cp *checkpoint, rows []samples.Row, p []string) finding {
 				p = append(p, fmt.Sprintf("summary %s/%s %s: stored %g, recomputed %g", k.Case, k.Route, f.name, f.hv, f.wv))
 			}
 		}
-		if h.BelowBest != w.BelowBest {
-			p = append(p, fmt.Sprintf("summary %s/%s belowBest: stored %q, the prepared entry says %q", k.Case, k.Route, h.BelowBest, w.BelowBest))
+		for _, n := range [][3]string{{"belowBest", h.BelowBest, w.BelowBest}, {"ownGraphs", h.OwnGraphs, w.OwnGraphs}} {
+			if n[1] != n[2] {
+				p = append(p, fmt.Sprintf("summary %s/%s %s: stored %q, the prepared entry says %q", k.Case, k.Route, n[0], n[1], n[2]))
+			}
 		}
 		if !h.Cold.Same(w.Cold) {
 			p = append(p, fmt.Sprintf("summary %s/%s cold: stored %s, the prepared entry says %s", k.Case, k.Route, coldString(h.Cold), coldString(w.Cold)))

@@ -162,6 +162,7 @@ var SummarySchema = arrow.NewSchema([]arrow.Field{
 	{Name: "below_best", Type: arrow.BinaryTypes.String},
 	{Name: "kind", Type: arrow.BinaryTypes.String},
 	{Name: "warm_ns", Type: arrow.PrimitiveTypes.Float64, Nullable: true},
+	{Name: "own_graphs", Type: arrow.BinaryTypes.String},
 }, nil)
 
 // Summaries is the replay document's summaries as one record batch.
@@ -203,6 +204,7 @@ func Summaries(doc artifacts.ReplayDoc) arrow.RecordBatch {
 		}
 		b.Field(21).(*array.StringBuilder).Append(kind)
 		f64(22, timed && s.WarmNs > 0, s.WarmNs)
+		b.Field(23).(*array.StringBuilder).Append(s.OwnGraphs)
 	}
 	return b.NewRecordBatch()
 }

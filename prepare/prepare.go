@@ -198,12 +198,17 @@ func (p *preparer) entries(cdoc artifacts.CaptureDoc) ([]*artifacts.Prepared, []
 		var inputs []artifacts.TensorRef
 		for _, b := range c.Builds {
 			e := &artifacts.Prepared{Case: c.Case.ID, Route: b.Route, Kind: b.Kind, Status: b.Status, Reason: b.Reason}
-			if bb, err := b.BelowBest(); err != nil {
-				if b.Status == artifacts.StatusBuilt {
-					e.Status, e.Reason = artifacts.StatusFailed, "capture build "+err.Error()
+			for _, n := range []struct {
+				read func() (string, error)
+				to   *string
+			}{{b.BelowBest, &e.BelowBest}, {b.OwnGraphs, &e.OwnGraphs}} {
+				if v, err := n.read(); err != nil {
+					if b.Status == artifacts.StatusBuilt {
+						e.Status, e.Reason = artifacts.StatusFailed, "capture build "+err.Error()
+					}
+				} else {
+					*n.to = v
 				}
-			} else {
-				e.BelowBest = bb
 			}
 			if cold, err := b.Cold(); err != nil {
 				if b.Status == artifacts.StatusBuilt {

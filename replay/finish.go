@@ -185,7 +185,7 @@ func gather(rows []samples.Row) gathered {
 // summary is (case, route) k's row: its entry's status, failed by its
 // first failed visit (or none), its times, and failed again by its floor.
 func (g gathered) summary(k artifacts.Pair, e artifacts.Prepared, visits []artifacts.VisitResult, cfg artifacts.ReplayConfig, fl map[string]artifacts.CaseFloor) artifacts.Summary {
-	s := artifacts.Summary{Case: k.Case, Route: k.Route, Status: e.Status, Reason: e.Reason, Visits: len(visits), BelowBest: e.BelowBest, Cold: e.Cold}
+	s := artifacts.Summary{Case: k.Case, Route: k.Route, Status: e.Status, Reason: e.Reason, Visits: len(visits), BelowBest: e.BelowBest, OwnGraphs: e.OwnGraphs, Cold: e.Cold}
 	if e.Status == artifacts.StatusPrepared {
 		s.Status = artifacts.StatusPassed
 		for _, v := range visits {

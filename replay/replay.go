@@ -1213,7 +1213,11 @@ func (r *replayer) checkJournaled(v *artifacts.VisitResult) error {
 		return fmt.Errorf("visit %d: %w", v.Index, err)
 	}
 	cc := r.cases[v.Case]
-	if p := record.Visit(*v, rows, r.cfg.ReplayConfig, cc.Case.DeviceOf(), sets.CurrentRule.Checks(cc.Case, cc.Signature)); len(p) > 0 {
+	own := ""
+	if e := r.entries[artifacts.Pair{Case: v.Case, Route: v.Route}]; e != nil {
+		own = e.OwnGraphs
+	}
+	if p := record.Visit(*v, rows, r.cfg.ReplayConfig, cc.Case.DeviceOf(), own, sets.CurrentRule.Checks(cc.Case, cc.Signature)); len(p) > 0 {
 		return errors.New(p[0])
 	}
 	return nil

@@ -668,8 +668,11 @@ func (r *replayer) placeVisit(v artifacts.Visit, e *artifacts.Prepared, prog pro
 		return nil, nil, err
 	}
 	l2, graph := "", 0
-	if r.cases[v.Case].Case.DeviceOf() == oracle.DeviceCUDA {
-		l2, graph = r.cfg.L2, r.cfg.GraphBatch
+	if device := r.cases[v.Case].Case.DeviceOf(); device == oracle.DeviceCUDA {
+		l2 = r.cfg.L2
+		if record.TakesGraphs(r.cfg.ReplayConfig, device, e.OwnGraphs) {
+			graph = r.cfg.GraphBatch
+		}
 	}
 	if err := os.WriteFile(l.visitFile, []byte(VisitFile(r.cfg.Threads, len(in.warm), bufs.slots(), e, l.inKernel, l2, graph)), 0o444); err != nil {
 		cleanup()
@@ -856,7 +859,7 @@ func (r *replayer) drive(sess *visit.Session, vr *artifacts.VisitResult, e *arti
 		return nil, calls, false, err
 	}
 	smps = append(smps, novel...)
-	if r.cfg.GraphBatch > 0 && r.cases[vr.Case].Case.DeviceOf() == oracle.DeviceCUDA {
+	if record.TakesGraphs(r.cfg.ReplayConfig, r.cases[vr.Case].Case.DeviceOf(), e.OwnGraphs) {
 		graph, g, err := sess.DriveGraph(int64(r.cfg.GraphBatch), r.cfg.Samples,
 			time.Duration(r.cfg.SampleMs*float64(time.Millisecond)), time.Duration(r.cfg.WarmupMs*float64(time.Millisecond)))
 		vr.Graph = g

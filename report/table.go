@@ -214,12 +214,16 @@ func Table(doc artifacts.ReplayDoc) string {
 		if s.BelowBest != "" {
 			status += ", below best path"
 		}
+		if s.OwnGraphs != "" {
+			status += ", own CUDA graphs"
+		}
 		if m, ok := machineOf[s.Case]; ok {
 			status += ", on " + m
 		}
 		fmt.Fprintf(&b, "| %s | %s | %s | %s | %s – %s | %s | %s | %s | %s |\n", s.Case, s.Route, status, Duration(s.MedianNs), Duration(s.MinNs), Duration(s.MaxNs), Duration(s.ChannelNs), ratio, interval, verdict)
 	}
 	b.WriteString(belowBest(doc.Summary))
+	b.WriteString(ownGraphs(doc.Summary))
 	b.WriteString(warm(doc.Summary))
 	b.WriteString(bracket(doc))
 	b.WriteString(fixedCost(doc))
@@ -382,6 +386,8 @@ func gpuCeilings(doc artifacts.ReplayDoc) string {
 		graph := "-"
 		if s.GraphNs > 0 {
 			graph = Duration(s.GraphNs)
+		} else if s.OwnGraphs != "" {
+			graph = "its own: " + Duration(s.MedianNs)
 		}
 		if !ok {
 			fmt.Fprintf(&b, "| %s | %s | %s | %s | - | %d |\n", s.Case, s.Route, Duration(s.MedianNs), graph, s.Flagged)
@@ -506,14 +512,29 @@ func plural(n int, noun string) string {
 // belowBest lists the rows whose route says their code is not the best
 // path this machine supports, grouped by route and reason.
 func belowBest(rows []artifacts.Summary) string {
+	return notes(rows, func(s artifacts.Summary) string { return s.BelowBest },
+		"Below their best path (the route says the code it built does not run the fastest path this machine supports; its times are of that code)")
+}
+
+// ownGraphs lists the rows whose every call replays CUDA graphs of the
+// route's own, grouped by route and reason: their figures are graph
+// figures, to be set beside the other rows' graph per op.
+func ownGraphs(rows []artifacts.Summary) string {
+	return notes(rows, func(s artifacts.Summary) string { return s.OwnGraphs },
+		"Own CUDA graphs (every call the route makes replays CUDA graphs of its own, so the row's novel and warm figures are graph figures: compare them with other rows' graph per op, the GPU table's column under --graph-batch, not with their stream samples; replay takes no graph samples of them)")
+}
+
+// notes lists the rows whose note (pick) is not empty under heading,
+// grouped by route and note.
+func notes(rows []artifacts.Summary, pick func(artifacts.Summary) string, heading string) string {
 	type key struct{ route, why string }
 	cases := map[key][]string{}
 	var order []key
 	for _, s := range rows {
-		if s.BelowBest == "" {
+		if pick(s) == "" {
 			continue
 		}
-		k := key{s.Route, s.BelowBest}
+		k := key{s.Route, pick(s)}
 		if cases[k] == nil {
 			order = append(order, k)
 		}
@@ -523,7 +544,7 @@ func belowBest(rows []artifacts.Summary) string {
 		return ""
 	}
 	var b strings.Builder
-	b.WriteString("\nBelow their best path (the route says the code it built does not run the fastest path this machine supports; its times are of that code):\n\n")
+	b.WriteString("\n" + heading + ":\n\n")
 	for _, k := range order {
 		fmt.Fprintf(&b, "- %s (%s): %s\n", k.route, strings.Join(cases[k], ", "), k.why)
 	}

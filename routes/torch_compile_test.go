@@ -174,8 +174,9 @@ esac`), "failed",
 			}
 			var sched map[string]any
 			if err := json.Unmarshal(b.Schedule, &sched); err != nil || sched["mode"] != "max-autotune" || sched["compile_first_call_s"] != 2.5 || sched["cudagraphs"] != "used" ||
+				sched["own_graphs"] != "torch.compile max-autotune: every call replays Inductor's CUDA graphs (cudagraph trees)" ||
 				fmt.Sprint(sched["settle_added_files"]) != fmt.Sprint(settled) {
-				t.Errorf("schedule = %s, want mode max-autotune, compile_first_call_s 2.5, cudagraphs used, settle_added_files %v", b.Schedule, settled)
+				t.Errorf("schedule = %s, want mode max-autotune, compile_first_call_s 2.5, cudagraphs used, own_graphs, settle_added_files %v", b.Schedule, settled)
 			}
 			if entries, _ := os.ReadDir(work); len(entries) != 2 {
 				t.Errorf("workdir holds %d entries, want wrapper.py and cache/ (the replay check's copy removed)", len(entries))

@@ -466,6 +466,33 @@ func TestCancellingCaseRefused(t *testing.T) {
 	}
 }
 
+// ownGraphsDropped forges the run in dir twice, re-hashed consistently:
+// a prepared stage whose entry drops its build's ownGraphs note (which
+// would have replay take graph samples around the route's own graph
+// replays and show the row as stream figures), and a replay whose
+// summary drops it. The audit names each.
+func ownGraphsDropped(t *testing.T, dir string) {
+	t.Helper()
+	const note = "every call replays CUDA graphs of its own (a test)"
+	prep := copyRun(t, dir)
+	forgeStage(t, filepath.Join(prep, "prepared"), artifacts.PreparedType, nil, func(_ *artifacts.Stage, d *artifacts.PreparedDoc, _ *artifacts.Receipt) {
+		d.Entries[0].OwnGraphs = ""
+	})
+	want := `entry add-5x33/imposter: ownGraphs "", its capture build says "` + note + `"`
+	if code, out, errs := tp(t, auditArgs(prep)...); code == exitOK || !strings.Contains(out+errs, want) {
+		t.Errorf("audit of a prepared entry without its build's ownGraphs = exit %d, want %q\n%s%s", code, want, out, errs)
+	}
+	rep := copyRun(t, dir)
+	forgeStage(t, filepath.Join(rep, "replay"), artifacts.ReplayType, nil, func(st *artifacts.Stage, d *artifacts.ReplayDoc, _ *artifacts.Receipt) {
+		d.Summary[0].OwnGraphs = ""
+		relayer(t, st, "results.md", func([]byte) []byte { return []byte(report.Table(*d)) })
+	})
+	want = `summary add-5x33/imposter ownGraphs: stored "", the prepared entry says "` + note + `"`
+	if code, out, errs := tp(t, auditArgs(rep)...); code == exitOK || !strings.Contains(out+errs, want) {
+		t.Errorf("audit of a replay whose summary drops ownGraphs = exit %d, want %q\n%s%s", code, want, out, errs)
+	}
+}
+
 // TestCacheFilesHonest: a process route whose builds carry cache files
 // (the imposter with TILEPIPE_TEST_CACHE, computing add) passes every
 // visit with its cache copied in and left alone; the prepared entry lists
@@ -511,6 +538,16 @@ func TestCacheFilesHonest(t *testing.T) {
 	if want := "| add-5x33 | imposter | 41.5 s | 3.25 s | "; !strings.Contains(string(table), "\nCold costs (JIT routes)") || !strings.Contains(string(table), want) {
 		t.Errorf("results.md lacks the cold costs row %q:\n%s", want, table)
 	}
+	// The build's note that every call replays CUDA graphs of its own:
+	// the row says so and the note is listed; a prepared entry or a
+	// summary that drops it (re-hashed) fails the audit.
+	for _, want := range []string{"| add-5x33 | imposter | passed, own CUDA graphs |", "\nOwn CUDA graphs (every call the route makes replays CUDA graphs of its own",
+		"\n- imposter (add-5x33): every call replays CUDA graphs of its own (a test)\n"} {
+		if !strings.Contains(string(table), want) {
+			t.Errorf("results.md lacks %q:\n%s", want, table)
+		}
+	}
+	ownGraphsDropped(t, dir)
 	bad := copyRun(t, dir)
 	forgeStage(t, filepath.Join(bad, "replay"), artifacts.ReplayType, nil, func(st *artifacts.Stage, d *artifacts.ReplayDoc, _ *artifacts.Receipt) {
 		d.Summary[0].Cold = nil

@@ -46,9 +46,9 @@ func Clock(device, kind string, rule sets.Rule) string {
 // Visit checks a passed visit's record v against its own sample table
 // rows and the replay's configuration cfg (see the package doc), for a
 // case on device whose novel rule (sets.Rule.Checks) lets a visit judge
-// at most limit novel calls. Each problem names the visit and the field;
+// at most limit novel calls, of an entry whose ownGraphs is given. Each problem names the visit and the field;
 // none means the record is one replay's drive could have written.
-func Visit(v artifacts.VisitResult, rows []samples.Row, cfg artifacts.ReplayConfig, device string, limit int64) []string {
+func Visit(v artifacts.VisitResult, rows []samples.Row, cfg artifacts.ReplayConfig, device, ownGraphs string, limit int64) []string {
 	f := &found{visit: v.Index}
 	rule, err := sets.RuleOf(cfg.NovelRule)
 	if err != nil {
@@ -73,7 +73,7 @@ func Visit(v artifacts.VisitResult, rows []samples.Row, cfg artifacts.ReplayConf
 		f.bad("no novel record: every visit takes novel samples (visit protocol 4; a replay made before it is re-run, not audited)")
 		return f.p
 	}
-	graph, graphCalls := f.graph(v, cfg, device)
+	graph, graphCalls := f.graph(v, cfg, device, ownGraphs)
 	count, batch, ok := f.rows(v, rows, cfg, device, rule, graph, graphCalls)
 	if !ok {
 		return f.p
@@ -96,26 +96,42 @@ func Visit(v artifacts.VisitResult, rows []samples.Row, cfg artifacts.ReplayConf
 	return append(f.p, order(v, rows, cfg, graph, graphCalls)...)
 }
 
-// found is one visit's problems, each naming the visit.
+// found is one visit's problems, each naming the visit, and why it takes
+// no graph samples (for the rows that say otherwise).
 type found struct {
-	visit int
-	p     []string
+	visit    int
+	p        []string
+	noGraphs string
 }
 
 func (f *found) bad(format string, args ...any) {
 	f.p = append(f.p, fmt.Sprintf("visit %d: ", f.visit)+fmt.Sprintf(format, args...))
 }
 
-// graph checks a visit's graph record against the replay's configuration:
-// a GPU visit of a replay with config.graphBatch takes graph samples
-// after its novel ones, each R replays of a graph of N calls, R fixed by
-// the calibration its record keeps (visit.CheckGraph). It returns whether
-// the visit takes graph samples, and their calls (-1 where unknown).
-func (f *found) graph(v artifacts.VisitResult, cfg artifacts.ReplayConfig, device string) (bool, int64) {
-	graph, graphCalls := cfg.GraphBatch > 0 && device == oracle.DeviceCUDA, int64(-1)
+// TakesGraphs says whether a visit takes graph samples: a GPU visit of a
+// replay with config.graphBatch, unless its entry's calls replay CUDA
+// graphs of their own (ownGraphs, artifacts.Prepared.OwnGraphs: a graph
+// around a graph replay is not captured, and the row's own figures are
+// graph figures already).
+func TakesGraphs(cfg artifacts.ReplayConfig, device, ownGraphs string) bool {
+	return cfg.GraphBatch > 0 && device == oracle.DeviceCUDA && ownGraphs == ""
+}
+
+// graph checks a visit's graph record against the replay's configuration
+// and the entry's ownGraphs: a visit that takes graph samples
+// ([TakesGraphs]) takes them after its novel ones, each R replays of a
+// graph of N calls, R fixed by the calibration its record keeps
+// (visit.CheckGraph). It returns whether the visit takes graph samples,
+// and their calls (-1 where unknown).
+func (f *found) graph(v artifacts.VisitResult, cfg artifacts.ReplayConfig, device, ownGraphs string) (bool, int64) {
+	graph, graphCalls := TakesGraphs(cfg, device, ownGraphs), int64(-1)
+	f.noGraphs = fmt.Sprintf("the replay took none (config.graphBatch %d, a %s case)", cfg.GraphBatch, device)
+	if cfg.GraphBatch > 0 && device == oracle.DeviceCUDA {
+		f.noGraphs = fmt.Sprintf("the entry's calls replay CUDA graphs of their own (%s): replay takes none of it", ownGraphs)
+	}
 	switch {
 	case !graph && v.Graph != nil:
-		f.bad("graph record, but the replay took no graph samples (config.graphBatch %d, a %s case)", cfg.GraphBatch, device)
+		f.bad("graph record, but %s", f.noGraphs)
 	case graph && v.Graph == nil:
 		f.bad("no graph record; config.graphBatch %d asks for graph samples", cfg.GraphBatch)
 	case graph:
@@ -157,7 +173,7 @@ func (f *found) rows(v artifacts.VisitResult, rows []samples.Row, cfg artifacts.
 			want = v.Novel.Calls
 		case samples.KindGraph:
 			if !graph {
-				f.bad("samples row %d: a graph sample, but the replay took none (config.graphBatch %d, a %s case)", i, cfg.GraphBatch, device)
+				f.bad("samples row %d: a graph sample, but %s", i, f.noGraphs)
 				continue
 			}
 			want = graphCalls

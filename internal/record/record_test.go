@@ -160,7 +160,7 @@ func TestVisit(t *testing.T) {
 				if device == oracle.DeviceCUDA {
 					rows = onCUDA(rows)
 				}
-				if got := Visit(v, rows, c, device, sets.NovelChecks); !reflect.DeepEqual(got, tt.want) {
+				if got := Visit(v, rows, c, device, "", sets.NovelChecks); !reflect.DeepEqual(got, tt.want) {
 					t.Errorf("Visit(%s, %s) =\n%q\nwant\n%q", tt.name, device, got, tt.want)
 				}
 			})
@@ -248,7 +248,7 @@ func TestVisitNovel(t *testing.T) {
 				if device == oracle.DeviceCUDA {
 					rows = onCUDA(rows)
 				}
-				if got := Visit(v, rows, cfg, device, sets.NovelChecks); !reflect.DeepEqual(got, tc.want) {
+				if got := Visit(v, rows, cfg, device, "", sets.NovelChecks); !reflect.DeepEqual(got, tc.want) {
 					t.Errorf("Visit(%s, %s) =\n%q\nwant\n%q", tc.name, device, got, tc.want)
 				}
 			})
@@ -266,14 +266,14 @@ func TestVisitJudgedLimit(t *testing.T) {
 		if device == oracle.DeviceCUDA {
 			rows = onCUDA(rows)
 		}
-		if got, want := Visit(v, rows, cfg, device, 4), []string{"visit 3: novel checked: 20 calls, want 4 (2 in each of 2 samples of 10 calls; the case's rule judges 4 a visit)"}; !reflect.DeepEqual(got, want) {
+		if got, want := Visit(v, rows, cfg, device, "", 4), []string{"visit 3: novel checked: 20 calls, want 4 (2 in each of 2 samples of 10 calls; the case's rule judges 4 a visit)"}; !reflect.DeepEqual(got, want) {
 			t.Errorf("%s: rule 1's checks under a limit of 4: %q, want %q", device, got, want)
 		}
 		v.Novel.Checked = []int64{v.Novel.Checked[0], v.Novel.Checked[1], v.Novel.Checked[10], v.Novel.Checked[11]}
-		if got := Visit(v, rows, cfg, device, 4); got != nil {
+		if got := Visit(v, rows, cfg, device, "", 4); got != nil {
 			t.Errorf("%s: 2 a sample under a limit of 4: %q, want none", device, got)
 		}
-		if got, want := Visit(v, rows, cfg, device, 8), []string{"visit 3: novel checked: 4 calls, want 8 (4 in each of 2 samples of 10 calls; the case's rule judges 8 a visit)"}; !reflect.DeepEqual(got, want) {
+		if got, want := Visit(v, rows, cfg, device, "", 8), []string{"visit 3: novel checked: 4 calls, want 8 (4 in each of 2 samples of 10 calls; the case's rule judges 8 a visit)"}; !reflect.DeepEqual(got, want) {
 			t.Errorf("%s: 2 a sample under a limit of 8: %q, want %q", device, got, want)
 		}
 	}
@@ -286,8 +286,8 @@ func TestVisitJudgedLimit(t *testing.T) {
 // as much as warm ones'.
 func TestVisitClock(t *testing.T) {
 	for _, device := range devices {
-		if v, rows := fixture(device); Visit(v, rows, cfg, device, sets.NovelChecks) != nil {
-			t.Errorf("Visit(honest %s visit) = %q, want none", device, Visit(v, rows, cfg, device, sets.NovelChecks))
+		if v, rows := fixture(device); Visit(v, rows, cfg, device, "", sets.NovelChecks) != nil {
+			t.Errorf("Visit(honest %s visit) = %q, want none", device, Visit(v, rows, cfg, device, "", sets.NovelChecks))
 		}
 	}
 	for _, tc := range []struct {
@@ -305,7 +305,7 @@ func TestVisitClock(t *testing.T) {
 	} {
 		v, rows := fixture(tc.device)
 		rows[tc.row].Clock = tc.clock
-		if got, want := Visit(v, rows, cfg, tc.device, sets.NovelChecks), []string{tc.want}; !reflect.DeepEqual(got, want) {
+		if got, want := Visit(v, rows, cfg, tc.device, "", sets.NovelChecks), []string{tc.want}; !reflect.DeepEqual(got, want) {
 			t.Errorf("Visit(%s) = %q, want %q", tc.name, got, want)
 		}
 	}
@@ -327,8 +327,8 @@ func TestVisitClockStaged(t *testing.T) {
 		}
 		return v, rows
 	}
-	if v, rows := staged(); Visit(v, rows, c3, oracle.DeviceCUDA, sets.NovelChecks) != nil {
-		t.Errorf("Visit(a staged GPU visit) = %q, want none", Visit(v, rows, c3, oracle.DeviceCUDA, sets.NovelChecks))
+	if v, rows := staged(); Visit(v, rows, c3, oracle.DeviceCUDA, "", sets.NovelChecks) != nil {
+		t.Errorf("Visit(a staged GPU visit) = %q, want none", Visit(v, rows, c3, oracle.DeviceCUDA, "", sets.NovelChecks))
 	}
 	for _, tc := range []struct {
 		name  string
@@ -341,14 +341,14 @@ func TestVisitClockStaged(t *testing.T) {
 	} {
 		v, rows := staged()
 		rows[tc.row].Clock = tc.clock
-		if got, want := Visit(v, rows, c3, oracle.DeviceCUDA, sets.NovelChecks), []string{tc.want}; !reflect.DeepEqual(got, want) {
+		if got, want := Visit(v, rows, c3, oracle.DeviceCUDA, "", sets.NovelChecks), []string{tc.want}; !reflect.DeepEqual(got, want) {
 			t.Errorf("Visit(%s) = %q, want %q", tc.name, got, want)
 		}
 	}
 	c9 := cfg
 	c9.NovelRule = 9
-	if v, rows := staged(); !reflect.DeepEqual(Visit(v, rows, c9, oracle.DeviceCUDA, sets.NovelChecks), []string{"visit 3: config.novelRule 9: want 2 or 3 (or absent, in a replay made before rule 2)"}) {
-		t.Errorf("Visit(novel rule 9) = %q", Visit(v, rows, c9, oracle.DeviceCUDA, sets.NovelChecks))
+	if v, rows := staged(); !reflect.DeepEqual(Visit(v, rows, c9, oracle.DeviceCUDA, "", sets.NovelChecks), []string{"visit 3: config.novelRule 9: want 2 or 3 (or absent, in a replay made before rule 2)"}) {
+		t.Errorf("Visit(novel rule 9) = %q", Visit(v, rows, c9, oracle.DeviceCUDA, "", sets.NovelChecks))
 	}
 }
 
@@ -448,8 +448,18 @@ func TestVisitGraph(t *testing.T) {
 			[]string{"visit 3: 1 graph samples, config.samples 2"}},
 		{"no record", func(v *artifacts.VisitResult, rows []samples.Row) []samples.Row { v.Graph = nil; return rows }, nil, oracle.DeviceCUDA,
 			[]string{"visit 3: no graph record; config.graphBatch 32 asks for graph samples"}},
+		// An entry whose calls replay CUDA graphs of their own (the
+		// torch-compile route under max-autotune) takes none.
+		{"own graphs", func(v *artifacts.VisitResult, rows []samples.Row) []samples.Row {
+			v.Graph = nil
+			return rows[:len(rows)-2]
+		}, nil, oracle.DeviceCUDA, nil},
+		{"own graphs, graph samples anyway", nil, nil, oracle.DeviceCUDA,
+			[]string{"visit 3: graph record, but the entry's calls replay CUDA graphs of their own (cudagraph trees): replay takes none of it",
+				"visit 3: samples row 7: a graph sample, but the entry's calls replay CUDA graphs of their own (cudagraph trees): replay takes none of it",
+				"visit 3: samples row 8: a graph sample, but the entry's calls replay CUDA graphs of their own (cudagraph trees): replay takes none of it"}},
 		{"graph samples without graphBatch", nil, func(c *artifacts.ReplayConfig) { c.GraphBatch = 0 }, oracle.DeviceCUDA,
-			[]string{"visit 3: graph record, but the replay took no graph samples (config.graphBatch 0, a cuda case)",
+			[]string{"visit 3: graph record, but the replay took none (config.graphBatch 0, a cuda case)",
 				"visit 3: samples row 7: a graph sample, but the replay took none (config.graphBatch 0, a cuda case)",
 				"visit 3: samples row 8: a graph sample, but the replay took none (config.graphBatch 0, a cuda case)"}},
 		{"a CPU visit under graphBatch", func(v *artifacts.VisitResult, rows []samples.Row) []samples.Row {
@@ -463,7 +473,7 @@ func TestVisitGraph(t *testing.T) {
 			*v = cv
 			v.Graph = g
 			return crows
-		}, nil, oracle.DeviceCPU, []string{"visit 3: graph record, but the replay took no graph samples (config.graphBatch 32, a cpu case)"}},
+		}, nil, oracle.DeviceCPU, []string{"visit 3: graph record, but the replay took none (config.graphBatch 32, a cpu case)"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			v, rows := graphed()
@@ -474,7 +484,11 @@ func TestVisitGraph(t *testing.T) {
 			if tc.cfg != nil {
 				tc.cfg(&c)
 			}
-			if got := Visit(v, rows, c, tc.device, sets.NovelChecks); !reflect.DeepEqual(got, tc.want) {
+			own := ""
+			if len(tc.name) >= 10 && tc.name[:10] == "own graphs" {
+				own = "cudagraph trees"
+			}
+			if got := Visit(v, rows, c, tc.device, own, sets.NovelChecks); !reflect.DeepEqual(got, tc.want) {
 				t.Errorf("Visit(%s) =\n%q\nwant\n%q", tc.name, got, tc.want)
 			}
 		})

@@ -2109,7 +2109,7 @@ def visit(opts):
         gpu.release_placeholder()
         if comp is not None and comp.style == "copy":
             gpu.no_graph = ("torch.compile mode %s replays CUDA graphs of its own (cudagraph trees); "
-                            "a graph around them is not captured (replay with --graph-batch 0)" % comp.mode)
+                            "a graph around them is not captured (its build's schedule.own_graphs tells replay to take none)" % comp.mode)
 
     checks = Checks()
     try:

@@ -101,7 +101,10 @@ def gemm_cases(out, cohort):
         torch.backends.cuda.matmul.allow_tf32 = precision == "tf32"
         out.write(json.dumps({"case": case["id"], "route_plan": route_plan(case),
                               "torch_us": triton.testing.do_bench(lambda: torch.matmul(a, b)) * 1e3}) + "\n")
-        for bm, bn in ((64, 64), (64, 128), (128, 128), (128, 256)):
+        tiles = ((64, 64), (64, 128), (128, 128), (128, 256))
+        if M <= 64:  # decode-like: rows of 16 or 32, the least tl.dot takes, and narrower columns for more programs
+            tiles = ((16, 32), (16, 64), (16, 128), (32, 64), (32, 128), (64, 64))
+        for bm, bn in tiles:
             for bk in (32, 64):
                 for warps in (4, 8):
                     for stages in (3, 4):
