@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/tilepipe/tilepipe/cohort"
+	"github.com/tilepipe/tilepipe/internal/launch"
 	"github.com/tilepipe/tilepipe/oracle"
 )
 
@@ -29,8 +30,14 @@ for c in json.load(sys.stdin):
         continue
     kernel, args, constexprs, grid, options = pl
     defined = ("def %s(" % kernel) in route.KERNEL_SOURCE
-    out.append({"id": c["id"], "kernel": kernel, "defined": defined,
-                "tensors": [v for _, ty, v in args if ty.startswith("*")], "grid": list(grid)})
+    # The manifest the build would write, for a compiled kernel of no
+    # scratch memory with Triton's two trailing scratch pointers.
+    md = type("md", (), dict(name=kernel, num_warps=options.get("num_warps", 4), shared=0, cluster_dims=(1, 1, 1),
+                             global_scratch_size=0, global_scratch_align=1, profile_scratch_size=0, profile_scratch_align=1))
+    manifest = route.manifest_of(md, 90, args, grid, ["u64"] * (len(args) + 2), [])
+    grids = [list(g) for g, _ in grid] if isinstance(grid, list) else [list(grid)]
+    out.append({"id": c["id"], "kernel": kernel, "defined": defined, "manifest": manifest,
+                "tensors": [v for _, ty, v in args if ty.startswith("*") and not isinstance(v, dict)], "grid": min(grids, key=min)})
 json.dump(out, sys.stdout)
 `
 
@@ -50,13 +57,15 @@ func TestTritonPlans(t *testing.T) {
 		Defined             bool
 		Tensors             []string
 		Grid                []int
+		Manifest            json.RawMessage
 	}
+	var pipelines []string
 	for _, name := range []string{"gpu-llm", "gpu-default", "gpu-quick"} {
 		co, _, err := cohort.Load(name)
 		if err != nil {
 			t.Fatal(err)
 		}
-		sigs := map[string][]string{}
+		sigs, params := map[string][]string{}, map[string][]oracle.Param{}
 		var in []map[string]any
 		for _, c := range co.Cases {
 			sig, err := oracle.Signature(c)
@@ -66,6 +75,7 @@ func TestTritonPlans(t *testing.T) {
 			for _, p := range sig {
 				sigs[c.ID] = append(sigs[c.ID], p.Name)
 			}
+			params[c.ID] = sig
 			in = append(in, map[string]any{"id": c.ID, "op": c.Op, "dims": c.Dims, "dtype": c.Dtype, "policy": c.Policy, "params": c.Params})
 		}
 		b, _ := json.Marshal(in)
@@ -86,6 +96,24 @@ func TestTritonPlans(t *testing.T) {
 			if p.Refused != "" || !p.Defined || !slices.Equal(slices.Sorted(slices.Values(p.Tensors)), want) || slices.Min(p.Grid) < 1 {
 				t.Errorf("%s %s: kernel %q (defined %v) tensors %v grid %v refused %q; want a defined kernel passing %v", name, p.ID, p.Kernel, p.Defined, p.Tensors, p.Grid, p.Refused, want)
 			}
+			m, err := launch.Parse(p.Manifest)
+			if err == nil {
+				err = m.Check(params[p.ID])
+			}
+			if err != nil {
+				t.Errorf("%s %s: the manifest the build would write: %v\n%s", name, p.ID, err, p.Manifest)
+			}
+			if m.Pipeline() {
+				pipelines = append(pipelines, name+" "+p.ID)
+			}
 		}
+	}
+	// Decode attention splits its keys (flash-decoding) into a pipeline
+	// of two launches wherever its heads alone do not fill the GPU and
+	// the keys are more than one block.
+	if want := []string{"gpu-llm attn-decode-gqa-2048-bf16", "gpu-llm attn-decode-mqa-4096-f16", "gpu-llm attn-decode-mha-ragged-1027-bf16",
+		"gpu-llm attn-decode-gqa-8192-f32", "gpu-llm attn-adversarial-gqa-bf16",
+		"gpu-default attention-1x8x1x1x1024x128x128-cuda", "gpu-default attention-1x8x1x1x1024x128x128-bf16-cuda"}; !slices.Equal(pipelines, want) {
+		t.Errorf("pipelines planned for %q, want %q", pipelines, want)
 	}
 }

@@ -140,6 +140,8 @@ def main():
         out.write(json.dumps({"case": case["id"], "route_plan": route_plan(case),
                               "torch_us": triton.testing.do_bench(sdpa) * 1e3}) + "\n")
         bd, bdv = max(route.next_pow2(D), 16), max(route.next_pow2(DV), 16)
+        check = lambda: (o.double() - ref).abs().max().item() / vmax  # noqa: E731
+        split_cases(out, case, q, k, v, o, check)
         for bm in (16, 32, 64):
             for bn in (32, 64):
                 for warps in (4, 8):
@@ -149,8 +151,33 @@ def main():
                         call = lambda: kernels.attention_kernel[grid](  # noqa: E731
                             q, k, v, o, Hq, Hkv, NQ, NK, D, DV, 1.0 / D ** 0.5,
                             BM=bm, BN=bn, BD=bd, BDV=bdv, num_warps=warps, num_stages=stages)
-                        out.write(json.dumps(bench(row, call, lambda: (o.double() - ref).abs().max().item() / vmax)) + "\n")
+                        out.write(json.dumps(bench(row, call, check)) + "\n")
                         out.flush()
+
+
+def split_cases(out, case, q, k, v, o, check):
+    """Where the route plans decode attention as a pipeline (its keys
+    split, flash-decoding), the two launches at the route's split count,
+    half and twice it: a line each with "split" and "chunk"."""
+    pl = route.plan(case)
+    if not (isinstance(pl, tuple) and isinstance(pl[3], list)):
+        return
+    consts, vals = pl[2], {n: x for n, _, x in pl[1]}
+    d = case["dims"]
+    B, Hq, Hkv, NQ, NK, D, DV = (d[x] for x in ("B", "Hq", "Hkv", "Q", "K", "D", "Dv"))
+    bm, bn, bdv = consts["BM"], consts["BN"], consts["BDV"]
+    for want in sorted({vals["S"], max(2, vals["S"] // 2), vals["S"] * 2}):
+        ch = triton.cdiv(triton.cdiv(NK, want), bn) * bn
+        s = triton.cdiv(NK, ch)
+        w = torch.empty(B * Hq * s * (bm * bdv + 2 * bm), device="cuda", dtype=torch.float32)
+
+        def call(s=s, ch=ch, w=w):
+            for phase, grid in ((0, (s, B * Hq)), (1, (1, B * Hq))):
+                kernels.attention_split_kernel[grid](q, k, v, o, w, Hq, Hkv, NQ, NK, D, DV, 1.0 / D ** 0.5, ch, s, phase,
+                                                     num_warps=4, **consts)
+        row = {"case": case["id"], "split": s, "chunk": ch, "route_split": vals["S"], **consts}
+        out.write(json.dumps(bench(row, call, check)) + "\n")
+        out.flush()
 
 
 if __name__ == "__main__":
