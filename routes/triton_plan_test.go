@@ -30,20 +30,25 @@ for c in json.load(sys.stdin):
         continue
     kernel, args, constexprs, grid, options = pl
     defined = ("def %s(" % kernel) in route.KERNEL_SOURCE
+    # The kernel's runtime parameters, in order, as its def line names
+    # them (constexprs left out): what the args must be.
+    head = route.KERNEL_SOURCE.split("def %s(" % kernel, 1)[-1].split("):", 1)[0]
+    runtime = [p.split(":")[0].strip() for p in head.replace("\n", " ").split(",") if p.strip() and "constexpr" not in p]
     # The manifest the build would write, for a compiled kernel of no
     # scratch memory with Triton's two trailing scratch pointers.
     md = type("md", (), dict(name=kernel, num_warps=options.get("num_warps", 4), shared=0, cluster_dims=(1, 1, 1),
                              global_scratch_size=0, global_scratch_align=1, profile_scratch_size=0, profile_scratch_align=1))
     manifest = route.manifest_of(md, 90, args, grid, ["u64"] * (len(args) + 2), [])
     grids = [list(g) for g, _ in grid] if isinstance(grid, list) else [list(grid)]
-    out.append({"id": c["id"], "kernel": kernel, "defined": defined, "manifest": manifest,
+    out.append({"id": c["id"], "kernel": kernel, "defined": defined and runtime == [n for n, _, _ in args], "manifest": manifest,
                 "tensors": [v for _, ty, v in args if ty.startswith("*") and not isinstance(v, dict)], "grid": min(grids, key=min)})
 json.dump(out, sys.stdout)
 `
 
 // TestTritonPlans: the triton route plans a kernel for every case of the
 // GPU cohorts (every operator, every storage type; the kernels compile
-// only on the GPU machine), a kernel its source defines, passing each
+// only on the GPU machine), a kernel its source defines with exactly
+// the plan's runtime arguments in order, passing each
 // tensor of the case's signature exactly once, on a grid of at least one
 // program. CI has no Triton: this is the part of a build it can check.
 func TestTritonPlans(t *testing.T) {

@@ -125,9 +125,12 @@ func TakesGraphs(cfg artifacts.ReplayConfig, device, ownGraphs string) bool {
 // and their calls (-1 where unknown).
 func (f *found) graph(v artifacts.VisitResult, cfg artifacts.ReplayConfig, device, ownGraphs string) (bool, int64) {
 	graph, graphCalls := TakesGraphs(cfg, device, ownGraphs), int64(-1)
-	f.noGraphs = fmt.Sprintf("the replay took none (config.graphBatch %d, a %s case)", cfg.GraphBatch, device)
-	if cfg.GraphBatch > 0 && device == oracle.DeviceCUDA {
+	switch {
+	case graph:
+	case cfg.GraphBatch > 0 && device == oracle.DeviceCUDA:
 		f.noGraphs = fmt.Sprintf("the entry's calls replay CUDA graphs of their own (%s): replay takes none of it", ownGraphs)
+	default:
+		f.noGraphs = fmt.Sprintf("the replay took none (config.graphBatch %d, a %s case)", cfg.GraphBatch, device)
 	}
 	switch {
 	case !graph && v.Graph != nil:

@@ -1278,8 +1278,11 @@ def pin_architecture():
     if getattr(platform.architecture, "pinned", False):
         return
     unpinned = platform.architecture
-    with open(sys.executable, "rb") as f:
-        linkage = "ELF" if f.read(4) == b"\x7fELF" else ""
+    try:
+        with open(sys.executable, "rb") as f:
+            linkage = "ELF" if f.read(4) == b"\x7fELF" else ""
+    except OSError:  # an unreadable interpreter: left to Python's answer
+        return
     mine = (str(struct.calcsize("P") * 8) + "bit", linkage)
 
     def architecture(executable=sys.executable, bits="", linkage=""):
