@@ -521,7 +521,7 @@ func belowBest(rows []artifacts.Summary) string {
 // figures, to be set beside the other rows' graph per op.
 func ownGraphs(rows []artifacts.Summary) string {
 	return notes(rows, func(s artifacts.Summary) string { return s.OwnGraphs },
-		"Own CUDA graphs (every call the route makes replays CUDA graphs of its own, so the row's novel and warm figures are graph figures: compare them with other rows' graph per op, the GPU table's column under --graph-batch, not with their stream samples; replay takes no graph samples of them)")
+		"Own CUDA graphs (every call the route makes replays CUDA graphs of its own, so the row's novel and warm figures are graph figures, each call with the route's own dispatch before its replay: set them beside other rows' graph per op, the GPU table's column under --graph-batch, as well as their stream samples; replay takes no graph samples of them)")
 }
 
 // notes lists the rows whose note (pick) is not empty under heading,
