@@ -667,18 +667,27 @@ func (r *replayer) placeVisit(v artifacts.Visit, e *artifacts.Prepared, prog pro
 		cleanup()
 		return nil, nil, err
 	}
-	l2, graph := "", 0
-	if device := r.cases[v.Case].Case.DeviceOf(); device == oracle.DeviceCUDA {
+	l2 := ""
+	if r.cases[v.Case].Case.DeviceOf() == oracle.DeviceCUDA {
 		l2 = r.cfg.L2
-		if record.TakesGraphs(r.cfg.ReplayConfig, device, e.OwnGraphs) {
-			graph = r.cfg.GraphBatch
-		}
 	}
-	if err := os.WriteFile(l.visitFile, []byte(VisitFile(r.cfg.Threads, len(in.warm), bufs.slots(), e, l.inKernel, l2, graph)), 0o444); err != nil {
+	if err := os.WriteFile(l.visitFile, []byte(VisitFile(r.cfg.Threads, len(in.warm), bufs.slots(), e, l.inKernel, l2, r.graphBatch(v.Case, e))), 0o444); err != nil {
 		cleanup()
 		return nil, nil, err
 	}
 	return l, cleanup, nil
+}
+
+// graphBatch is the calls of the CUDA graph whose replays a visit of
+// case c by entry e times in its graph samples (config.graphBatch), or 0
+// where it takes none: a CPU case, a replay without --graph-batch, or an
+// entry whose calls replay CUDA graphs of their own
+// ([record.TakesGraphs], which the audit's records check applies too).
+func (r *replayer) graphBatch(c string, e *artifacts.Prepared) int {
+	if record.TakesGraphs(r.cfg.ReplayConfig, r.cases[c].Case.DeviceOf(), e.OwnGraphs) {
+		return r.cfg.GraphBatch
+	}
+	return 0
 }
 
 // timerArgv is how the visit's timer is started, as the sandbox sees it,
@@ -859,8 +868,8 @@ func (r *replayer) drive(sess *visit.Session, vr *artifacts.VisitResult, e *arti
 		return nil, calls, false, err
 	}
 	smps = append(smps, novel...)
-	if record.TakesGraphs(r.cfg.ReplayConfig, r.cases[vr.Case].Case.DeviceOf(), e.OwnGraphs) {
-		graph, g, err := sess.DriveGraph(int64(r.cfg.GraphBatch), r.cfg.Samples,
+	if batch := r.graphBatch(vr.Case, e); batch > 0 {
+		graph, g, err := sess.DriveGraph(int64(batch), r.cfg.Samples,
 			time.Duration(r.cfg.SampleMs*float64(time.Millisecond)), time.Duration(r.cfg.WarmupMs*float64(time.Millisecond)))
 		vr.Graph = g
 		if err != nil {

@@ -25,3 +25,30 @@ func TestVisitFileL2(t *testing.T) {
 		t.Errorf("CPU visit file names an L2 policy:\n%s", cpu)
 	}
 }
+
+// TestGraphBatch: a visit takes graph samples of config.graphBatch calls
+// only for a GPU case whose entry's calls do not replay CUDA graphs of
+// their own; the visit file and the drive both ask graphBatch, and the
+// audit's records check holds the visit to the same predicate.
+func TestGraphBatch(t *testing.T) {
+	cfg := DefaultConfig
+	cfg.GraphBatch = 32
+	r := &replayer{cfg: cfg, cases: map[string]*artifacts.CapturedCase{
+		"gpu": {Case: oracle.Case{ID: "gpu", Device: oracle.DeviceCUDA}},
+		"cpu": {Case: oracle.Case{ID: "cpu"}},
+	}}
+	own := &artifacts.Prepared{OwnGraphs: "every call replays CUDA graphs of its own (a test)"}
+	for _, tc := range []struct {
+		c    string
+		e    *artifacts.Prepared
+		want int
+	}{{"gpu", &artifacts.Prepared{}, 32}, {"gpu", own, 0}, {"cpu", &artifacts.Prepared{}, 0}, {"cpu", own, 0}} {
+		if got := r.graphBatch(tc.c, tc.e); got != tc.want {
+			t.Errorf("graphBatch(%s case, ownGraphs %q) = %d, want %d", tc.c, tc.e.OwnGraphs, got, tc.want)
+		}
+	}
+	r.cfg.GraphBatch = 0
+	if got := r.graphBatch("gpu", &artifacts.Prepared{}); got != 0 {
+		t.Errorf("graphBatch without --graph-batch = %d, want 0", got)
+	}
+}
