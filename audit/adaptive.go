@@ -139,12 +139,8 @@ func (cp *checkpoint) stops(f *facts) []artifacts.CaseStop {
 
 // timeable: the pairs the plan visits (prepared entries).
 func (cp *checkpoint) timeable(c, rt string) bool {
-	for _, e := range cp.pdoc.Entries {
-		if e.Case == c && e.Route == rt {
-			return e.Status == artifacts.StatusPrepared
-		}
-	}
-	return false
+	e := cp.entry(c, rt)
+	return e != nil && e.Status == artifacts.StatusPrepared
 }
 
 // adaptivePlan is the plan an adaptive replay's stops give: the fixed

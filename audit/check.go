@@ -158,16 +158,14 @@ func (cp *checkpoint) capturedCase(id string) *artifacts.CapturedCase {
 	return nil
 }
 
-// ownGraphs is the prepared entry's [artifacts.Prepared.OwnGraphs] for
-// case id and route ("" for an entry the stage does not have: its rows
-// fail elsewhere).
-func (cp *checkpoint) ownGraphs(id, route string) string {
-	for _, e := range cp.pdoc.Entries {
-		if e.Case == id && e.Route == route {
-			return e.OwnGraphs
+// entry is the prepared stage's entry for case id and route, or nil.
+func (cp *checkpoint) entry(id, route string) *artifacts.Prepared {
+	for i := range cp.pdoc.Entries {
+		if e := &cp.pdoc.Entries[i]; e.Case == id && e.Route == route {
+			return e
 		}
 	}
-	return ""
+	return nil
 }
 
 // readCapture reads a capture blob that the audit re-hashed when it opened

@@ -43,7 +43,11 @@ func recordsCheck(cp *checkpoint, f *facts) finding {
 		if c := cp.capturedCase(v.Case); c != nil { // a case not captured is the outputs check's
 			device, limit = c.Case.DeviceOf(), rule.Checks(c.Case, c.Signature)
 		}
-		p = append(p, record.Visit(v, rows[i], cp.rdoc.Config, device, cp.ownGraphs(v.Case, v.Route), limit)...)
+		own := "" // an entry the stage does not have fails elsewhere
+		if e := cp.entry(v.Case, v.Route); e != nil {
+			own = e.OwnGraphs
+		}
+		p = append(p, record.Visit(v, rows[i], cp.rdoc.Config, device, own, limit)...)
 	}
 	// Calibration is judged on timings, which a loaded machine bends:
 	// an honest replay under a parallel make test missed it. A warning,

@@ -122,10 +122,11 @@ func overwrite(t *testing.T, path string, b []byte) {
 	}
 }
 
-// addCubin is the Triton kernel Inductor generated for add-2x64-cuda in
-// the torch-compile checkpoint.
+// addCubin and softmaxCubin are the Triton kernels Inductor generated
+// for add-2x64-cuda and softmax-3x33-cuda in the torch-compile checkpoint.
 const (
 	addCubin     = "cache/triton/3YAJMTENSPZMVDL2EFJAAPB5SEFHCHU3RBGDXWRQ7SNXL57IVG4A/triton_poi_fused_add_0.cubin"
+	softmaxCubin = "cache/triton/4T3AP6LJMGI3D7LPASH5IUZ5U4RAGXY53C7WQY5MD3CLA6GLWTXQ/triton_per_fused__softmax_exp_prepare_softmax_online_sub_0.cubin"
 	compileRoute = "torch-compile"
 )
 
@@ -164,19 +165,10 @@ func TestTorchCompileCheckpointAudits(t *testing.T) {
 
 	swapped := unpackCheckpoint(t, compileCheckpoint)
 	path, digest := blobOf(t, swapped, "add-2x64-cuda", compileRoute, addCubin)
-	var other string
-	for _, c := range readCapture(t, filepath.Join(swapped, "capture")).Cases {
-		for _, bd := range c.Builds {
-			for _, f := range bd.Files {
-				if c.Case.ID == "softmax-3x33-cuda" && bd.Route == compileRoute && strings.HasSuffix(f.Path, ".cubin") {
-					other = filepath.Join(swapped, "capture", "blobs", "sha256", f.Digest.Encoded())
-				}
-			}
-		}
-	}
+	other, _ := blobOf(t, swapped, "softmax-3x33-cuda", compileRoute, softmaxCubin)
 	b, err := os.ReadFile(other)
 	if err != nil {
-		t.Fatalf("softmax's cubin in the torch-compile checkpoint: %v", err)
+		t.Fatal(err)
 	}
 	overwrite(t, path, b)
 	code, got = auditOf(t, swapped)

@@ -188,40 +188,17 @@ func copyCheckpointOf(t *testing.T, from string) string {
 // audit names the cubin's blob.
 func TestGPUCheckpointAudits(t *testing.T) {
 	dir := copyCheckpoint(t)
-	audit := func(name string) (int, string) {
-		out := filepath.Join(t.TempDir(), name+".json")
-		code, stdout, errs := tp(t, append(auditArgs(dir), "--output", out)...)
-		return code, stdout + errs
-	}
-	code, errs := audit("intact")
+	code, errs := auditOf(t, dir)
 	if want := "audit verdict: PASS (checkpoint intact; 11 of 15 claims supported;"; code != 0 || !strings.Contains(errs, want) {
 		t.Fatalf("audit of the GPU checkpoint = exit %d, want 0 and %q\n%s", code, want, errs)
 	}
 	if want := "audit: PASSED telemetry: GPU readings around every sample of 22 passed GPU visits; 0 samples flagged (power, heat or another process); 0 with readings of no powered GPU; 0 of them probed idle around every sample (replays made before the probe have none)\n"; !strings.Contains(errs, want) {
 		t.Errorf("audit of the GPU checkpoint: want %q\n%s", want, errs)
 	}
-	var cubin artifacts.FileRef
-	for _, c := range readCapture(t, filepath.Join(dir, "capture")).Cases {
-		for _, f := range c.Builds[0].Files {
-			if f.Role == "cubin" && c.Case.Op == "softmax" {
-				cubin = f
-			}
-		}
-	}
-	if cubin.Digest == "" {
-		t.Fatal("no softmax cubin in the GPU checkpoint")
-	}
-	path := filepath.Join(dir, "capture", "blobs", "sha256", cubin.Digest.Encoded())
-	b, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	b[len(b)/2] ^= 1
-	if err := os.WriteFile(path, b, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	code, errs = audit("flipped")
-	want := "blob cases/softmax-3x33-cuda/triton/kernel.cubin (" + path + "): digest mismatch: expected " + string(cubin.Digest)
+	path, digest := blobOf(t, dir, "softmax-3x33-cuda", "triton", "kernel.cubin")
+	flip(t, path)
+	code, errs = auditOf(t, dir)
+	want := "blob cases/softmax-3x33-cuda/triton/kernel.cubin (" + path + "): digest mismatch: expected " + string(digest)
 	if code != 1 || !strings.Contains(errs, "checkpoint BROKEN") || !strings.Contains(errs, want) {
 		t.Errorf("audit with one byte of the softmax cubin flipped = exit %d, want 1, the checkpoint broken and\n%s\n%s", code, want, errs)
 	}
@@ -276,11 +253,7 @@ func TestGPUCheckpointRule(t *testing.T) {
 // events' clock), re-hashed consistently, its staged novel samples are
 // named by the records check.
 func TestGPUCheckpointRule3Audits(t *testing.T) {
-	audit := func(dir string) (int, string) {
-		code, stdout, errs := tp(t, auditArgs(dir)...)
-		return code, stdout + errs
-	}
-	code, got := audit(gpuCheckpointRule3)
+	code, got := auditOf(t, gpuCheckpointRule3)
 	for _, want := range []string{
 		"audit verdict: PASS (checkpoint intact; 9 of 15 claims supported;",
 		"| 1 | 1 | add-2x64-cuda | torch-eager | gpu_busy: replay's empty kernel took 579 us on the GPU around a sample",
@@ -298,7 +271,7 @@ func TestGPUCheckpointRule3Audits(t *testing.T) {
 		}
 		reconfigure(t, st, d, r, func(c *artifacts.ReplayConfig) { c.NovelRule = 0 }) // rule 1: absent
 	})
-	code, got = audit(dir)
+	code, got = auditOf(t, dir)
 	if want := `novel sample 0: clock "replay", want "cuda_events" for a cuda case`; code != 1 || !strings.Contains(got, "audit: FAILED records: ") || !strings.Contains(got, want) {
 		t.Errorf("audit of the rule-3 checkpoint relabelled rule 1 = exit %d, want 1, records failed and %q\n%s", code, want, got)
 	}

@@ -46,8 +46,9 @@ func Clock(device, kind string, rule sets.Rule) string {
 // Visit checks a passed visit's record v against its own sample table
 // rows and the replay's configuration cfg (see the package doc), for a
 // case on device whose novel rule (sets.Rule.Checks) lets a visit judge
-// at most limit novel calls, of an entry whose ownGraphs is given. Each problem names the visit and the field;
-// none means the record is one replay's drive could have written.
+// at most limit novel calls, by an entry whose note ownGraphs is given
+// ([TakesGraphs]). Each problem names the visit and the field; none
+// means the record is one replay's drive could have written.
 func Visit(v artifacts.VisitResult, rows []samples.Row, cfg artifacts.ReplayConfig, device, ownGraphs string, limit int64) []string {
 	f := &found{visit: v.Index}
 	rule, err := sets.RuleOf(cfg.NovelRule)

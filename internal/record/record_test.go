@@ -433,47 +433,48 @@ func TestVisitGraph(t *testing.T) {
 		cfg    func(c *artifacts.ReplayConfig)
 		device string
 		want   []string
+		own    string // the entry's ownGraphs note
 	}{
-		{"honest", nil, nil, oracle.DeviceCUDA, nil},
+		{"honest", nil, nil, oracle.DeviceCUDA, nil, ""},
 		{"graph sample of other calls", func(v *artifacts.VisitResult, rows []samples.Row) []samples.Row {
 			rows[len(rows)-1].Calls = 32 * 100
 			return rows
-		}, nil, oracle.DeviceCUDA, []string{"visit 3: graph sample 1: 3200 calls, graph batch 32 x replays 200"}},
+		}, nil, oracle.DeviceCUDA, []string{"visit 3: graph sample 1: 3200 calls, graph batch 32 x replays 200"}, ""},
 		{"R raised", func(v *artifacts.VisitResult, rows []samples.Row) []samples.Row {
 			v.Graph.Replays = 400
 			return rows
 		}, nil, oracle.DeviceCUDA, []string{"visit 3: graph: replays 400, want the last measured count 200",
-			"visit 3: graph sample 0: 6400 calls, graph batch 32 x replays 400", "visit 3: graph sample 1: 6400 calls, graph batch 32 x replays 400"}},
+			"visit 3: graph sample 0: 6400 calls, graph batch 32 x replays 400", "visit 3: graph sample 1: 6400 calls, graph batch 32 x replays 400"}, ""},
 		{"graph sample dropped", func(v *artifacts.VisitResult, rows []samples.Row) []samples.Row { return rows[:len(rows)-1] }, nil, oracle.DeviceCUDA,
-			[]string{"visit 3: 1 graph samples, config.samples 2"}},
+			[]string{"visit 3: 1 graph samples, config.samples 2"}, ""},
 		{"no record", func(v *artifacts.VisitResult, rows []samples.Row) []samples.Row { v.Graph = nil; return rows }, nil, oracle.DeviceCUDA,
-			[]string{"visit 3: no graph record; config.graphBatch 32 asks for graph samples"}},
+			[]string{"visit 3: no graph record; config.graphBatch 32 asks for graph samples"}, ""},
 		// An entry whose calls replay CUDA graphs of their own (the
 		// torch-compile route under max-autotune) takes none.
 		{"own graphs", func(v *artifacts.VisitResult, rows []samples.Row) []samples.Row {
 			v.Graph = nil
 			return rows[:len(rows)-2]
-		}, nil, oracle.DeviceCUDA, nil},
+		}, nil, oracle.DeviceCUDA, nil, "cudagraph trees"},
 		{"own graphs, graph samples anyway", nil, nil, oracle.DeviceCUDA,
 			[]string{"visit 3: graph record, but the entry's calls replay CUDA graphs of their own (cudagraph trees): replay takes none of it",
 				"visit 3: samples row 7: a graph sample, but the entry's calls replay CUDA graphs of their own (cudagraph trees): replay takes none of it",
-				"visit 3: samples row 8: a graph sample, but the entry's calls replay CUDA graphs of their own (cudagraph trees): replay takes none of it"}},
-		{"graph samples without graphBatch", nil, func(c *artifacts.ReplayConfig) { c.GraphBatch = 0 }, oracle.DeviceCUDA,
+				"visit 3: samples row 8: a graph sample, but the entry's calls replay CUDA graphs of their own (cudagraph trees): replay takes none of it"}, "cudagraph trees"},
+		{"graph samples without graphBatch (an entry with own graphs too)", nil, func(c *artifacts.ReplayConfig) { c.GraphBatch = 0 }, oracle.DeviceCUDA,
 			[]string{"visit 3: graph record, but the replay took none (config.graphBatch 0, a cuda case)",
 				"visit 3: samples row 7: a graph sample, but the replay took none (config.graphBatch 0, a cuda case)",
-				"visit 3: samples row 8: a graph sample, but the replay took none (config.graphBatch 0, a cuda case)"}},
+				"visit 3: samples row 8: a graph sample, but the replay took none (config.graphBatch 0, a cuda case)"}, "cudagraph trees"},
 		{"a CPU visit under graphBatch", func(v *artifacts.VisitResult, rows []samples.Row) []samples.Row {
 			cv, crows := cpu()
 			*v = cv
 			return crows
-		}, nil, oracle.DeviceCPU, nil},
+		}, nil, oracle.DeviceCPU, nil, ""},
 		{"a graph record on a CPU visit", func(v *artifacts.VisitResult, rows []samples.Row) []samples.Row {
 			cv, crows := cpu()
 			g := v.Graph
 			*v = cv
 			v.Graph = g
 			return crows
-		}, nil, oracle.DeviceCPU, []string{"visit 3: graph record, but the replay took none (config.graphBatch 32, a cpu case)"}},
+		}, nil, oracle.DeviceCPU, []string{"visit 3: graph record, but the replay took none (config.graphBatch 32, a cpu case)"}, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			v, rows := graphed()
@@ -484,11 +485,7 @@ func TestVisitGraph(t *testing.T) {
 			if tc.cfg != nil {
 				tc.cfg(&c)
 			}
-			own := ""
-			if len(tc.name) >= 10 && tc.name[:10] == "own graphs" {
-				own = "cudagraph trees"
-			}
-			if got := Visit(v, rows, c, tc.device, own, sets.NovelChecks); !reflect.DeepEqual(got, tc.want) {
+			if got := Visit(v, rows, c, tc.device, tc.own, sets.NovelChecks); !reflect.DeepEqual(got, tc.want) {
 				t.Errorf("Visit(%s) =\n%q\nwant\n%q", tc.name, got, tc.want)
 			}
 		})

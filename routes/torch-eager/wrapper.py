@@ -1280,10 +1280,10 @@ def pin_architecture():
     unpinned = platform.architecture
     try:
         with open(sys.executable, "rb") as f:
-            linkage = "ELF" if f.read(4) == b"\x7fELF" else ""
+            elf = f.read(4) == b"\x7fELF"
     except OSError:  # an unreadable interpreter: left to Python's answer
         return
-    mine = (str(struct.calcsize("P") * 8) + "bit", linkage)
+    mine = (str(struct.calcsize("P") * 8) + "bit", "ELF" if elf else "")
 
     def architecture(executable=sys.executable, bits="", linkage=""):
         if executable == sys.executable and not bits and not linkage:
