@@ -444,6 +444,10 @@ type ReplayConfig struct {
 	// (--allow-load) keeps them. Absent (replays made before it) keeps
 	// them too, as those replays did.
 	Load string `json:"load,omitempty"`
+	// Stage: the replay records each novel row's stage (Summary.StageNs),
+	// which the audit then recomputes; absent in replays made before it,
+	// whose rows carry none.
+	Stage bool `json:"stage,omitempty"`
 	// Target, BudgetS and MaxRounds make the replay adaptive
 	// (docs/statistics.md, "Rounds to a precision target"): after the
 	// Rounds every case gets, a case gets another block of rounds (one of
@@ -890,6 +894,18 @@ type Summary struct {
 	// ChannelNs is the median span of the empty samples: replay's round
 	// trip to the timer, which every batch sample's span includes once.
 	ChannelNs float64 `json:"channelNs"`
+	// StageNs is the median, over a row's novel samples on replay's clock,
+	// of replay's span beyond the timer's own number (span − timer): what
+	// each novel sample's time holds beyond its calls. On a GPU that is
+	// the stage (mapping the staged slots and unmapping them, the channel,
+	// the freeze, the closing idle probe, docs/gpu-clock.md), which grows
+	// with the bytes staged; its share of the row's novel time (StageNs /
+	// (calls a sample × MedianNs)) says how far the claim is the protocol's
+	// own cost rather than the calls'. A disclosure, never subtracted: the
+	// timer's number is within reach of object and process routes. Absent
+	// where no novel sample carries a timer number, and in replays made
+	// before it.
+	StageNs float64 `json:"stageNs,omitempty"`
 	// GraphNs and GraphMinNs are the median and the least time per call
 	// of the graph samples (a GPU visit's CUDA-graph replays, config.
 	// graphBatch), apart from the stream samples above; 0 without them.

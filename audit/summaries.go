@@ -61,7 +61,7 @@ func checkSummaries(cp *checkpoint, rows []samples.Row, p []string) finding {
 		for _, f := range []struct {
 			name   string
 			hv, wv float64
-		}{{"medianNs", h.MedianNs, w.MedianNs}, {"minNs", h.MinNs, w.MinNs}, {"maxNs", h.MaxNs, w.MaxNs}, {"q1Ns", h.Q1Ns, w.Q1Ns}, {"q3Ns", h.Q3Ns, w.Q3Ns}, {"channelNs", h.ChannelNs, w.ChannelNs}, {"graphNs", h.GraphNs, w.GraphNs}, {"graphMinNs", h.GraphMinNs, w.GraphMinNs}, {"warmNs", h.WarmNs, w.WarmNs}, {"singleNs", h.SingleNs, w.SingleNs}, {"ratio", h.Ratio, w.Ratio}, {"ratioMin", h.RatioMin, w.RatioMin}, {"ratioMax", h.RatioMax, w.RatioMax}, {"ratioLo", h.RatioLo, w.RatioLo}, {"ratioHi", h.RatioHi, w.RatioHi}, {"precision", h.Precision, w.Precision}} {
+		}{{"medianNs", h.MedianNs, w.MedianNs}, {"minNs", h.MinNs, w.MinNs}, {"maxNs", h.MaxNs, w.MaxNs}, {"q1Ns", h.Q1Ns, w.Q1Ns}, {"q3Ns", h.Q3Ns, w.Q3Ns}, {"channelNs", h.ChannelNs, w.ChannelNs}, {"stageNs", h.StageNs, w.StageNs}, {"graphNs", h.GraphNs, w.GraphNs}, {"graphMinNs", h.GraphMinNs, w.GraphMinNs}, {"warmNs", h.WarmNs, w.WarmNs}, {"singleNs", h.SingleNs, w.SingleNs}, {"ratio", h.Ratio, w.Ratio}, {"ratioMin", h.RatioMin, w.RatioMin}, {"ratioMax", h.RatioMax, w.RatioMax}, {"ratioLo", h.RatioLo, w.RatioLo}, {"ratioHi", h.RatioHi, w.RatioHi}, {"precision", h.Precision, w.Precision}} {
 			if !near(f.hv, f.wv) {
 				p = append(p, fmt.Sprintf("summary %s/%s %s: stored %g, recomputed %g", k.Case, k.Route, f.name, f.hv, f.wv))
 			}
@@ -158,7 +158,7 @@ func recompute(doc artifacts.ReplayDoc, rows []samples.Row, device func(id strin
 		if len(t.novel) == 0 {
 			continue
 		}
-		sum := t.summary(k, doc.Config.NovelRule >= int(sets.Rule2))
+		sum := t.summary(k, doc.Config.NovelRule >= int(sets.Rule2), doc.Config.Stage)
 		if f, ok := fl[k.Case]; ok {
 			below[k] = floors.Below(f, floors.Fastest(sum)) != ""
 		}
@@ -180,6 +180,7 @@ func recompute(doc artifacts.ReplayDoc, rows []samples.Row, device func(id strin
 // the rows of its passed visits.
 type pairTimes struct {
 	novel, channel, graph, warm, single []float64
+	stage                               []float64           // novel samples on replay's clock: span − timer
 	rounds                              map[int32][]float64 // novel, by round
 	flagged                             int
 }
@@ -224,14 +225,18 @@ func pairTimesOf(doc artifacts.ReplayDoc, rows []samples.Row, device func(id str
 		case samples.KindNovel:
 			t.novel = append(t.novel, per)
 			t.rounds[r.Round] = append(t.rounds[r.Round], per)
+			if ns == r.TotalNs && r.TimerNs > 0 { // on replay's clock: the stage beyond the timer
+				t.stage = append(t.stage, float64(r.TotalNs-r.TimerNs))
+			}
 		}
 	}
 	return times
 }
 
 // summary: the pair's statistics, its single-call figure only where the
-// novel rule records one (withSingle).
-func (t *pairTimes) summary(k artifacts.Pair, withSingle bool) artifacts.Summary {
+// novel rule records one (withSingle), its stage only where the replay
+// records one (withStage: config.stage).
+func (t *pairTimes) summary(k artifacts.Pair, withSingle, withStage bool) artifacts.Summary {
 	s := stats.Summarize(t.novel)
 	sum := artifacts.Summary{Case: k.Case, Route: k.Route, Kind: samples.KindNovel, Samples: s.N, MedianNs: s.Median, MinNs: s.Min, MaxNs: s.Max, Q1Ns: s.Q1, Q3Ns: s.Q3, Flagged: t.flagged}
 	if len(t.channel) > 0 {
@@ -242,6 +247,9 @@ func (t *pairTimes) summary(k artifacts.Pair, withSingle bool) artifacts.Summary
 	}
 	if len(t.single) > 0 && withSingle {
 		sum.SingleNs = stats.Median(t.single)
+	}
+	if len(t.stage) > 0 && withStage {
+		sum.StageNs = stats.Median(t.stage)
 	}
 	if len(t.graph) > 0 {
 		sum.GraphNs, sum.GraphMinNs = stats.Median(t.graph), slices.Min(t.graph)

@@ -169,3 +169,43 @@ func TestSummariesCheckBelowFloor(t *testing.T) {
 		}
 	}
 }
+
+// TestStageNs: a row's stage (the median of its novel samples' span
+// beyond the timer's number) is the same in replay's summary and the
+// audit's recomputation, absent where no sample carries a timer number,
+// and a replay that shrinks it (hiding how much of a row's novel time is
+// the protocol's own cost) is caught with the field and both values.
+func TestStageNs(t *testing.T) {
+	d, entries, rows := belowFloorFixture()
+	for i := range rows {
+		if rows[i].Case == "c" {
+			rows[i].TimerNs = rows[i].TotalNs - 400 - int64(rows[i].Round) // 400 to 405 ns beyond the timer
+		}
+	}
+	honest := replay.Summaries([]string{"c", "d"}, []string{"r", "b"}, entries, d.Visits, rows, d.Config, nil)
+	got := recompute(d, rows, func(string) string { return oracle.DeviceCPU }, nil)
+	for _, s := range honest {
+		want := 0.0
+		if s.Case == "c" {
+			want = 402.5
+		}
+		if s.StageNs != want || got[s.Pair()].StageNs != want {
+			t.Errorf("%s/%s: replay stored stageNs %g, the audit recomputes %g; want %g", s.Case, s.Route, s.StageNs, got[s.Pair()].StageNs, want)
+		}
+	}
+	// A replay made before config.stage records none, and the audit
+	// recomputes none for it.
+	old := d
+	old.Config.Stage = false
+	for _, s := range replay.Summaries([]string{"c"}, []string{"r"}, entries, d.Visits, rows, old.Config, nil) {
+		if r := recompute(old, rows, func(string) string { return oracle.DeviceCPU }, nil)[s.Pair()]; s.StageNs != 0 || r.StageNs != 0 {
+			t.Errorf("config.stage false: replay stored stageNs %g, the audit recomputes %g; want none", s.StageNs, r.StageNs)
+		}
+	}
+	d.Summary = slices.Clone(honest)
+	d.Summary[0].StageNs = 1 // c/r
+	fd := checkSummaries(&checkpoint{rdoc: d, pdoc: artifacts.PreparedDoc{Entries: entries}}, rows, nil)
+	if want := "summary c/r stageNs: stored 1, recomputed 402.5"; !slices.Contains(fd.problems, want) {
+		t.Errorf("stageNs forged: %q, want %q among the problems", fd.problems, want)
+	}
+}

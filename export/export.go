@@ -163,6 +163,7 @@ var SummarySchema = arrow.NewSchema([]arrow.Field{
 	{Name: "kind", Type: arrow.BinaryTypes.String},
 	{Name: "warm_ns", Type: arrow.PrimitiveTypes.Float64, Nullable: true},
 	{Name: "own_graphs", Type: arrow.BinaryTypes.String},
+	{Name: "stage_ns", Type: arrow.PrimitiveTypes.Float64, Nullable: true},
 }, nil)
 
 // Summaries is the replay document's summaries as one record batch.
@@ -205,6 +206,7 @@ func Summaries(doc artifacts.ReplayDoc) arrow.RecordBatch {
 		b.Field(21).(*array.StringBuilder).Append(kind)
 		f64(22, timed && s.WarmNs > 0, s.WarmNs)
 		b.Field(23).(*array.StringBuilder).Append(s.OwnGraphs)
+		f64(24, timed && s.StageNs > 0, s.StageNs)
 	}
 	return b.NewRecordBatch()
 }

@@ -150,13 +150,14 @@ func Summaries(cases, routes []string, entries []artifacts.Prepared, visits []ar
 // its batch samples are the warm figure.
 type gathered struct {
 	perop, channel, graph, warm, single map[artifacts.Pair][]float64
+	stage                               map[artifacts.Pair][]float64 // novel samples' span − timer
 	perRound                            map[artifacts.Pair]map[int32][]float64
 	flagged                             map[artifacts.Pair]int
 }
 
 func gather(rows []samples.Row) gathered {
 	g := gathered{perop: map[artifacts.Pair][]float64{}, channel: map[artifacts.Pair][]float64{}, graph: map[artifacts.Pair][]float64{},
-		warm: map[artifacts.Pair][]float64{}, single: map[artifacts.Pair][]float64{}, perRound: map[artifacts.Pair]map[int32][]float64{}, flagged: map[artifacts.Pair]int{}}
+		warm: map[artifacts.Pair][]float64{}, single: map[artifacts.Pair][]float64{}, stage: map[artifacts.Pair][]float64{}, perRound: map[artifacts.Pair]map[int32][]float64{}, flagged: map[artifacts.Pair]int{}}
 	for _, row := range rows {
 		k := artifacts.Pair{Case: row.Case, Route: row.Route}
 		if row.Flags != "" {
@@ -173,6 +174,9 @@ func gather(rows []samples.Row) gathered {
 			g.single[k] = append(g.single[k], row.PerOpNs())
 		case samples.KindNovel:
 			g.perop[k] = append(g.perop[k], row.PerOpNs())
+			if row.Clock == samples.ClockReplay && row.TimerNs > 0 {
+				g.stage[k] = append(g.stage[k], float64(row.TotalNs-row.TimerNs))
+			}
 			if g.perRound[k] == nil {
 				g.perRound[k] = map[int32][]float64{}
 			}
@@ -212,6 +216,9 @@ func (g gathered) summary(k artifacts.Pair, e artifacts.Prepared, visits []artif
 	s.Samples, s.MedianNs, s.MinNs, s.MaxNs, s.Q1Ns, s.Q3Ns = sum.N, sum.Median, sum.Min, sum.Max, sum.Q1, sum.Q3
 	if len(g.channel[k]) > 0 {
 		s.ChannelNs = stats.Median(g.channel[k])
+	}
+	if len(g.stage[k]) > 0 && cfg.Stage {
+		s.StageNs = stats.Median(g.stage[k])
 	}
 	if len(g.graph[k]) > 0 {
 		s.GraphNs, s.GraphMinNs = stats.Median(g.graph[k]), slices.Min(g.graph[k])

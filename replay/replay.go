@@ -67,7 +67,7 @@ type Config struct {
 // [DefaultMaxRounds] (or the rounds, if more).
 var DefaultConfig = Config{ReplayConfig: artifacts.ReplayConfig{
 	Samples: 5, Singles: 5, SampleMs: 20, WarmupMs: 50, TimeoutS: 300,
-	Threads: runtime.NumCPU(), Baseline: "torch-eager", Seed: 1, Bootstrap: 2000, Interval: artifacts.IntervalSign, Load: artifacts.LoadExclude, Sets: sets.DefaultWarm, FreshMin: sets.MinFresh, NovelRule: int(sets.CurrentRule), Pin: artifacts.PinThreads,
+	Threads: runtime.NumCPU(), Baseline: "torch-eager", Seed: 1, Bootstrap: 2000, Interval: artifacts.IntervalSign, Load: artifacts.LoadExclude, Stage: true, Sets: sets.DefaultWarm, FreshMin: sets.MinFresh, NovelRule: int(sets.CurrentRule), Pin: artifacts.PinThreads,
 	L2: artifacts.L2Warm, Target: 0.015, BudgetS: 60,
 }}
 

@@ -79,6 +79,46 @@ func bracket(doc artifacts.ReplayDoc) string {
 	return b.String()
 }
 
+// stageCost is each passed novel row's stage (Summary.StageNs: the median
+// of its novel samples' span beyond the timer's number) where its visits
+// recorded no freeze cycle, which bracket() covers: GPU rows. On a GPU the
+// stage maps the staged slots into the timer's context and unmaps them
+// inside the span, a cost that grows with the bytes a sample stages; its
+// share of the row's novel time, stage / (N × median per call), is the
+// protocol's own cost in the claim, and a row above half is marked.
+func stageCost(doc artifacts.ReplayDoc) string {
+	calls := map[artifacts.Pair][]float64{}
+	frozen := map[artifacts.Pair]bool{}
+	for _, v := range doc.Visits {
+		if v.Status == artifacts.StatusPassed && v.Novel != nil {
+			calls[v.Pair()] = append(calls[v.Pair()], float64(v.Novel.Calls))
+			frozen[v.Pair()] = frozen[v.Pair()] || v.Novel.FreezeNs > 0
+		}
+	}
+	var b strings.Builder
+	most := 0
+	for _, s := range doc.Summary {
+		k := s.Pair()
+		if s.Kind != samples.KindNovel || s.Status != artifacts.StatusPassed || s.StageNs <= 0 || s.MedianNs <= 0 || frozen[k] || len(calls[k]) == 0 {
+			continue
+		}
+		if b.Len() == 0 {
+			b.WriteString("\nStage cost (novel rows on replay's clock whose visits record no freeze cycle: GPU rows): each novel sample's span holds, beside its N calls, what the timer's own number does not: mapping the staged slots into the timer's context and unmapping them, the channel, the freeze and the closing idle probe (docs/gpu-clock.md). It grows with the bytes a sample stages, and is the same for every route of a case, so a ratio between two rows where it dominates is pulled toward 1. Its share of the row's novel time is the protocol's own cost in the claim; above half, the row is marked: read its warm and graph figures beside it.\n\n| case | route | calls a sample (N) | span beyond the timer | per call | share of novel time |\n|---|---|---:|---:|---:|---:|\n")
+		}
+		n := stats.Median(calls[k])
+		share := min(1, s.StageNs/(n*s.MedianNs))
+		mark := ""
+		if share > 0.5 {
+			mark, most = " (mostly the stage)", most+1
+		}
+		fmt.Fprintf(&b, "| %s | %s | %.0f | %s | %s | %.1f%%%s |\n", s.Case, s.Route, n, Duration(s.StageNs), Duration(s.StageNs/n), 100*share, mark)
+	}
+	if most > 0 {
+		fmt.Fprintf(&b, "\n%d of these rows' novel time is mostly the stage's own cost.\n", most)
+	}
+	return b.String()
+}
+
 // fixedCost is each GPU novel row's launch fixed cost under novel rule 2
 // (rows with singleNs): a single-call sample from an idle GPU takes
 // singleNs, a call in a batch warmNs, so a sample pays about singleNs −
@@ -226,6 +266,7 @@ func Table(doc artifacts.ReplayDoc) string {
 	b.WriteString(ownGraphs(doc.Summary))
 	b.WriteString(warm(doc.Summary))
 	b.WriteString(bracket(doc))
+	b.WriteString(stageCost(doc))
 	b.WriteString(fixedCost(doc))
 	b.WriteString(coldCosts(doc.Summary))
 	b.WriteString(judged(doc))

@@ -150,3 +150,39 @@ func TestTableGolden(t *testing.T) {
 	}
 	golden.Check(t, "gpu-checkpoint-results.md", []byte(Table(doc)))
 }
+
+// TestStageCost: a GPU row (visits with no freeze cycle) whose stage is
+// known gets its share of the novel time, stage / (N × median per call),
+// the median N over its passed visits, and a mark above half; rows whose
+// visits recorded a freeze cycle (bracket's), failed rows and rows with
+// no stage are left out.
+func TestStageCost(t *testing.T) {
+	v := func(i int, route, status string, calls, freeze int64) artifacts.VisitResult {
+		return artifacts.VisitResult{Visit: artifacts.Visit{Index: i, Case: "c", Route: route}, Status: status,
+			Novel: &artifacts.NovelRecord{Samples: 5, Calls: calls, FreezeNs: freeze}}
+	}
+	row := func(route, status string, median, stage float64) artifacts.Summary {
+		return artifacts.Summary{Case: "c", Route: route, Status: status, Kind: "novel", MedianNs: median, StageNs: stage}
+	}
+	doc := artifacts.ReplayDoc{
+		Summary: []artifacts.Summary{row("big", artifacts.StatusPassed, 289_000, 6_000_000), row("small", artifacts.StatusPassed, 10_000, 1_000_000),
+			row("cpu", artifacts.StatusPassed, 10_000, 50_000), row("failed", artifacts.StatusFailed, 10_000, 1_000_000), row("none", artifacts.StatusPassed, 10_000, 0)},
+		Visits: []artifacts.VisitResult{v(0, "big", artifacts.StatusPassed, 21, 0), v(1, "big", artifacts.StatusPassed, 21, 0), v(2, "big", artifacts.StatusFailed, 5, 0),
+			v(3, "small", artifacts.StatusPassed, 1000, 0), v(4, "cpu", artifacts.StatusPassed, 100, 30_000), v(5, "failed", artifacts.StatusFailed, 100, 0),
+			v(6, "none", artifacts.StatusPassed, 100, 0)}}
+	got := stageCost(doc)
+	// 6 ms / (21 × 289 µs) = 98.9%; 1 ms / (1000 × 10 µs) = 10%.
+	for _, want := range []string{"| c | big | 21 | 6 ms | 286 µs | 98.9% (mostly the stage) |\n", "| c | small | 1000 | 1 ms | 1 µs | 10.0% |\n", "\n1 of these rows' novel time is mostly the stage's own cost.\n"} {
+		if !strings.Contains(got, want) {
+			t.Errorf("stage section:\n%s\nwant %q in it", got, want)
+		}
+	}
+	for _, left := range []string{"| c | cpu |", "| c | failed |", "| c | none |"} {
+		if strings.Contains(got, left) {
+			t.Errorf("stage section:\n%s\nwant no row %q", got, left)
+		}
+	}
+	if !strings.Contains(Table(doc), got) {
+		t.Errorf("the table does not hold the stage section")
+	}
+}

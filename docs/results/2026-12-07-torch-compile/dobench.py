@@ -7,7 +7,13 @@ route times: the row-by-row figure a reviewer sets against tilepipe's
 rows of the same cases (the claim is tilepipe's novel sample; do_bench
 times warm calls with the L2 flushed between them, its own way).
 
-    python3 docs/results/2026-12-07-torch-compile/dobench.py COHORT MODE OUT.jsonl
+    python3 docs/results/2026-12-07-torch-compile/dobench.py COHORT MODE OUT.jsonl [CAPTURE]
+
+With CAPTURE (a tilepipe capture directory), the cache files of every
+torch-compile build in it are laid into one Inductor/Triton cache first,
+so each compiled function here is loaded from what capture stored (the
+row's fxgraph_cache_hit says whether it was: 1 and no miss is "the same
+compiled function" that tilepipe timed) instead of compiled afresh.
 
 COHORT is a built-in cohort name (cohort/builtin/NAME.json) or a path;
 MODE one of the wrapper's compile modes. Each line: case, op, dtype, the
@@ -27,6 +33,7 @@ import io
 import json
 import os
 import pstats
+import shutil
 import sys
 import tempfile
 import time
@@ -41,13 +48,38 @@ import wrapper  # noqa: E402
 # cudagraph_mark_step_begin() before each call, the compiled function
 # called on the set's own tensors without the entry's copies ("raw"), and
 # compiled without CUDA graphs.
-VARIANT_CASES = 3
+VARIANT_CASES = int(os.environ.get("VARIANT_CASES", "3"))
+
+
+def lay_cache(capture, cache):
+    """Copies every cases/*/torch-compile/cache/REL layer of the capture's
+    manifest to cache/REL (the first of two layers at one REL wins; their
+    count is returned with the number laid)."""
+    blobs = os.path.join(capture, "blobs", "sha256")
+    index = json.load(open(os.path.join(capture, "index.json")))
+    man = json.load(open(os.path.join(blobs, index["manifests"][0]["digest"].split(":")[1])))
+    laid = clashes = 0
+    for layer in man["layers"]:
+        title = (layer.get("annotations") or {}).get("org.opencontainers.image.title", "")
+        parts = title.split("/", 4)
+        if len(parts) < 5 or parts[0] != "cases" or parts[2] != "torch-compile" or parts[3] != "cache":
+            continue
+        dst = os.path.join(cache, parts[4])
+        if os.path.exists(dst):
+            clashes += 1
+            continue
+        os.makedirs(os.path.dirname(dst), exist_ok=True)
+        shutil.copyfile(os.path.join(blobs, layer["digest"].split(":")[1]), dst)
+        laid += 1
+    return laid, clashes
 
 
 def factories(torch, wrapper, op, o, mode, t):
     """{kind: a function making the kind's entry from fresh inputs t}."""
     def compiled(options=None):
         torch._dynamo.reset()
+        from torch._dynamo.utils import counters
+        counters.clear()
         if options is None:
             return wrapper.Compiled(op, torch, o, mode)
         saved = wrapper.compile_options
@@ -65,6 +97,14 @@ def factories(torch, wrapper, op, o, mode, t):
                 e()
         return call
 
+    def inference_mode():
+        e = compiled().entry(t)
+
+        def call():
+            with torch.inference_mode():
+                e()
+        return call
+
     def mark_step():
         e = compiled().entry(t)
 
@@ -79,8 +119,17 @@ def factories(torch, wrapper, op, o, mode, t):
         return lambda: c.fn(*ins)
 
     return {"compiled": lambda: compiled().entry(t), "eager": lambda: wrapper.make_entry(op, t, o, torch, {}),
-            "compiled_no_grad": no_grad, "compiled_mark_step": mark_step, "compiled_raw": raw,
+            "compiled_no_grad": no_grad, "compiled_inference_mode": inference_mode, "compiled_mark_step": mark_step, "compiled_raw": raw,
             "compiled_no_cudagraphs": lambda: compiled({"triton.cudagraphs": False}).entry(t)}
+
+
+def case_id(case, dims):
+    """tilepipe's default id (cohort.DefaultID) of a case without one."""
+    id = case["op"] + "-" + "x".join(str(dims[k]) for k in dims)
+    for s in (case.get("dtype"), case.get("ranking"), case.get("pattern"), case.get("policy"), case.get("device")):
+        if s and s not in ("f32", "normal", "strict"):
+            id += "-" + s
+    return id
 
 
 def profile(torch, entry, path, title):
@@ -99,11 +148,15 @@ def profile(torch, entry, path, title):
 def main():
     name, mode, path = sys.argv[1:4]
     cohort = name if os.path.isfile(name) else os.path.join(ROOT, "cohort", "builtin", name + ".json")
-    wrapper.compile_env(tempfile.mkdtemp(prefix="dobench-cache-"))
+    cache = tempfile.mkdtemp(prefix="dobench-cache-")
+    laid = lay_cache(sys.argv[4], cache) if len(sys.argv) > 4 else None
+    wrapper.compile_env(cache)
     import torch
     import triton.testing
 
     out = open(path, "w")
+    if laid:
+        out.write(json.dumps({"cache_files_laid": laid[0], "cache_clashes": laid[1]}) + "\n")
     cases = [c for c in json.load(open(cohort))["cases"] if c.get("device") == "cuda"]
     for i, case in enumerate(cases):
         op, dt = case["op"], case.get("dtype", "f32")
@@ -112,8 +165,8 @@ def main():
         policy = case.get("policy") or "strict"
         # The wrapper's policies: tf32 lets cuBLAS and cuDNN use TF32.
         torch.backends.cuda.matmul.allow_tf32 = torch.backends.cudnn.allow_tf32 = policy == "tf32"
-        row = {"case": case["id"], "op": op, "dtype": dt, "policy": policy, "mode": mode}
-        kinds = ["compiled", "eager"] + (["compiled_no_grad", "compiled_mark_step", "compiled_raw", "compiled_no_cudagraphs"] if i < VARIANT_CASES else [])
+        row = {"case": case.get("id") or case_id(case, dims), "op": op, "dtype": dt, "policy": policy, "mode": mode}
+        kinds = ["compiled", "eager"] + (["compiled_no_grad", "compiled_inference_mode", "compiled_mark_step", "compiled_raw", "compiled_no_cudagraphs"] if i < VARIANT_CASES else [])
         for kind in kinds:
             try:
                 # build_inputs makes the outputs too, empty
@@ -127,8 +180,11 @@ def main():
                     entry()
                 torch.cuda.synchronize()
                 row[kind + "_loop_us"] = (time.perf_counter() - t0) / 200 * 1e6
-                if kind == "compiled" and i == 0:
-                    profile(torch, entry, path, "%s %s" % (case["id"], mode))
+                if kind == "compiled":
+                    from torch._dynamo.utils import counters
+                    row["counters"] = {k: dict(v) for k, v in counters.items() if k in ("inductor", "aot_autograd", "stats")}
+                    if i == 0:
+                        profile(torch, entry, path, "%s %s" % (row["case"], mode))
             except Exception as e:  # kept as the row's result
                 row[kind + "_error"] = wrapper.describe_error(e)
         out.write(json.dumps(row) + "\n")
