@@ -126,7 +126,29 @@ type replayer struct {
 	set0 map[artifacts.Pair]*artifacts.VisitResult
 	// visitCores is the mask visits start with (nil: they share replay's).
 	visitCores []int
+	// phases is where the running visit's wall time has gone so far.
+	phases phases
 }
+
+// phases is a diagnostic of where a visit's wall time went (inputs and
+// buffers, the timer's start and validated call, the warm samples, the
+// novel samples, the graph samples, the end and the judging, storing),
+// printed after the visit's progress line for whoever plans device time;
+// never stored, and nothing is judged by it.
+type phases struct {
+	t     time.Time
+	parts []string
+}
+
+func (p *phases) start() { p.t, p.parts = time.Now(), nil }
+
+func (p *phases) mark(name string) {
+	now := time.Now()
+	p.parts = append(p.parts, name+" "+now.Sub(p.t).Round(time.Millisecond).String())
+	p.t = now
+}
+
+func (p *phases) String() string { return strings.Join(p.parts, ", ") }
 
 // Run verifies the prepared stage and its capture, then times every
 // prepared (case, route) in balanced orders, one process per visit,

@@ -566,6 +566,11 @@ func (r *replayer) visit(ctx context.Context, v artifacts.Visit, programs map[ar
 	k := v.Pair()
 	e, prog := r.entries[k], programs[k]
 	vr := &artifacts.VisitResult{Visit: v, Session: len(r.sessions) - 1, Start: time.Now().UTC(), Threads: r.cfg.Threads}
+	r.phases.start()
+	defer func() {
+		r.phases.mark("store")
+		r.cfg.Progress.Printf("replay: visit %d took %s", v.Index, r.phases.String())
+	}()
 	in, err := r.inputs.get(v.Round, r.cases[v.Case])
 	if err != nil {
 		return nil, err
@@ -593,6 +598,7 @@ func (r *replayer) visit(ctx context.Context, v artifacts.Visit, programs map[ar
 		return nil, err
 	}
 	defer cleanup()
+	r.phases.mark("setup")
 	smps, calls, reason, err := r.runTimer(ctx, vr, e, l, bufs, g)
 	if err != nil {
 		return nil, err
@@ -844,6 +850,7 @@ func (r *replayer) drive(sess *visit.Session, vr *artifacts.VisitResult, e *arti
 		return nil, 0, false, err
 	}
 	vr.Checks, vr.OutputPolicy, vr.ColdNs = rep.Checks, rep.OutputPolicy, rep.ColdNs
+	r.phases.mark("start")
 	switch {
 	case rep.Status != "ok":
 		return nil, 0, false, &visit.Failure{Reason: rep.Reason}
@@ -863,11 +870,13 @@ func (r *replayer) drive(sess *visit.Session, vr *artifacts.VisitResult, e *arti
 	if err != nil {
 		return nil, 0, false, err
 	}
+	r.phases.mark("warm")
 	novel, err := bufs.runNovel(sess, r.cfg.Samples, calls, record.Clock(device, samples.KindNovel, sets.CurrentRule), st)
 	if err != nil {
 		return nil, calls, false, err
 	}
 	smps = append(smps, novel...)
+	r.phases.mark("novel")
 	if batch := r.graphBatch(vr.Case, e); batch > 0 {
 		graph, g, err := sess.DriveGraph(int64(batch), r.cfg.Samples,
 			time.Duration(r.cfg.SampleMs*float64(time.Millisecond)), time.Duration(r.cfg.WarmupMs*float64(time.Millisecond)))
@@ -876,6 +885,7 @@ func (r *replayer) drive(sess *visit.Session, vr *artifacts.VisitResult, e *arti
 			return nil, calls, false, err
 		}
 		smps = append(smps, graph...)
+		r.phases.mark("graph")
 	}
 	if vr.Pins, err = sess.Pins(); err != nil {
 		return nil, calls, false, err
@@ -896,6 +906,7 @@ func (r *replayer) drive(sess *visit.Session, vr *artifacts.VisitResult, e *arti
 	if err := bufs.afterTiming(vr); err != nil {
 		return nil, calls, true, err
 	}
+	r.phases.mark("judge")
 	return smps, calls, true, nil
 }
 

@@ -85,7 +85,10 @@ func bracket(doc artifacts.ReplayDoc) string {
 // stage maps the staged slots into the timer's context and unmaps them
 // inside the span, a cost that grows with the bytes a sample stages; its
 // share of the row's novel time, stage / (N × median per call), is the
-// protocol's own cost in the claim, and a row above half is marked.
+// protocol's own cost in the claim, and a row above half is marked. A row
+// with a ratio gets the stages' factor in it, (1 − the baseline's share) /
+// (1 − the row's share): the ratio of the calls alone times the factor is
+// the published ratio, so a factor below 1 is the stages favouring the row.
 func stageCost(doc artifacts.ReplayDoc) string {
 	calls := map[artifacts.Pair][]float64{}
 	frozen := map[artifacts.Pair]bool{}
@@ -95,23 +98,33 @@ func stageCost(doc artifacts.ReplayDoc) string {
 			frozen[v.Pair()] = frozen[v.Pair()] || v.Novel.FreezeNs > 0
 		}
 	}
+	share := map[artifacts.Pair]float64{}
+	for _, s := range doc.Summary {
+		k := s.Pair()
+		if s.Kind == samples.KindNovel && s.Status == artifacts.StatusPassed && s.StageNs > 0 && s.MedianNs > 0 && !frozen[k] && len(calls[k]) > 0 {
+			share[k] = min(1, s.StageNs/(stats.Median(calls[k])*s.MedianNs))
+		}
+	}
 	var b strings.Builder
 	most := 0
 	for _, s := range doc.Summary {
 		k := s.Pair()
-		if s.Kind != samples.KindNovel || s.Status != artifacts.StatusPassed || s.StageNs <= 0 || s.MedianNs <= 0 || frozen[k] || len(calls[k]) == 0 {
+		sh, ok := share[k]
+		if !ok {
 			continue
 		}
 		if b.Len() == 0 {
-			b.WriteString("\nStage cost (novel rows on replay's clock whose visits record no freeze cycle: GPU rows): each novel sample's span holds, beside its N calls, what the timer's own number does not: mapping the staged slots into the timer's context and unmapping them, the channel, the freeze and the closing idle probe (docs/gpu-clock.md). It grows with the bytes a sample stages, and is the same for every route of a case, so a ratio between two rows where it dominates is pulled toward 1. Its share of the row's novel time is the protocol's own cost in the claim; above half, the row is marked: read its warm and graph figures beside it.\n\n| case | route | calls a sample (N) | span beyond the timer | per call | share of novel time |\n|---|---|---:|---:|---:|---:|\n")
+			b.WriteString("\nStage cost (novel rows on replay's clock whose visits record no freeze cycle: GPU rows): each novel sample's span holds, beside its N calls, what the timer's own number does not: mapping the staged slots into the timer's context and unmapping them, the channel, the freeze and the closing idle probe (docs/gpu-clock.md). It grows with the bytes a sample stages and differs between routes (a torch process has more to freeze). Its share of the row's novel time is the protocol's own cost in the claim; above half, the row is marked: read its warm and graph figures beside it. The stages' factor in a ratio is (1 − the baseline's share) / (1 − the row's share): the published ratio is the calls' ratio times it, so below 1 the stages favour the row, above 1 the baseline.\n\n| case | route | calls a sample (N) | span beyond the timer | per call | share of novel time | stages' factor in the ratio |\n|---|---|---:|---:|---:|---:|---:|\n")
 		}
 		n := stats.Median(calls[k])
-		share := min(1, s.StageNs/(n*s.MedianNs))
-		mark := ""
-		if share > 0.5 {
+		mark, factor := "", "-"
+		if sh > 0.5 {
 			mark, most = " (mostly the stage)", most+1
 		}
-		fmt.Fprintf(&b, "| %s | %s | %.0f | %s | %s | %.1f%%%s |\n", s.Case, s.Route, n, Duration(s.StageNs), Duration(s.StageNs/n), 100*share, mark)
+		if sb, ok := share[artifacts.Pair{Case: s.Case, Route: doc.Config.Baseline}]; ok && s.RatioPairs > 0 && sh < 1 {
+			factor = fmt.Sprintf("%.3f", (1-sb)/(1-sh))
+		}
+		fmt.Fprintf(&b, "| %s | %s | %.0f | %s | %s | %.1f%%%s | %s |\n", s.Case, s.Route, n, Duration(s.StageNs), Duration(s.StageNs/n), 100*sh, mark, factor)
 	}
 	if most > 0 {
 		fmt.Fprintf(&b, "\n%d of these rows' novel time is mostly the stage's own cost.\n", most)

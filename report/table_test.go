@@ -170,9 +170,12 @@ func TestStageCost(t *testing.T) {
 		Visits: []artifacts.VisitResult{v(0, "big", artifacts.StatusPassed, 21, 0), v(1, "big", artifacts.StatusPassed, 21, 0), v(2, "big", artifacts.StatusFailed, 5, 0),
 			v(3, "small", artifacts.StatusPassed, 1000, 0), v(4, "cpu", artifacts.StatusPassed, 100, 30_000), v(5, "failed", artifacts.StatusFailed, 100, 0),
 			v(6, "none", artifacts.StatusPassed, 100, 0)}}
+	doc.Config.Baseline = "small"
+	doc.Summary[0].RatioPairs = 2 // big has a ratio against small
 	got := stageCost(doc)
-	// 6 ms / (21 × 289 µs) = 98.9%; 1 ms / (1000 × 10 µs) = 10%.
-	for _, want := range []string{"| c | big | 21 | 6 ms | 286 µs | 98.9% (mostly the stage) |\n", "| c | small | 1000 | 1 ms | 1 µs | 10.0% |\n", "\n1 of these rows' novel time is mostly the stage's own cost.\n"} {
+	// 6 ms / (21 × 289 µs) = 98.9%; 1 ms / (1000 × 10 µs) = 10%; big's
+	// stages' factor (1 − 0.1) / (1 − 0.98863) = 79.161.
+	for _, want := range []string{"| c | big | 21 | 6 ms | 286 µs | 98.9% (mostly the stage) | 79.161 |\n", "| c | small | 1000 | 1 ms | 1 µs | 10.0% | - |\n", "\n1 of these rows' novel time is mostly the stage's own cost.\n"} {
 		if !strings.Contains(got, want) {
 			t.Errorf("stage section:\n%s\nwant %q in it", got, want)
 		}
