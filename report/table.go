@@ -52,10 +52,12 @@ func warm(sums []artifacts.Summary) string {
 // (novel.freezeNs: the median of the idle cycles after its last sample)
 // and one channel round trip (the row's channel), so (freeze + channel) /
 // (N × median per call) of the row's novel time is the protocol's own. ""
-// when no visit recorded its freeze cycles (GPU visits, whose CUDA-event
-// time holds no bracket, and replays made before it).
+// when no visit recorded its freeze cycles (replays made before it). A
+// GPU row with a stage (Summary.StageNs) is stageCost's instead: its span
+// also maps and unmaps the staged slots, which freeze and channel miss.
 func bracket(doc artifacts.ReplayDoc) string {
 	freeze, calls := map[artifacts.Pair][]float64{}, map[artifacts.Pair][]float64{}
+	gpu := gpuRows(doc)
 	for _, v := range doc.Visits {
 		if v.Status != artifacts.StatusPassed || v.Novel == nil || v.Novel.FreezeNs <= 0 {
 			continue
@@ -67,8 +69,8 @@ func bracket(doc artifacts.ReplayDoc) string {
 	var b strings.Builder
 	for _, s := range doc.Summary {
 		k := s.Pair()
-		if s.Kind != samples.KindNovel || s.Status != artifacts.StatusPassed || len(freeze[k]) == 0 || s.MedianNs <= 0 {
-			continue
+		if s.Kind != samples.KindNovel || s.Status != artifacts.StatusPassed || len(freeze[k]) == 0 || s.MedianNs <= 0 || (gpu[k] && s.StageNs > 0) {
+			continue // a GPU row with a stage is stageCost's: its span holds more than freeze and channel
 		}
 		if b.Len() == 0 {
 			b.WriteString("\nNovel bracket (rows timed by replay's clock): each novel sample's span holds, beside its N calls, one thaw-and-freeze cycle of the visit (median of its idle cycles after the last sample) and one channel round trip; their share of the row's novel time is the protocol's own cost in the claim, larger where N is small and for a route with more to freeze (docs/protocol.md).\n\n| case | route | calls a sample (N) | freeze cycle | channel | share of novel time |\n|---|---|---:|---:|---:|---:|\n")
@@ -79,9 +81,21 @@ func bracket(doc artifacts.ReplayDoc) string {
 	return b.String()
 }
 
-// stageCost is each passed novel row's stage (Summary.StageNs: the median
-// of its novel samples' span beyond the timer's number) where its visits
-// recorded no freeze cycle, which bracket() covers: GPU rows. On a GPU the
+// gpuRows are the (case, route) pairs whose visits ran the GPU's idle
+// probes: GPU rows.
+func gpuRows(doc artifacts.ReplayDoc) map[artifacts.Pair]bool {
+	gpu := map[artifacts.Pair]bool{}
+	for _, v := range doc.Visits {
+		if v.GPUIdle != nil {
+			gpu[v.Pair()] = true
+		}
+	}
+	return gpu
+}
+
+// stageCost is each passed GPU novel row's stage (Summary.StageNs: the
+// median of its novel samples' span beyond the timer's number; a row is a
+// GPU row when its visits ran the GPU's idle probes). On a GPU the
 // stage maps the staged slots into the timer's context and unmaps them
 // inside the span, a cost that grows with the bytes a sample stages; its
 // share of the row's novel time, stage / (N × median per call), is the
@@ -91,17 +105,16 @@ func bracket(doc artifacts.ReplayDoc) string {
 // the published ratio, so a factor below 1 is the stages favouring the row.
 func stageCost(doc artifacts.ReplayDoc) string {
 	calls := map[artifacts.Pair][]float64{}
-	frozen := map[artifacts.Pair]bool{}
+	gpu := gpuRows(doc)
 	for _, v := range doc.Visits {
 		if v.Status == artifacts.StatusPassed && v.Novel != nil {
 			calls[v.Pair()] = append(calls[v.Pair()], float64(v.Novel.Calls))
-			frozen[v.Pair()] = frozen[v.Pair()] || v.Novel.FreezeNs > 0
 		}
 	}
 	share := map[artifacts.Pair]float64{}
 	for _, s := range doc.Summary {
 		k := s.Pair()
-		if s.Kind == samples.KindNovel && s.Status == artifacts.StatusPassed && s.StageNs > 0 && s.MedianNs > 0 && !frozen[k] && len(calls[k]) > 0 {
+		if s.Kind == samples.KindNovel && s.Status == artifacts.StatusPassed && s.StageNs > 0 && s.MedianNs > 0 && gpu[k] && len(calls[k]) > 0 {
 			share[k] = min(1, s.StageNs/(stats.Median(calls[k])*s.MedianNs))
 		}
 	}
@@ -114,7 +127,7 @@ func stageCost(doc artifacts.ReplayDoc) string {
 			continue
 		}
 		if b.Len() == 0 {
-			b.WriteString("\nStage cost (novel rows on replay's clock whose visits record no freeze cycle: GPU rows): each novel sample's span holds, beside its N calls, what the timer's own number does not: mapping the staged slots into the timer's context and unmapping them, the channel, the freeze and the closing idle probe (docs/gpu-clock.md). It grows with the bytes a sample stages and differs between routes (a torch process has more to freeze). Its share of the row's novel time is the protocol's own cost in the claim; above half, the row is marked: read its warm and graph figures beside it. The stages' factor in a ratio is (1 − the baseline's share) / (1 − the row's share): the published ratio is the calls' ratio times it, so below 1 the stages favour the row, above 1 the baseline.\n\n| case | route | calls a sample (N) | span beyond the timer | per call | share of novel time | stages' factor in the ratio |\n|---|---|---:|---:|---:|---:|---:|\n")
+			b.WriteString("\nStage cost (GPU rows): each novel sample's span holds, beside its N calls, what the timer's own number does not: mapping the staged slots into the timer's context and unmapping them, the channel, the freeze and the closing idle probe (docs/gpu-clock.md). It grows with the bytes a sample stages and differs between routes (a torch process has more to freeze). Its share of the row's novel time is the protocol's own cost in the claim; above half, the row is marked: read its warm and graph figures beside it. The stages' factor in a ratio is (1 − the baseline's share) / (1 − the row's share): the published ratio is the calls' ratio times it, so below 1 the stages favour the row, above 1 the baseline.\n\n| case | route | calls a sample (N) | span beyond the timer | per call | share of novel time | stages' factor in the ratio |\n|---|---|---:|---:|---:|---:|---:|\n")
 		}
 		n := stats.Median(calls[k])
 		mark, factor := "", "-"

@@ -151,15 +151,21 @@ func TestTableGolden(t *testing.T) {
 	golden.Check(t, "gpu-checkpoint-results.md", []byte(Table(doc)))
 }
 
-// TestStageCost: a GPU row (visits with no freeze cycle) whose stage is
+// TestStageCost: a GPU row (visits with idle probes) whose stage is
 // known gets its share of the novel time, stage / (N × median per call),
-// the median N over its passed visits, and a mark above half; rows whose
-// visits recorded a freeze cycle (bracket's), failed rows and rows with
-// no stage are left out.
+// the median N over its passed visits, a mark above half, and the
+// stages' factor in its ratio; CPU rows (bracket's), failed rows and rows
+// with no stage are left out, and bracket leaves the GPU rows out.
 func TestStageCost(t *testing.T) {
+	// freeze > 0 makes a CPU visit (no idle probes), as bracket's are;
+	// GPU visits record freeze cycles too, and their probes.
 	v := func(i int, route, status string, calls, freeze int64) artifacts.VisitResult {
-		return artifacts.VisitResult{Visit: artifacts.Visit{Index: i, Case: "c", Route: route}, Status: status,
-			Novel: &artifacts.NovelRecord{Samples: 5, Calls: calls, FreezeNs: freeze}}
+		r := artifacts.VisitResult{Visit: artifacts.Visit{Index: i, Case: "c", Route: route}, Status: status,
+			Novel: &artifacts.NovelRecord{Samples: 5, Calls: calls, FreezeNs: 40_000}}
+		if freeze == 0 {
+			r.GPUIdle = &artifacts.GPUIdle{Probes: 10, WorstNs: 50_000}
+		}
+		return r
 	}
 	row := func(route, status string, median, stage float64) artifacts.Summary {
 		return artifacts.Summary{Case: "c", Route: route, Status: status, Kind: "novel", MedianNs: median, StageNs: stage}
@@ -187,5 +193,10 @@ func TestStageCost(t *testing.T) {
 	}
 	if !strings.Contains(Table(doc), got) {
 		t.Errorf("the table does not hold the stage section")
+	}
+	// The bracket section keeps the CPU row and leaves the GPU rows with a
+	// stage to this one.
+	if br := bracket(doc); !strings.Contains(br, "| c | cpu |") || strings.Contains(br, "| c | big |") || strings.Contains(br, "| c | small |") {
+		t.Errorf("bracket section:\n%s\nwant the cpu row and neither GPU row with a stage", br)
 	}
 }
