@@ -6,11 +6,13 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/tilepipe/tilepipe/artifacts"
+	"github.com/tilepipe/tilepipe/artifacts/samples"
 	"github.com/tilepipe/tilepipe/internal/slurm"
 	"github.com/tilepipe/tilepipe/internal/slurmtest"
 )
@@ -33,8 +35,10 @@ func builtTilepipe(t *testing.T) string {
 
 // TestSlurmArray runs a replay as a 4-task array on a real single-node
 // Slurm (internal/slurmtest): the merge job after it merges and audits,
-// the audit passes, and every merged row's median is within the noise of
-// a single-machine replay of the same prepared stage. Then a second job:
+// the audit passes, and the merged sample table is exactly the shards'
+// tables together (a single-machine replay of the same prepared stage is
+// set beside it in the log, not judged: separate replays here differ by
+// up to 76 times a row). Then a second job:
 // one task scancelled while it runs and one before it starts leave their
 // shards incomplete, the merge never runs (afterok), status names both,
 // and resubmit completes them, the begun one resumed.
@@ -98,43 +102,62 @@ func TestSlurmArray(t *testing.T) {
 	if _, err := artifacts.OpenStage(filepath.Join(job, slurm.AuditStage), artifacts.AuditType, nil); err != nil {
 		t.Errorf("the merge job wrote no audit stage: %v", err)
 	}
-	merged, ref := readReplay(t, filepath.Join(job, slurm.MergedDir)), readReplay(t, single)
-	// Within the noise: the least time per call, which preemption and
-	// steal only ever raise. On this 2-core VM, with its host stealing a
-	// tenth to a third of a core, the least time of a row of these
-	// 2-round, 1 ms-sample replays moved by up to 2.4 times between the
-	// shards and the single replay (medians by up to 500); across the 8
-	// rows together (their geometric mean) by tens of percent. A merge
-	// that mis-scaled calls would move every row, by factors. A row's
-	// claim is its novel samples, whose span holds the freeze bracket
-	// (0.4 ms quiet, milliseconds on a loaded machine) beside 1 ms of
-	// calls: one row's least time moved 5.3 times under make test-hostile,
-	// and 76 times in a fresh-clone CI run (add-3x7/naive2: 54.7 ns merged,
-	// 4169 ns single; geometric mean 0.325), most likely where the single replay's
-	// calibration fell in a slow spell and gave its novel samples so few
-	// calls that the bracket was nearly all of them. So this comparison
-	// only catches a merge off by orders of magnitude (a row 100 times
-	// either way, the rows together 10); the exact check that the merge
-	// kept every shard's samples and scaled no call is the audit above,
-	// which recomputes every merged summary from the shards' sample
-	// tables and holds each sample's calls to its visit's record.
+	// The merge kept every shard's samples as they were: the merged
+	// sample table is, row for row (visits renumbered), the shards'
+	// tables together. A merge that dropped, doubled or re-scaled a
+	// sample (its calls, its span) is named here exactly.
+	sampleRows := func(dir string) map[samples.Row]int {
+		t.Helper()
+		st, err := artifacts.OpenStage(dir, artifacts.ReplayType, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var d artifacts.ReplayDoc
+		if err := st.ReadDoc(&d); err != nil {
+			t.Fatal(err)
+		}
+		rows, err := samples.ReadFile(st.Store.Path(d.Samples), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		n := map[samples.Row]int{}
+		for _, r := range rows {
+			r.Visit, r.Position = 0, 0 // the merge numbers visits anew
+			n[r]++
+		}
+		return n
+	}
+	merged := sampleRows(filepath.Join(job, slurm.MergedDir))
+	shards := map[samples.Row]int{}
+	for i := range 4 {
+		for r, n := range sampleRows(filepath.Join(job, slurm.ShardsDir, strconv.Itoa(i))) {
+			shards[r] += n
+		}
+	}
+	for r, n := range merged {
+		if shards[r] != n {
+			t.Errorf("merged sample %s/%s %s %d of round %d (%d calls, %d ns): %d in the merged table, %d in the shards'", r.Case, r.Route, r.Kind, r.Index, r.Round, r.Calls, r.TotalNs, n, shards[r])
+		}
+	}
+	if len(merged) != len(shards) {
+		t.Errorf("the merged sample table has %d distinct rows, the 4 shards' tables together %d", len(merged), len(shards))
+	}
+	// Beside it, for the record only: the merged rows' least times over a
+	// single replay's of the same prepared stage. Separate replays on this
+	// 2-core VM are not comparable within a bound: one row moved 5.3
+	// times under make test-hostile, and 76 times in a fresh-clone CI run
+	// (add-3x7/naive2: 54.7 ns merged, 4169 ns single; geometric mean
+	// 0.325), so the exact comparison above is the check.
+	mdoc, ref := readReplay(t, filepath.Join(job, slurm.MergedDir)), readReplay(t, single)
 	logSum := 0.0
-	for i, m := range merged.Summary {
+	for i, m := range mdoc.Summary {
 		s := ref.Summary[i]
 		if m.Case != s.Case || m.Route != s.Route || m.Status != s.Status || m.Visits != s.Visits || m.Samples != s.Samples {
 			t.Errorf("merged row %d %s/%s %s %d visits %d samples, the single replay's %s/%s %s %d %d", i, m.Case, m.Route, m.Status, m.Visits, m.Samples, s.Case, s.Route, s.Status, s.Visits, s.Samples)
 		}
-		r := m.MinNs / s.MinNs
-		if !(r > 0.01 && r < 100) {
-			t.Errorf("merged row %s/%s least time %g ns per call, the single replay's %g ns: not within the noise", m.Case, m.Route, m.MinNs, s.MinNs)
-		}
-		logSum += math.Log(r)
+		logSum += math.Log(m.MinNs / s.MinNs)
 	}
-	g := math.Exp(logSum / float64(len(merged.Summary)))
-	t.Logf("merged rows' least times over the single replay's: geometric mean %.3f", g)
-	if !(g > 0.1 && g < 10) {
-		t.Errorf("merged rows' least times over the single replay's: geometric mean %.3f, want within 0.1 to 10", g)
-	}
+	t.Logf("merged rows' least times over the single replay's: geometric mean %.3f", math.Exp(logSum/float64(len(mdoc.Summary))))
 
 	// A task cancelled while it runs, another before it starts.
 	again := filepath.Join(root, "again")
