@@ -2,7 +2,7 @@
 # On the GPU machine (issues 29 and 30): tilepipe run of COHORT
 # (gpu-llm-quick unless set) with ROUTES (triton,cublas,torch-eager unless
 # set), baseline torch-eager, two rounds, EXTRA replay flags (e.g.
-# "--graph-batch 32"), within BUDGET seconds; then every failed or
+# "--graph-batch 32"), capture with JOBS builds at once (8 unless set), within BUDGET seconds; then every failed or
 # unsupported build. Writes W/llm-*.
 #   tar -xJf .gpubin/gpu.tar.xz && BUDGET=540 bash docs/results/2026-12-07-gpu-llm/run.sh $OUT /tmp/r
 # A run its budget stopped goes on in the next call on the same warm
@@ -27,7 +27,7 @@ if [ "${STEP:-run}" = resume ]; then
     --output "$R/llm/audit.json" > "$W/llm-audit.out" 2> "$W/llm-audit.err"
   echo "$COHORT audit: exit $?" | tee -a "$W/steps.txt"
 else
-  timeout ${BUDGET:-540} bin/tilepipe run --cohort "$COHORT" --routes "$ROUTES" $FLAGS --jobs 8 \
+  timeout ${BUDGET:-540} bin/tilepipe run --cohort "$COHORT" --routes "$ROUTES" $FLAGS --jobs ${JOBS:-8} \
     --output "$R/llm" > "$W/llm-run.out" 2> "$W/llm-run.err"
   echo "$COHORT run: exit $? in $(( $(date +%s) - t0 )) s" | tee -a "$W/steps.txt"
   grep -E "capture: .* (failed|unsupported)|prepare: .* failed" "$W/llm-run.err" > "$W/llm-failures.txt" || true
