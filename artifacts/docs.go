@@ -154,6 +154,17 @@ type Route struct {
 	Devices []string `json:"devices,omitempty"`
 	// BuildCache: its builds shared a --cache directory (docs/protocol.md).
 	BuildCache bool `json:"buildCache,omitempty"`
+	// Kernel is the user's kernel file the route built from (--kernel
+	// NAME=KIND:FILE, docs/kernels.md), absent for every other route.
+	Kernel *KernelFile `json:"kernel,omitempty"`
+}
+
+// KernelFile is a user's kernel file (--kernel NAME=KIND:FILE): stored as
+// external/kernels/NAME/BASE, built by the built-in route kernel-KIND
+// running under NAME, every build's source.
+type KernelFile struct {
+	Kind string `json:"kind"` // c
+	ExternalFile
 }
 
 // DescribedName is the name the route's describe answer gives: Describes

@@ -20,7 +20,8 @@ const maxDescribe = 1 << 20
 func routesCheck(cp *checkpoint, f *facts) finding {
 	p := routesAgree(cp.cdoc.Routes, cp.cap.Layers, func(d artifacts.Digest) ([]byte, error) { return cp.readCapture(d, maxDescribe) })
 	p = append(p, entriesAgree(cp.cdoc, cp.pdoc)...)
-	return finding{problems: p, summary: fmt.Sprintf("%d routes' entries against their stored describe answers (routes/NAME/describe.json) and programs; every prepared entry's environment, below-best note and cache files are its build's", len(cp.cdoc.Routes))}
+	p = append(p, kernelsAgree(cp.cdoc, cp.cap.Layers)...)
+	return finding{problems: p, summary: fmt.Sprintf("%d routes' entries against their stored describe answers (routes/NAME/describe.json) and programs; every prepared entry's environment, below-best note and cache files are its build's; every kernel file route's builds are of its stored file", len(cp.cdoc.Routes))}
 }
 
 // entriesAgree: what a prepared entry gives its visits is what its

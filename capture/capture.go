@@ -41,6 +41,7 @@ type Config struct {
 	IR           []string      // external IR files for routes that accept IR (--ir)
 	ABI          string        // the IR's entry ABI, a JSON object (--abi); with IR or not at all
 	RouteEnv     []string      // KEY=VALUE every route build sees (--route-env); nothing else is passed but PATH, HOME, the locale
+	Kernels      []string      // NAME=KIND:FILE: a user's kernel file built by route kernel-KIND under NAME (--kernel, docs/kernels.md)
 	NoSandbox    bool          // builds run without a sandbox (--no-sandbox)
 	Bwrap        string        // bubblewrap program; "" finds bwrap on PATH
 	// Key, when set, signs the receipt (a DSSE envelope, artifacts/sign).
@@ -94,6 +95,11 @@ func (c Config) Validate() error {
 			}
 		}
 	}
+	for _, k := range c.Kernels {
+		if _, _, _, err := parseKernel(k); err != nil {
+			return err
+		}
+	}
 	return nil
 }
 
@@ -127,7 +133,7 @@ func Run(ctx context.Context, cfg Config) (_ *Result, err error) {
 		return nil, err
 	}
 
-	rec := artifacts.NewReceipt("capture", start, map[string]any{"cohort": cfg.Cohort, "routes": cfg.Routes, "routeExec": cfg.RouteExec, "threads": cfg.Threads,
+	rec := artifacts.NewReceipt("capture", start, map[string]any{"cohort": cfg.Cohort, "routes": cfg.Routes, "routeExec": cfg.RouteExec, "kernels": cfg.Kernels, "threads": cfg.Threads,
 		"routeEnv": req.routeEnv, "sandbox": req.sb.Record()}, nil, nil)
 	cd, err := s.PutBytes(req.raw, artifacts.MediaJSON)
 	if err != nil {
@@ -143,6 +149,9 @@ func Run(ctx context.Context, cfg Config) (_ *Result, err error) {
 		if doc.External, ir, err = putExternal(s, req.irs, req.abi, tmp); err != nil {
 			return nil, err
 		}
+	}
+	if err := putKernels(s, req.routes, tmp); err != nil {
+		return nil, err
 	}
 	if err := describeAll(ctx, s, cfg, req, ir, &doc, &rec); err != nil {
 		return nil, err
@@ -517,6 +526,9 @@ func (j *job) buildArgv(r artifacts.Route, caseFile, scratch string, ir *caseIR,
 			ro = append(ro, visit.Bind{Src: f, Dst: f})
 		}
 	}
+	if k := kernelCopy(r, j.tmp); k != "" {
+		ro = append(ro, visit.Bind{Src: k, Dst: k})
+	}
 	return j.sandbox.Wrap([]string{j.store, j.tmp}, ro, rw, j.devices.For(j.c.DeviceOf() == oracle.DeviceCUDA), work, argv), nil
 }
 
@@ -649,7 +661,8 @@ func build(ctx context.Context, s *artifacts.Store, cfg Config, r artifacts.Rout
 }
 
 // buildEnv: the environment a route's build command gets beside the
-// job's: TMPDIR in the sandbox, and a cubin route's TILEPIPE_PTXAS.
+// job's: TMPDIR in the sandbox, a kernel route's file (TILEPIPE_KERNEL)
+// and a cubin route's TILEPIPE_PTXAS.
 func buildEnv(j *job, r artifacts.Route, noSandbox bool) map[string]string {
 	env := maps.Clone(j.env)
 	if env == nil {
@@ -659,6 +672,9 @@ func buildEnv(j *job, r artifacts.Route, noSandbox bool) map[string]string {
 		// The host's /tmp is read-only in the build sandbox; capture's
 		// scratch directory is a private tmpfs there, the work dir inside it.
 		env["TMPDIR"] = j.tmp
+	}
+	if k := kernelCopy(r, j.tmp); k != "" {
+		env[KernelEnv] = k
 	}
 	if _, given := env["TILEPIPE_PTXAS"]; r.Kind == artifacts.KindCubin && !given {
 		// The ptxas prepare will build the PTX again with (docs/gpu.md,

@@ -3,6 +3,7 @@ package capture
 import (
 	"context"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"strings"
@@ -18,6 +19,7 @@ type routeExec struct {
 	alias    string // the name it goes by in this checkpoint ("": its own)
 	path     string
 	external bool
+	kernel   *kernelSpec // a --kernel's file (route kernel-KIND), else nil
 }
 
 // splitAlias cuts "ALIAS=ROUTE" (or "ALIAS=PATH") into its alias and the
@@ -60,6 +62,9 @@ func resolveRoutes(cfg Config) ([]routeExec, error) {
 		if n == "" || filepath.Base(n) != n {
 			return nil, fmt.Errorf("route %q: want a built-in route name (see tilepipe routes) or --route-exec PATH", n)
 		}
+		if strings.HasPrefix(n, kernelPrefix) {
+			return nil, fmt.Errorf("route %q: builds a user's kernel file: give it as --kernel NAME=%s:FILE (docs/kernels.md)", n, strings.TrimPrefix(n, kernelPrefix))
+		}
 		out = append(out, routeExec{name: n, alias: alias, path: filepath.Join(dir, n, "route")})
 	}
 	for _, r := range cfg.RouteExec {
@@ -73,6 +78,11 @@ func resolveRoutes(cfg Config) ([]routeExec, error) {
 		}
 		out = append(out, routeExec{path: abs, alias: alias, external: true})
 	}
+	kernels, err := kernelRoutes(dir, cfg.Kernels)
+	if err != nil {
+		return nil, err
+	}
+	out = append(out, kernels...)
 	if len(out) == 0 {
 		return nil, fmt.Errorf("routes: want at least one route")
 	}
@@ -110,7 +120,18 @@ func describeRaw(ctx context.Context, s *artifacts.Store, path string, env map[s
 }
 
 func describe(ctx context.Context, s *artifacts.Store, r routeExec, env map[string]string, timeout time.Duration) (artifacts.Route, artifacts.Command, error) {
+	var kernel *artifacts.KernelFile
+	if r.kernel != nil {
+		env = maps.Clone(env)
+		if env == nil {
+			env = map[string]string{}
+		}
+		env[KernelEnv], kernel = r.kernel.copy, r.kernel.file
+	}
 	cmd, d, err := describeRaw(ctx, s, r.path, env, timeout)
+	if err != nil && r.kernel != nil {
+		return artifacts.Route{}, cmd, fmt.Errorf("--kernel %s (%s): %w", r.alias, r.kernel.src, err)
+	}
 	if err != nil {
 		return artifacts.Route{}, cmd, err
 	}
@@ -129,7 +150,7 @@ func describe(ctx context.Context, s *artifacts.Store, r routeExec, env map[stri
 	s.Name("routes/"+name+"/describe.json", ocispecDesc(cmd.Stdout))
 	return artifacts.Route{Name: name, Describes: describes, Kind: d.Kind, Version: d.Version, Available: d.Available, Reason: d.Reason,
 		Ops: d.Ops, Exec: r.path, Digest: pd.Digest, Describe: cmd.Stdout, External: r.external,
-		Validates: d.Validates, AcceptsIR: d.AcceptsIR, Devices: d.Devices, BuildCache: d.BuildCache}, cmd, nil
+		Validates: d.Validates, AcceptsIR: d.AcceptsIR, Devices: d.Devices, BuildCache: d.BuildCache, Kernel: kernel}, cmd, nil
 }
 
 func ocispecDesc(d artifacts.Digest) ocispec.Descriptor {

@@ -16,6 +16,7 @@ func captureFlags() []cli.Flag {
 	return []cli.Flag{
 		&cli.StringFlag{Name: "cohort", Value: d.Cohort, Usage: "built-in cohort name or cohort JSON file"},
 		&cli.StringFlag{Name: "routes", Value: strings.Join(d.Routes, ","), Usage: "comma-separated built-in routes; ALIAS=ROUTE runs ROUTE under another name (halide,halide-new=halide: two builds of one route in one replay)"},
+		&cli.StringSliceFlag{Name: "kernel", Usage: "NAME=KIND:FILE: your kernel file as a route named NAME (repeatable); KIND c: a C file with a '// tilepipe-ops: OP...' line defining int tilepipe_kernel(void *const *args) (docs/kernels.md)"},
 		&cli.StringSliceFlag{Name: "route-exec", Usage: "PATH of a route program speaking docs/protocol.md (repeatable); NAME=PATH runs it under NAME (two versions of one route side by side)"},
 		&cli.IntFlag{Name: "threads", Value: d.Threads, Usage: fmt.Sprintf("threads per timed process (also recorded at capture; 1 to %d)", capture.MaxThreads)},
 		&cli.IntFlag{Name: "jobs", Value: d.Jobs, Usage: fmt.Sprintf("route builds run at once (1 to %d)", capture.MaxJobs)},
@@ -37,7 +38,7 @@ func captureConfig(c *cli.Context, output string) capture.Config {
 			cfg.Routes = append(cfg.Routes, r)
 		}
 	}
-	cfg.RouteExec = c.StringSlice("route-exec")
+	cfg.RouteExec, cfg.Kernels = c.StringSlice("route-exec"), c.StringSlice("kernel")
 	cfg.IR, cfg.ABI = c.StringSlice("ir"), c.String("abi")
 	cfg.RouteEnv = c.StringSlice("route-env")
 	cfg.NoSandbox, cfg.Bwrap = c.Bool("no-sandbox"), c.String("bwrap")

@@ -14,16 +14,24 @@ import (
 )
 
 // builtinRoutes are the routes make build installs under bin/routes.
-var builtinRoutes = []string{"halide", "orc", "openblas", "torch-eager", "torch-compile", "triton", "cublas", "halide-cuda"}
+var builtinRoutes = []string{"halide", "orc", "openblas", "torch-eager", "torch-compile", "triton", "cublas", "halide-cuda", "kernel-c"}
 
 func routesCommand() *cli.Command {
 	return &cli.Command{
 		Name:  "routes",
 		Usage: "list each built-in route, whether it is available here, and why not",
+		Flags: []cli.Flag{&cli.StringSliceFlag{Name: "kernel", Usage: "NAME=KIND:FILE: list your kernel file's route too, as capture --kernel would run it (repeatable)"}},
 		Action: func(c *cli.Context) error {
 			var rows []routeRow
 			for _, name := range builtinRoutes {
 				d, err := capture.Describe(c.Context, filepath.Join(capture.RoutesDir(), name, "route"))
+				rows = append(rows, routeRow{name, d, err})
+			}
+			for _, k := range c.StringSlice("kernel") {
+				name, d, err := capture.DescribeKernel(c.Context, capture.RoutesDir(), k)
+				if name == "" {
+					return err
+				}
 				rows = append(rows, routeRow{name, d, err})
 			}
 			return routesTable(c.App.Writer, rows)
@@ -47,6 +55,9 @@ func routesTable(w io.Writer, rows []routeRow) error {
 		switch d := r.d; {
 		case r.err != nil:
 			fmt.Fprintf(tw, "%s\t-\tno\t-\t-\t%v\n", r.name, r.err)
+		case d.Available && len(d.Ops) == 0 && strings.HasPrefix(r.name, "kernel-"):
+			kind := strings.TrimPrefix(r.name, "kernel-")
+			fmt.Fprintf(tw, "%s\t%s\tyes\t%s\t%s\tthose its file names (--kernel NAME=%s:FILE, docs/kernels.md)\n", r.name, d.Kind, extras(d), d.Version, kind)
 		case d.Available:
 			fmt.Fprintf(tw, "%s\t%s\tyes\t%s\t%s\t%s\n", r.name, d.Kind, extras(d), d.Version, strings.Join(d.Ops, ","))
 		default:

@@ -36,12 +36,15 @@ func runCommand() *cli.Command {
 		Name:  "run",
 		Usage: "capture, prepare, replay and audit into NEW/{capture,prepared,replay}, with results.md, audit.md and audit.json beside them",
 		Flags: append(append(append(captureFlags(), replayFlags()...), stageFlags()...),
-			&cli.StringFlag{Name: "output", Usage: "NEW directory for all four stages"}),
+			&cli.StringFlag{Name: "output", Usage: "NEW directory for all four stages (missing parents are made: runs/mine works in a fresh clone)"}),
 		Action: func(c *cli.Context) error {
 			if err := need(c, "output"); err != nil {
 				return err
 			}
 			out := c.String("output")
+			if err := os.MkdirAll(filepath.Dir(out), 0o755); err != nil {
+				return fmt.Errorf("output directory %s: %w", out, err)
+			}
 			if err := os.Mkdir(out, 0o755); err != nil {
 				return fmt.Errorf("output directory %s: %w (stages never overwrite; choose a new one)", out, err)
 			}
