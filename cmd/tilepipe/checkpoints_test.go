@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -64,18 +65,19 @@ func blobOf(t *testing.T, dir, id, route, path string) (string, artifacts.Digest
 }
 
 // TestLLMCheckpointAudits: the gpu-llm-ci checkpoint (triton's new
-// kernels in half storage, cuBLAS gemv and the cuBLASLt GELU epilogue,
-// torch-eager) audits intact with its failures kept: torch-eager's f16
-// scan and bf16 gemm_gelu outside the strict bound, one triton visit
-// failed gpu_busy. One byte of the cuBLAS gemv entry object flipped, the audit
-// names the blob.
+// kernels in half storage, the split decode attention as a pipeline of two
+// launches, cuBLAS gemv and the cuBLASLt GELU epilogue, torch-eager; an
+// H100, docs/results/2026-12-07-gpu-llm/h100-ci2) audits intact with its
+// failures kept: torch-eager's f16 scan and bf16 gemm_gelu outside the
+// strict bound, and four visits failed gpu_busy. One byte of the cuBLAS
+// gemv entry object flipped, the audit names the blob.
 func TestLLMCheckpointAudits(t *testing.T) {
 	dir := unpackCheckpoint(t, llmCheckpoint)
 	code, got := auditOf(t, dir)
 	for _, want := range []string{
-		"audit verdict: PASS (checkpoint intact; 11 of 21 claims supported;",
-		"| 11 | 1 | scan-ci-f16 | torch-eager | oracle: warm set 0: bound: Y[10] = 0.34765625, want 0.346855164 ± 0.00023 (169 of 420 elements outside) |",
-		"| 5 | 1 | gemm_gelu-ci-bf16 | torch-eager | oracle: warm set 0: bound: C[4] = 1.0859375, want 1.07675637 ± 0.00421 (91 of 384 elements outside) |",
+		"audit verdict: PASS (checkpoint intact; 6 of 24 claims supported;",
+		"| 11 | 1 | scan-ci-f16 | torch-eager | oracle: warm set 0: bound: Y[7] = 5.828125, want 5.83129883 ± 0.00291 (194 of 420 elements outside) |",
+		"| 5 | 1 | gemm_gelu-ci-bf16 | torch-eager | oracle: warm set 0: bound: C[4] = 0.09375, want 0.094245948 ± 0.00037 (79 of 384 elements outside) |",
 		"audit: PASSED outputs: ",
 	} {
 		if code != 0 || !strings.Contains(got, want) {
@@ -83,13 +85,28 @@ func TestLLMCheckpointAudits(t *testing.T) {
 		}
 	}
 	for _, want := range []string{
-		"| gemv-ci-f16 | cublas | passed | 18.5 µs |",
-		"| gemm_gelu-ci-bf16 | cublas | passed | 16 µs |",
-		"| attn-decode-ci-bf16 | triton | passed | 7.75 µs |",
+		"| gemv-ci-f16 | cublas | passed | 306 µs |",
+		"| gemm_gelu-ci-bf16 | cublas | passed | 290 µs |",
+		"| attn-decode-ci-bf16 | triton | passed | 16.1 µs |",
+		"| attn-decode-split-ci-f16 | triton | passed | 31.1 µs |",
 	} {
 		if b, err := os.ReadFile(filepath.Join(dir, "results.md")); err != nil || !strings.Contains(string(b), want) {
 			t.Errorf("results.md of the gpu-llm-ci checkpoint lacks %q (%v)", want, err)
 		}
+	}
+	// The split decode is a pipeline: the split pass over (S, B·Hq)
+	// programs, then the merge over (1, B·Hq), one scratch buffer between.
+	lp, _ := blobOf(t, dir, "attn-decode-split-ci-f16", "triton", "launch.json")
+	var pipe struct {
+		Buffers  []struct{ Bytes int64 }
+		Launches []struct {
+			Kernel string
+			Grid   [3]int
+		}
+	}
+	if b, err := os.ReadFile(lp); err != nil || json.Unmarshal(b, &pipe) != nil || len(pipe.Launches) != 2 ||
+		pipe.Launches[0].Grid != [3]int{4, 2, 1} || pipe.Launches[1].Grid != [3]int{1, 2, 1} || pipe.Buffers[0].Bytes != 9216 {
+		t.Errorf("the split decode's launch manifest = %+v (%v), want two launches, grids [4 2 1] and [1 2 1], a 9216-byte buffer", pipe, err)
 	}
 	path, digest := blobOf(t, dir, "gemv-ci-f16", "cublas", "entry.o")
 	flip(t, path)
