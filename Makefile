@@ -46,7 +46,7 @@ route-halide:
 route-orc:
 	$(MAKE) -C routes/orc BIN=$(BIN)/routes/orc
 route-scripts:
-	@for r in openblas torch-eager torch-compile triton cublas kernel-c; do \
+	@for r in openblas torch-eager torch-compile triton cublas kernel-c kernel-torch; do \
 	  mkdir -p $(BIN)/routes/$$r && find routes/$$r -maxdepth 1 -type f -exec cp -p {} $(BIN)/routes/$$r/ \; ; \
 	done
 

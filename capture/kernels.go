@@ -15,7 +15,7 @@ import (
 
 // KernelKinds are the kinds of kernel file --kernel NAME=KIND:FILE takes,
 // each built by the built-in route kernel-KIND (docs/kernels.md).
-var KernelKinds = []string{"c"}
+var KernelKinds = []string{"c", "torch"}
 
 // KernelEnv names the variable that gives a kernel route its file: capture's
 // stored copy, read-only (in describe and in every build's sandbox).

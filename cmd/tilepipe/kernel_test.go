@@ -71,7 +71,7 @@ func TestKernelFileRefused(t *testing.T) {
 		want string
 	}{
 		{"no kind", []string{"--kernel", "mine=" + good}, `--kernel "mine=` + good + `": want NAME=KIND:FILE, e.g. mine=c:kernels/add.c (docs/kernels.md)`},
-		{"unknown kind", []string{"--kernel", "mine=fortran:" + good}, `kind "fortran": want one of c (docs/kernels.md)`},
+		{"unknown kind", []string{"--kernel", "mine=fortran:" + good}, `kind "fortran": want one of c, torch (docs/kernels.md)`},
 		{"bad name", []string{"--kernel", "my kernel=c:" + good}, `NAME "my kernel": want letters, digits`},
 		{"missing file", []string{"--kernel", "mine=c:/nonexistent/k.c"}, "--kernel mine: lstat /nonexistent: no such file or directory"},
 		{"kernel route by name", []string{"--routes", "kernel-c"}, `route "kernel-c": builds a user's kernel file: give it as --kernel NAME=c:FILE (docs/kernels.md)`},
@@ -202,6 +202,51 @@ func TestKernelFileForged(t *testing.T) {
 			code, got := auditRun(t, forged, filepath.Join(forged, "replay"))
 			if want := tc.want(); code != exitFailure || !strings.Contains(got, "FAILED routes") || !strings.Contains(got, want) {
 				t.Errorf("audit = exit %d, want 1, the routes check failed and %q:\n%s", code, want, got)
+			}
+		})
+	}
+}
+
+// TestKernelFileTorch: a PyTorch kernel file (the torch kind) runs the
+// whole chain as torch-eager's visits do and audits; one computing the
+// wrong thing fails the oracle; one that does not parse, or defines no
+// kernel, fails its build by file and line; one whose import raises fails
+// its visits with the reason.
+func TestKernelFileTorch(t *testing.T) {
+	long(t)
+	needRoutes(t, "kernel-torch", "torch-eager")
+	body := func(expr string) string {
+		return "# tilepipe-ops: add\nimport torch\n\ndef kernel(A, B, C):\n    " + expr + "\n"
+	}
+	for _, tc := range []struct {
+		name, file, body string
+		build, visit     string // want: the build's status and reason prefix, then the first visit's
+	}{
+		{"honest", "add_torch.py", body("torch.add(A, B, out=C)"), "built", "passed"},
+		{"wrong", "sub.py", body("torch.sub(A, B, out=C)"), "built", "failed oracle: warm set 0: bound: C["},
+		{"syntax", "bad.py", "# tilepipe-ops: add\ndef kernel(A, B, C)\n    pass\n", "failed bad.py:2: expected ':'", ""},
+		{"no kernel", "nok.py", "# tilepipe-ops: add\ndef other(A, B, C):\n    pass\n", "failed nok.py defines no top-level function kernel", ""},
+		{"import raises", "raises.py", "# tilepipe-ops: add\nraise RuntimeError('no GPU here')\ndef kernel(A, B, C):\n    pass\n", "built",
+			"failed kernel file raises.py: importing it raised RuntimeError: no GPU here"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := filepath.Join(t.TempDir(), "run")
+			args := append([]string{"run", "--cohort", tinyCohort(t, add64), "--routes", "", "--kernel", "mine=torch:" + kernelFile(t, tc.file, tc.body),
+				"--baseline", "mine", "--rounds", "1", "--output", dir}, fast...)
+			code, out, errs := tp(t, args...)
+			b := mineBuild(t, filepath.Join(dir, "capture"))
+			if got := b.Status + " " + b.Reason; !strings.HasPrefix(got, tc.build) {
+				t.Fatalf("build = %q, want %q\n%s", got, tc.build, errs)
+			}
+			if tc.visit == "" {
+				return
+			}
+			v := readReplay(t, filepath.Join(dir, "replay")).Visits[0]
+			if got := v.Status + " " + v.Reason; !strings.HasPrefix(got, tc.visit) {
+				t.Errorf("visit = %q, want %q\n%s", got, tc.visit, errs)
+			}
+			if tc.name == "honest" && (code != exitOK || !strings.Contains(out, "audit verdict: PASS")) {
+				t.Errorf("run = exit %d, want 0 and the audit passed\n%s", code, errs)
 			}
 		})
 	}

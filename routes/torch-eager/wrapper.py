@@ -2045,6 +2045,51 @@ def check_params(v, op, sig):
         p["shape"] = list(shape)
 
 
+class UserKernelError(Exception):
+    """A user's kernel file (--kernel NAME=torch:FILE) that cannot be
+    loaded or breaks the contract: the visit fails with this reason."""
+
+
+def user_kernel(name):
+    """The function `kernel` of the user's file name in $TILEPIPE_CACHE
+    (docs/kernels.md, the torch kind), imported without writing bytecode
+    (replay fails a visit that adds a file to its cache copy)."""
+    import importlib.util
+    cache = os.environ.get("TILEPIPE_CACHE", "")
+    path = os.path.join(cache, name)
+    if not cache or not os.path.isfile(path):
+        raise UserKernelError("kernel file %s: not in $TILEPIPE_CACHE (%r)" % (name, cache))
+    sys.dont_write_bytecode = True
+    spec = importlib.util.spec_from_file_location("tilepipe_user_kernel", path)
+    mod = importlib.util.module_from_spec(spec)
+    try:
+        spec.loader.exec_module(mod)
+    except Exception as e:
+        raise UserKernelError("kernel file %s: importing it raised %s" % (name, describe_error(e)))
+    fn = getattr(mod, "kernel", None)
+    if not callable(fn):
+        raise UserKernelError("kernel file %s: defines no function kernel(*tensors) (docs/kernels.md)" % name)
+    return fn
+
+
+def user_kernel_args(op, opts):
+    """The case's parameters a user's kernel gets as keywords: eps for the
+    norms, ranking for topk and sort."""
+    if op in EPS_OPS:
+        return {"eps": opts["eps"]}
+    if op in RANKED_OPS:
+        return {"ranking": opts["ranking"]}
+    return {}
+
+
+def user_entry(fn, tensors, kw):
+    """One set's entry: the user's function on the set's tensors, in
+    signature order, writing the outputs it is given."""
+    def call():
+        fn(*tensors, **kw)
+    return call
+
+
 def visit(opts):
     v = parse_visit(opts["visit"], opts["device"])
     op, dims = opts["op"], opts["dims"]
@@ -2080,7 +2125,12 @@ def visit(opts):
     # read-only tensor of one. No input is written (a write would fault).
     warnings.filterwarnings("ignore", message="The given buffer is not writable", category=UserWarning)
     torch.set_num_threads(threads)
-    policy = COMPILE_MODES[opts["compile"]] if opts["compile"] else output_policy(op, torch, opts["ranking"], opts["dtype"])
+    if opts["compile"]:
+        policy = COMPILE_MODES[opts["compile"]]
+    elif opts["user_kernel"]:
+        policy = "out"  # the user's function writes the outputs it is given
+    else:
+        policy = output_policy(op, torch, opts["ranking"], opts["dtype"])
     nthreads = torch.get_num_threads()
 
     # sets[pool][s]: param name -> Buffer of set s, in signature order.
@@ -2101,7 +2151,17 @@ def visit(opts):
     # One entry per set; the test ops count calls over all of them.
     eo = dict(opts, calls=[0], warm_sets=len(sets["warm"]))
     comp = Compiled(op, torch, eo, opts["compile"]) if opts["compile"] else None
-    if comp is not None:
+    if opts["user_kernel"]:
+        try:
+            fn = user_kernel(opts["user_kernel"])
+        except UserKernelError as e:
+            send(status_report("validated", str(e), Checks().failed(None), nthreads, policy))
+            finish()
+        names = [p["name"] for p in v["params"]]
+        kw = user_kernel_args(op, opts)
+        entries = {pool: [user_entry(fn, [callee(bs[n]).typed for n in names], kw) for bs in sets[pool]]
+                   for pool in POOLS}
+    elif comp is not None:
         entries = {pool: [comp.entry({n: callee(b).typed for n, b in bs.items()}) for bs in sets[pool]]
                    for pool in POOLS}
     else:
@@ -2321,7 +2381,7 @@ def closure(opts):
 def parse_args(argv):
     opts = {"op": None, "device": "cpu", "dims": None, "eps": 1e-5,
             "dtype": "f32", "ranking": None, "visit": None, "mode": None,
-            "policy": "strict", "compile": None, "compile_run": None}
+            "policy": "strict", "compile": None, "compile_run": None, "user_kernel": None}
     i = 0
     while i < len(argv):
         a = argv[i]
@@ -2367,6 +2427,10 @@ def parse_args(argv):
             opts["compile"] = val
         elif a == "--compile-run":
             opts["compile_run"], opts["mode"] = val, "compile_run"
+        elif a == "--user-kernel":
+            if os.path.basename(val) != val or not val or val.startswith("."):
+                raise Usage("--user-kernel: want the kernel file's name in $TILEPIPE_CACHE, got %r" % val)
+            opts["user_kernel"] = val
         elif a == "--visit":
             opts["visit"] = val
             if opts["mode"] is None:
@@ -2375,6 +2439,8 @@ def parse_args(argv):
             raise Usage("unknown argument %r" % a)
     if opts["mode"] is None:
         raise Usage("want --visit VISIT, --closure or --compile-run DIR")
+    if opts["compile"] and opts["user_kernel"]:
+        raise Usage("--compile and --user-kernel: a user's kernel runs as written")
     if opts["compile"] and opts["device"] != "cuda":
         raise Usage("--compile: the torch-compile route runs on --device cuda alone")
     if opts["mode"] == "compile_run" and not opts["compile"]:
