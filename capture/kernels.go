@@ -17,6 +17,11 @@ import (
 // each built by the built-in route kernel-KIND (docs/kernels.md).
 var KernelKinds = []string{"c", "torch"}
 
+// kernelSuffix is the ending a kind's file name must have: the route
+// compiles or imports it by that name, beside files of its own
+// (tilepipe_case.h, wrapper.py), which the name can then never be.
+var kernelSuffix = map[string]string{"c": ".c", "torch": ".py"}
+
 // KernelEnv names the variable that gives a kernel route its file: capture's
 // stored copy, read-only (in describe and in every build's sandbox).
 const KernelEnv = "TILEPIPE_KERNEL"
@@ -65,6 +70,10 @@ func kernelRoutes(dir string, kernels []string) ([]routeExec, error) {
 		real, err := regularFile(file)
 		if err != nil {
 			return nil, fmt.Errorf("--kernel %s: %w", name, err)
+		}
+		base := filepath.Base(real)
+		if suf := kernelSuffix[kind]; !protocol.ValidName(base) || !strings.HasSuffix(base, suf) || base == suf || base == "wrapper.py" {
+			return nil, fmt.Errorf("--kernel %s: file name %q: want letters, digits, '.', '_' or '-' ending in %s (and not wrapper.py), the name the route builds it by", name, base, suf)
 		}
 		route := kernelPrefix + kind
 		out = append(out, routeExec{name: route, alias: name, path: filepath.Join(dir, route, "route"), kernel: &kernelSpec{kind: kind, src: real}})
