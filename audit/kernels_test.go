@@ -38,9 +38,13 @@ func TestKernelsAgree(t *testing.T) {
 		{"another title", func(d *artifacts.CaptureDoc, _ map[string]ocispec.Descriptor) {
 			d.Routes[0].Kernel.Title = "external/kernels/other/add.c"
 		}, []string{`route mine: kernel title "external/kernels/other/add.c", want "external/kernels/mine/add.c"`}},
-		{"layer differs", func(_ *artifacts.CaptureDoc, l map[string]ocispec.Descriptor) { l[title] = ocispec.Descriptor{Digest: other} },
+		{"layer differs", func(_ *artifacts.CaptureDoc, l map[string]ocispec.Descriptor) {
+			l[title] = ocispec.Descriptor{Digest: other}
+		},
 			[]string{`route mine: kernel external/kernels/mine/add.c is ` + string(file) + `, the layer external/kernels/mine/add.c is "` + string(other) + `"`}},
-		{"source differs", func(d *artifacts.CaptureDoc, _ map[string]ocispec.Descriptor) { d.Cases[0].Builds[0].Files[1].Digest = other },
+		{"source differs", func(d *artifacts.CaptureDoc, _ map[string]ocispec.Descriptor) {
+			d.Cases[0].Builds[0].Files[1].Digest = other
+		},
 			[]string{"build add-4x64/mine: source add.c is " + string(other) + ", the kernel file (external/kernels/mine/add.c) is " + string(file)}},
 		{"a second source", func(d *artifacts.CaptureDoc, _ map[string]ocispec.Descriptor) {
 			b := &d.Cases[0].Builds[0]
