@@ -1,6 +1,8 @@
 package audit
 
 import (
+	"bytes"
+	"encoding/json"
 	"fmt"
 	"maps"
 	"slices"
@@ -27,7 +29,8 @@ func routesCheck(cp *checkpoint, f *facts) finding {
 // entriesAgree: what a prepared entry gives its visits is what its
 // capture build asked for: the environment (an object build's env, only
 // artifacts.ObjectEnv; a process build's process.env), nothing added; the
-// below-best note; and the cache files (a process build's, role cache).
+// below-best note; the cache files (a process build's, role cache); and
+// a process entry's process and program (processAgrees).
 func entriesAgree(cdoc artifacts.CaptureDoc, pdoc artifacts.PreparedDoc) []string {
 	builds := map[artifacts.Pair]artifacts.Build{}
 	for _, c := range cdoc.Cases {
@@ -69,11 +72,50 @@ func entriesAgree(cdoc artifacts.CaptureDoc, pdoc artifacts.PreparedDoc) []strin
 				p = append(p, fmt.Sprintf("entry %s/%s: %v", e.Case, e.Route, err))
 			}
 		}
+		if why := processAgrees(e, b); why != "" {
+			p = append(p, fmt.Sprintf("entry %s/%s: %s", e.Case, e.Route, why))
+		}
 		if want := cacheFiles(b); !slices.Equal(e.Data, want) {
 			p = append(p, fmt.Sprintf("entry %s/%s: data %s, its capture build's cache files are %s", e.Case, e.Route, fileList(e.Data), fileList(want)))
 		}
 	}
 	return p
+}
+
+// processAgrees says why a prepared entry does not run its build's
+// process ("" where it does): the process description (interpreter,
+// script, args, env, output policy, closure args) is the build's, field
+// for field, and a process entry's program is the build's wrapper file.
+// Replay runs exactly these: an entry edited to run another script, or
+// the build's script with other arguments (another op, a user's kernel
+// dropped: --user-kernel), would time something its row does not name.
+func processAgrees(e artifacts.Prepared, b artifacts.Build) string {
+	got, _ := json.Marshal(e.Process)
+	want, _ := json.Marshal(b.Process)
+	if !bytes.Equal(got, want) {
+		return fmt.Sprintf("process %s, its capture build's is %s", got, want)
+	}
+	if b.Process == nil {
+		return ""
+	}
+	i := slices.IndexFunc(b.Files, func(f artifacts.FileRef) bool {
+		return f.Role == artifacts.RoleWrapper && f.Path == b.Process.Script
+	})
+	switch {
+	case i < 0:
+		return fmt.Sprintf("its capture build lists no wrapper file %s", b.Process.Script)
+	case e.Program == nil || e.Program.Path != b.Files[i].Path || e.Program.Digest != b.Files[i].Digest:
+		return fmt.Sprintf("program %s, its capture build's wrapper is %s", fileList(programOf(e)), fileList(b.Files[i:i+1]))
+	}
+	return ""
+}
+
+// programOf is e's program as a list of none or one.
+func programOf(e artifacts.Prepared) []artifacts.FileRef {
+	if e.Program == nil {
+		return nil
+	}
+	return []artifacts.FileRef{*e.Program}
 }
 
 // coldString is a cold cost as the audit names it.

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"reflect"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/opencontainers/go-digest"
@@ -74,8 +75,9 @@ func TestEntriesAgreeData(t *testing.T) {
 	graph := artifacts.FileRef{Path: "cache/inductor/graph.py", Role: artifacts.RoleCache, Digest: d('a'), Size: 3}
 	cubin := artifacts.FileRef{Path: "cache/triton/k.cubin", Role: artifacts.RoleCache, Digest: d('b'), Size: 4}
 	wrapper := artifacts.FileRef{Path: "wrapper.py", Role: artifacts.RoleWrapper, Digest: d('c'), Size: 5}
+	proc := &artifacts.Process{Script: "wrapper.py"}
 	cdoc := artifacts.CaptureDoc{Cases: []artifacts.CapturedCase{{Case: oracle.Case{ID: "add"}, Builds: []artifacts.Build{
-		{Route: "jit", Kind: artifacts.KindProcess, Status: artifacts.StatusBuilt, Files: []artifacts.FileRef{wrapper, graph, cubin}, Process: &artifacts.Process{}}}}}}
+		{Route: "jit", Kind: artifacts.KindProcess, Status: artifacts.StatusBuilt, Files: []artifacts.FileRef{wrapper, graph, cubin}, Process: proc}}}}}
 	other := cubin
 	other.Digest = d('e')
 	for _, tc := range []struct {
@@ -93,7 +95,8 @@ func TestEntriesAgreeData(t *testing.T) {
 		{"none", nil,
 			[]string{"entry add/jit: data none, its capture build's cache files are cache/inductor/graph.py@aaaaaaaaaaaa, cache/triton/k.cubin@bbbbbbbbbbbb"}},
 	} {
-		pdoc := artifacts.PreparedDoc{Entries: []artifacts.Prepared{{Case: "add", Route: "jit", Kind: artifacts.KindProcess, Status: artifacts.StatusPrepared, Data: tc.data}}}
+		pdoc := artifacts.PreparedDoc{Entries: []artifacts.Prepared{{Case: "add", Route: "jit", Kind: artifacts.KindProcess, Status: artifacts.StatusPrepared, Data: tc.data,
+			Process: proc, Program: &wrapper}}}
 		if got := entriesAgree(cdoc, pdoc); !slices.Equal(got, tc.want) {
 			t.Errorf("%s: entriesAgree = %q, want %q", tc.name, got, tc.want)
 		}
@@ -105,9 +108,11 @@ func TestEntriesAgreeData(t *testing.T) {
 // compile time, or claims one its build never measured).
 func TestEntriesAgreeCold(t *testing.T) {
 	sched := map[string]any{"compile_first_call_s": 41.5, "cached_first_call_s": 3.25}
+	proc, wrapper := &artifacts.Process{Script: "wrapper.py"}, artifacts.FileRef{Path: "wrapper.py", Role: artifacts.RoleWrapper}
+	files := []artifacts.FileRef{wrapper}
 	cdoc := artifacts.CaptureDoc{Cases: []artifacts.CapturedCase{{Case: oracle.Case{ID: "add"}, Builds: []artifacts.Build{
-		{Route: "jit", Kind: artifacts.KindProcess, Status: artifacts.StatusBuilt, Process: &artifacts.Process{}, Schedule: sched},
-		{Route: "eager", Kind: artifacts.KindProcess, Status: artifacts.StatusBuilt, Process: &artifacts.Process{}}}}}}
+		{Route: "jit", Kind: artifacts.KindProcess, Status: artifacts.StatusBuilt, Process: proc, Files: files, Schedule: sched},
+		{Route: "eager", Kind: artifacts.KindProcess, Status: artifacts.StatusBuilt, Process: proc, Files: files}}}}}
 	for _, tc := range []struct {
 		name  string
 		route string
@@ -121,9 +126,50 @@ func TestEntriesAgreeCold(t *testing.T) {
 		{"invented", "eager", &artifacts.ColdCost{CompileFirstCallS: 1, CachedFirstCallS: 1},
 			[]string{"entry add/eager: cold {compile 1s, cached 1s}, its capture build says none"}},
 	} {
-		pdoc := artifacts.PreparedDoc{Entries: []artifacts.Prepared{{Case: "add", Route: tc.route, Kind: artifacts.KindProcess, Status: artifacts.StatusPrepared, Cold: tc.cold}}}
+		pdoc := artifacts.PreparedDoc{Entries: []artifacts.Prepared{{Case: "add", Route: tc.route, Kind: artifacts.KindProcess, Status: artifacts.StatusPrepared, Cold: tc.cold,
+			Process: proc, Program: &wrapper}}}
 		if got := entriesAgree(cdoc, pdoc); !slices.Equal(got, tc.want) {
 			t.Errorf("%s: entriesAgree = %q, want %q", tc.name, got, tc.want)
+		}
+	}
+}
+
+// TestEntriesAgreeProcess: a prepared process entry runs its build's
+// process and wrapper, or the audit names both: an entry edited to drop a
+// user's kernel (--user-kernel), to run another op, or to run another
+// script, consistently re-hashed, would time something its row does not
+// name.
+func TestEntriesAgreeProcess(t *testing.T) {
+	d := func(c byte) artifacts.Digest {
+		return artifacts.Digest("sha256:" + string(slices.Repeat([]byte{c}, 64)))
+	}
+	wrapper := artifacts.FileRef{Path: "wrapper.py", Role: artifacts.RoleWrapper, Digest: d('c'), Size: 5}
+	args := []string{"--op", "add", "--dims", "M=4,N=64", "--user-kernel", "add.py"}
+	proc := &artifacts.Process{Interpreter: "/usr/bin/python3", Script: "wrapper.py", Args: args, Env: map[string]string{}, OutputPolicy: "out"}
+	cdoc := artifacts.CaptureDoc{Cases: []artifacts.CapturedCase{{Case: oracle.Case{ID: "add"}, Builds: []artifacts.Build{
+		{Route: "mine", Kind: artifacts.KindProcess, Status: artifacts.StatusBuilt, Files: []artifacts.FileRef{wrapper}, Process: proc}}}}}
+	dropped := *proc
+	dropped.Args = args[:4]
+	other := wrapper
+	other.Digest = d('e')
+	for _, tc := range []struct {
+		name    string
+		process *artifacts.Process
+		program *artifacts.FileRef
+		want    string
+	}{
+		{"the build's", proc, &wrapper, ""},
+		{"the user's kernel dropped", &dropped, &wrapper,
+			`entry add/mine: process {"interpreter":"/usr/bin/python3","interpreterDigest":"","script":"wrapper.py","args":["--op","add","--dims","M=4,N=64"],"env":{},"outputPolicy":"out"}, its capture build's is {"interpreter":"/usr/bin/python3","interpreterDigest":"","script":"wrapper.py","args":["--op","add","--dims","M=4,N=64","--user-kernel","add.py"],"env":{},"outputPolicy":"out"}`},
+		{"no process", nil, &wrapper, `entry add/mine: process null, its capture build's is {"interpreter":`},
+		{"another wrapper", proc, &other, "entry add/mine: program wrapper.py@eeeeeeeeeeee, its capture build's wrapper is wrapper.py@cccccccccccc"},
+		{"no program", proc, nil, "entry add/mine: program none, its capture build's wrapper is wrapper.py@cccccccccccc"},
+	} {
+		pdoc := artifacts.PreparedDoc{Entries: []artifacts.Prepared{{Case: "add", Route: "mine", Kind: artifacts.KindProcess, Status: artifacts.StatusPrepared,
+			Process: tc.process, Program: tc.program}}}
+		got := entriesAgree(cdoc, pdoc)
+		if tc.want == "" && len(got) > 0 || tc.want != "" && (len(got) != 1 || !strings.HasPrefix(got[0], tc.want)) {
+			t.Errorf("%s: entriesAgree = %q, want one problem starting %q", tc.name, got, tc.want)
 		}
 	}
 }
