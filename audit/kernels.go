@@ -42,8 +42,8 @@ func kernelsAgree(cdoc artifacts.CaptureDoc, layers map[string]ocispec.Descripto
 	return p
 }
 
-// kernelSources: every built row of route name lists one source file,
-// base, whose digest is the kernel file's.
+// kernelSources: every built row of route name is of the kernel file
+// (kernelBuild).
 func kernelSources(cdoc artifacts.CaptureDoc, name, base string, d artifacts.Digest) []string {
 	var p []string
 	for _, c := range cdoc.Cases {
@@ -51,18 +51,39 @@ func kernelSources(cdoc artifacts.CaptureDoc, name, base string, d artifacts.Dig
 		if i < 0 || c.Builds[i].Status != artifacts.StatusBuilt {
 			continue
 		}
-		var srcs []artifacts.FileRef
-		for _, f := range c.Builds[i].Files {
-			if f.Role == artifacts.RoleSource {
-				srcs = append(srcs, f)
-			}
-		}
-		switch {
-		case len(srcs) != 1 || srcs[0].Path != base:
-			p = append(p, fmt.Sprintf("build %s/%s: sources %s, want the kernel file alone as %s", c.Case.ID, name, fileList(srcs), base))
-		case srcs[0].Digest != d:
-			p = append(p, fmt.Sprintf("build %s/%s: source %s is %s, the kernel file (external/kernels/%s/%s) is %s", c.Case.ID, name, base, srcs[0].Digest, name, base, d))
+		if why := kernelBuild(c.Builds[i], base, d, name); why != "" {
+			p = append(p, fmt.Sprintf("build %s/%s: %s", c.Case.ID, name, why))
 		}
 	}
 	return p
+}
+
+// kernelBuild says why build b is not of the kernel file (base, digest d)
+// ("" where it is): its one source is the file; and a process build (the
+// torch kind), which imports the file at every visit, has it as its one
+// cache file cache/BASE and names it last in its arguments (--user-kernel
+// BASE): the code a visit runs is the file the row names.
+func kernelBuild(b artifacts.Build, base string, d artifacts.Digest, name string) string {
+	want := []struct{ role, path string }{{artifacts.RoleSource, base}}
+	if b.Process != nil {
+		want = append(want, struct{ role, path string }{artifacts.RoleCache, "cache/" + base})
+	}
+	for _, w := range want {
+		var fs []artifacts.FileRef
+		for _, f := range b.Files {
+			if f.Role == w.role {
+				fs = append(fs, f)
+			}
+		}
+		switch {
+		case len(fs) != 1 || fs[0].Path != w.path:
+			return fmt.Sprintf("%s files %s, want the kernel file alone as %s", w.role, fileList(fs), w.path)
+		case fs[0].Digest != d:
+			return fmt.Sprintf("%s %s is %s, the kernel file (external/kernels/%s/%s) is %s", w.role, w.path, fs[0].Digest, name, base, d)
+		}
+	}
+	if a := b.Process; a != nil && (len(a.Args) < 2 || !slices.Equal(a.Args[len(a.Args)-2:], []string{"--user-kernel", base})) {
+		return fmt.Sprintf("process args %q, want them to end --user-kernel %s", a.Args, base)
+	}
+	return ""
 }

@@ -27,6 +27,13 @@ func TestKernelsAgree(t *testing.T) {
 		}
 		return doc, map[string]ocispec.Descriptor{title: {Digest: file}}
 	}
+	// torch makes the build a process build of the torch kind: the file
+	// also its one cache file, named last in its arguments.
+	torch := func(d *artifacts.CaptureDoc, _ map[string]ocispec.Descriptor) {
+		b := &d.Cases[0].Builds[0]
+		b.Files = append(b.Files, artifacts.FileRef{Path: "cache/add.c", Role: artifacts.RoleCache, Digest: file})
+		b.Process = &artifacts.Process{Args: []string{"--op", "add", "--user-kernel", "add.c"}}
+	}
 	for _, tc := range []struct {
 		name string
 		edit func(*artifacts.CaptureDoc, map[string]ocispec.Descriptor)
@@ -49,7 +56,20 @@ func TestKernelsAgree(t *testing.T) {
 		{"a second source", func(d *artifacts.CaptureDoc, _ map[string]ocispec.Descriptor) {
 			b := &d.Cases[0].Builds[0]
 			b.Files = append(b.Files, artifacts.FileRef{Path: "helper.c", Role: artifacts.RoleSource, Digest: other})
-		}, []string{"build add-4x64/mine: sources add.c@" + artifacts.Short(file) + ", helper.c@" + artifacts.Short(other) + ", want the kernel file alone as add.c"}},
+		}, []string{"build add-4x64/mine: source files add.c@" + artifacts.Short(file) + ", helper.c@" + artifacts.Short(other) + ", want the kernel file alone as add.c"}},
+		{"torch: the imported copy swapped", func(d *artifacts.CaptureDoc, _ map[string]ocispec.Descriptor) {
+			torch(d, nil)
+			d.Cases[0].Builds[0].Files[2].Digest = other
+		}, []string{"build add-4x64/mine: cache cache/add.c is " + string(other) + ", the kernel file (external/kernels/mine/add.c) is " + string(file)}},
+		{"torch: no imported copy", func(d *artifacts.CaptureDoc, _ map[string]ocispec.Descriptor) {
+			torch(d, nil)
+			d.Cases[0].Builds[0].Files = d.Cases[0].Builds[0].Files[:2]
+		}, []string{"build add-4x64/mine: cache files none, want the kernel file alone as cache/add.c"}},
+		{"torch: another file imported", func(d *artifacts.CaptureDoc, _ map[string]ocispec.Descriptor) {
+			torch(d, nil)
+			d.Cases[0].Builds[0].Process.Args = []string{"--op", "add", "--user-kernel", "other.py"}
+		}, []string{`build add-4x64/mine: process args ["--op" "add" "--user-kernel" "other.py"], want them to end --user-kernel add.c`}},
+		{"torch: the build's", torch, nil},
 		{"failed builds are not checked", func(d *artifacts.CaptureDoc, _ map[string]ocispec.Descriptor) {
 			d.Cases[0].Builds[0].Status, d.Cases[0].Builds[0].Files = artifacts.StatusFailed, nil
 		}, nil},
