@@ -3,11 +3,9 @@ package capture
 import (
 	"context"
 	"fmt"
-	"os"
 	"path/filepath"
 	"slices"
 	"strings"
-	"time"
 
 	"github.com/tilepipe/tilepipe/artifacts"
 	"github.com/tilepipe/tilepipe/internal/protocol"
@@ -89,12 +87,7 @@ func DescribeKernel(ctx context.Context, dir, kernel string) (string, protocol.D
 	if err != nil {
 		return "", protocol.Description{}, err
 	}
-	s, err := artifacts.Create(filepath.Join(os.TempDir(), fmt.Sprintf("tilepipe-describe-%d-%d", os.Getpid(), time.Now().UnixNano())))
-	if err != nil {
-		return "", protocol.Description{}, err
-	}
-	defer s.Discard()
-	_, d, err := describeRaw(ctx, s, rs[0].path, map[string]string{KernelEnv: rs[0].kernel.src}, time.Minute)
+	d, err := describeTemp(ctx, rs[0].path, map[string]string{KernelEnv: rs[0].kernel.src})
 	return rs[0].alias, d, err
 }
 

@@ -92,12 +92,17 @@ func resolveRoutes(cfg Config) ([]routeExec, error) {
 // Describe asks the route program at path to describe itself, within
 // a minute (capture's own describe call takes Config.BuildTimeout).
 func Describe(ctx context.Context, path string) (protocol.Description, error) {
+	return describeTemp(ctx, path, nil)
+}
+
+// describeTemp is describeRaw with env into a store of its own, discarded.
+func describeTemp(ctx context.Context, path string, env map[string]string) (protocol.Description, error) {
 	s, err := artifacts.Create(filepath.Join(os.TempDir(), fmt.Sprintf("tilepipe-describe-%d-%d", os.Getpid(), time.Now().UnixNano())))
 	if err != nil {
 		return protocol.Description{}, err
 	}
 	defer s.Discard()
-	_, d, err := describeRaw(ctx, s, path, nil, time.Minute)
+	_, d, err := describeRaw(ctx, s, path, env, time.Minute)
 	return d, err
 }
 

@@ -14,7 +14,7 @@ import (
 )
 
 // builtinRoutes are the routes make build installs under bin/routes.
-var builtinRoutes = []string{"halide", "orc", "openblas", "torch-eager", "torch-compile", "triton", "cublas", "halide-cuda", "kernel-c"}
+var builtinRoutes = []string{"halide", "orc", "openblas", "torch-eager", "torch-compile", "triton", "cublas", "halide-cuda", "kernel-c", "kernel-torch"}
 
 func routesCommand() *cli.Command {
 	return &cli.Command{
