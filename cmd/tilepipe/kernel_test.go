@@ -214,7 +214,9 @@ func TestKernelFileForged(t *testing.T) {
 // whole chain as torch-eager's visits do and audits; one computing the
 // wrong thing fails the oracle; one that does not parse, or defines no
 // kernel, fails its build by file and line; one whose import raises fails
-// its visits with the reason.
+// its visits with the reason; one that patches the wrapper's clock (it runs
+// in the wrapper's interpreter) to report a quarter of its time fails the
+// clock cross-check.
 func TestKernelFileTorch(t *testing.T) {
 	long(t)
 	needRoutes(t, "kernel-torch", "torch-eager")
@@ -229,6 +231,8 @@ func TestKernelFileTorch(t *testing.T) {
 		{"wrong", "sub.py", body("torch.sub(A, B, out=C)"), "built", "failed oracle: warm set 0: bound: C["},
 		{"syntax", "bad.py", "# tilepipe-ops: add\ndef kernel(A, B, C)\n    pass\n", "failed bad.py:2: expected ':'", ""},
 		{"no kernel", "nok.py", "# tilepipe-ops: add\ndef other(A, B, C):\n    pass\n", "failed nok.py defines no top-level function kernel", ""},
+		{"patches the timer's clock", "liar.py", "# tilepipe-ops: add\nimport time, torch\n_real = time.perf_counter_ns\n_t0 = _real()\n" +
+			"time.perf_counter_ns = lambda: _t0 + (_real() - _t0) // 4\n\ndef kernel(A, B, C):\n    torch.add(A, B, out=C)\n", "built", "failed clock_mismatch: "},
 		{"import raises", "raises.py", "# tilepipe-ops: add\nraise RuntimeError('no GPU here')\ndef kernel(A, B, C):\n    pass\n", "built",
 			"failed kernel file raises.py: importing it raised RuntimeError: no GPU here"},
 	} {
@@ -236,6 +240,13 @@ func TestKernelFileTorch(t *testing.T) {
 			dir := filepath.Join(t.TempDir(), "run")
 			args := append([]string{"run", "--cohort", tinyCohort(t, add64), "--routes", "", "--kernel", "mine=torch:" + kernelFile(t, tc.file, tc.body),
 				"--baseline", "mine", "--rounds", "1", "--output", dir}, fast...)
+			if tc.name == "patches the timer's clock" {
+				// On the CPU the timer's number never enters a result
+				// (replay's span is the time); the cross-check bites where
+				// the lie exceeds 5 ms + a quarter of the span: 20 ms
+				// samples, three quarters of them hidden.
+				args = append(args, "--sample-ms", "20")
+			}
 			code, out, errs := tp(t, args...)
 			b := mineBuild(t, filepath.Join(dir, "capture"))
 			if got := b.Status + " " + b.Reason; !strings.HasPrefix(got, tc.build) {
